@@ -1,0 +1,1 @@
+#include "backends/sim/sim_options.h"

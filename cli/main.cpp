@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::puts("prima: under construction"); return 0; }

@@ -1,0 +1,73 @@
+// Model architectures and quantization formats: the data the cost model, the memory-fit
+// check and the real backend agree on. Plain values; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/config/json_reader.h"
+#include "engine/core/status.h"
+
+namespace prima::model {
+
+enum class Quantization { kFP16, kBF16, kW8A8, kW4A16 };
+
+const char* quantization_name(Quantization q);  // "fp16", "bf16", "w8a8", "w4a16"
+bool parse_quantization(const std::string& s, Quantization* out);
+std::vector<std::string> quantization_names();
+
+// Bytes per weight element including scales (W4A16: group size 128, fp16 scale + zero).
+double weight_bytes_per_param(Quantization q);
+// Bytes per activation element (fp16/bf16: 2; w8a8 activations are int8 inside GEMMs: 1).
+double gemm_activation_bytes(Quantization q);
+
+struct ModelSpec {
+  std::string name;
+  std::string source;  // where the figures come from (model card / config)
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;  // hidden / heads unless stated
+  int ffn = 0;       // dense FFN width (SwiGLU: gate, up, down)
+  int vocab = 0;
+  bool tied_embeddings = false;
+  int max_context = 4096;
+  // Mixture of experts (experts == 0: dense). MoE layers use expert_ffn per expert.
+  int experts = 0;
+  int experts_per_token = 0;
+  int shared_experts = 0;
+  int expert_ffn = 0;
+  int dense_layers = 0;  // leading layers that stay dense in an MoE model
+  // Multi-head latent attention (kv_lora_rank > 0): KV cache per token per layer is
+  // (kv_lora_rank + rope_dim) elements instead of 2 * kv_heads * head_dim.
+  int kv_lora_rank = 0;
+  int rope_dim = 0;
+
+  bool is_moe() const { return experts > 0; }
+  // Parameter counts (elements, not bytes).
+  double attention_params_per_layer() const;
+  double ffn_params_per_layer(int layer) const;         // all experts of that layer
+  double active_ffn_params_per_layer(int layer) const;  // experts used per token
+  double embedding_params() const;                      // input embedding
+  double lm_head_params() const;                        // 0 when tied
+  double total_params() const;
+  double active_params() const;  // per token
+  // KV cache elements per token per layer (K and V together, or MLA latent).
+  double kv_elements_per_token_per_layer() const;
+  // KV cache bytes per token, all layers, at `kv_bytes` per element (2 for fp16).
+  double kv_bytes_per_token(double kv_bytes = 2) const;
+
+  Status validate() const;  // positive sizes, heads divisible, etc.
+};
+
+// The built-in catalog: "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
+// "llama-3-70b", "smollm2-135m", "mixtral-8x7b", "moe-1t". Names are case-insensitive.
+Result<ModelSpec> model_by_name(const std::string& name);
+std::vector<std::string> model_names();
+
+// A model given in a scenario: a catalog name, or an object with the fields above
+// (optionally "base": a catalog name whose fields it overrides).
+ModelSpec parse_model(const config::JsonReader& parent, const std::string& key);
+
+}  // namespace prima::model

@@ -1,0 +1,68 @@
+// The cost model: the time of one step of a batch on one replica of a plan.
+//
+// Roofline per operator (GEMMs, attention, norms/elementwise, LM head): time = max(FLOPs /
+// (peak * eff), bytes / (HBM bw * eff)), summed over the operators of the layers a pipeline
+// stage holds; plus the plan's communication (TP all-reduces, PP sends) given as bytes so a
+// backend can either cost them analytically (allreduce_time_s) or turn them into flows.
+// Equations: docs/cost-model.md. Immutable after construction; thread-safe to share.
+#pragma once
+
+#include <vector>
+
+#include "engine/model/model_spec.h"
+#include "engine/perf/calibration.h"
+#include "engine/plan/parallel_plan.h"
+#include "engine/plan/topology.h"
+#include "engine/runtime.h"
+
+namespace prima::perf {
+
+struct StageCost {
+  double compute_s = 0;       // operators of this stage on one of its GPUs (no communication)
+  double flops = 0;           // per GPU
+  double hbm_bytes = 0;       // per GPU
+  int allreduces = 0;         // TP all-reduces in this stage (2 per layer when tp > 1)
+  double allreduce_bytes = 0; // size of each all-reduce's buffer (tokens x hidden x 2)
+  double send_bytes = 0;      // activations sent to the next stage (0 for the last)
+};
+
+struct StepCost {
+  std::vector<StageCost> stages;
+  double overhead_s = 0;  // per-step fixed cost (scheduling, sampling, launches)
+  double total_flops() const;  // all GPUs of the replica
+};
+
+class CostModel {
+ public:
+  CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gpu, plan::ParallelPlan p,
+            Efficiency eff);
+
+  StepCost step(const BatchShape& b) const;
+
+  // Ring all-reduce of `bytes` over p ranks on links of bandwidth bw (each way) and latency
+  // lat: 2(p-1)/p * bytes / (bw * eff) + 2(p-1) * (lat + eff.allreduce_latency_s).
+  double allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const;
+  // Point-to-point send: bytes / bw + lat + eff.p2p_latency_s.
+  double send_time_s(double bytes, double bw_Bps, double lat_s) const;
+
+  // Whole-step time when every collective runs on `link` (analytic, no contention):
+  // sum over stages of compute + all-reduces + sends, plus overhead.
+  double step_time_s(const BatchShape& b, const plan::LinkSpec& tp_link,
+                     const plan::LinkSpec& pp_link) const;
+
+  const model::ModelSpec& model() const { return m_; }
+  const plan::ParallelPlan& plan() const { return p_; }
+  const plan::GpuSpec& gpu() const { return gpu_; }
+  const Efficiency& efficiency() const { return eff_; }
+  // Peak FLOP/s of the GEMM data type of the quantization on this GPU.
+  double gemm_peak_flops() const;
+
+ private:
+  model::ModelSpec m_;
+  model::Quantization q_;
+  plan::GpuSpec gpu_;
+  plan::ParallelPlan p_;
+  Efficiency eff_;
+};
+
+}  // namespace prima::perf

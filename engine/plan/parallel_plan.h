@@ -1,0 +1,70 @@
+// ParallelPlan: how a model is split (tensor x pipeline parallel, micro-batches) and
+// replicated, where each rank lives on the topology, and whether it fits in GPU memory.
+// Plain values; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/config/json_reader.h"
+#include "engine/core/status.h"
+#include "engine/core/types.h"
+#include "engine/model/model_spec.h"
+#include "engine/plan/topology.h"
+
+namespace prima::plan {
+
+struct ParallelPlan {
+  int tensor_parallel = 1;
+  int pipeline_parallel = 1;
+  // Sequences per micro-batch when pipelining (0 = no cap). Up to pipeline_parallel
+  // micro-batches are in flight at once.
+  int micro_batch = 0;
+  int replicas = 1;
+  int gpus_per_replica() const { return tensor_parallel * pipeline_parallel; }
+};
+
+// Memory options (the seed's "memory_optim" plus vLLM-like knobs).
+struct MemoryOptions {
+  bool activation_checkpointing = false;  // accepted; no effect on inference memory
+  bool cpu_offload = false;               // weights stream from host memory (slower)
+  double gpu_memory_utilization = 0.9;    // share of HBM prima may use
+  double kv_bytes_per_element = 2;        // fp16 KV cache
+};
+
+// GPUs of one replica: devices[stage][rank].
+struct ReplicaPlacement {
+  ReplicaId replica = 0;
+  std::vector<std::vector<DeviceId>> devices;
+  std::vector<DeviceId> all() const;
+};
+
+// Places replicas on consecutive GPUs: a TP group stays inside a node when tp <= gpus per
+// node; pipeline stages follow each other. Fails if the topology has too few GPUs.
+Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topology& t);
+
+// Per-GPU memory budget of a plan.
+struct MemoryFit {
+  bool fits = false;
+  std::string verdict;        // one line: why it fits or not, with the numbers
+  double hbm_bytes = 0;       // per GPU
+  double usable_bytes = 0;    // hbm * gpu_memory_utilization
+  double weight_bytes = 0;    // per GPU (largest stage)
+  double activation_bytes = 0;
+  double kv_bytes = 0;        // left for the KV cache per GPU
+  double kv_bytes_per_token = 0;  // per GPU (its share of layers and KV heads)
+  std::int64_t kv_tokens = 0;     // KV capacity of one replica in tokens
+};
+
+// Checks divisibility (heads and KV heads by TP, layers by PP), GPU counts and memory.
+// `max_batch_tokens` sizes the activation buffers; `min_kv_tokens` is what the KV cache must
+// hold at least (one sequence of the longest context the scenario uses).
+Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q,
+                             const Topology& t, const ParallelPlan& p, const MemoryOptions& mem,
+                             std::int64_t max_batch_tokens, std::int64_t min_kv_tokens);
+
+// Parses a deployment object: {"parallel_strategy": {"tensor_parallel", "pipeline_parallel",
+// "micro_batch"}, "memory_optim": {...}, "replicas", "gpu_memory_utilization"}.
+void parse_deployment(const config::JsonReader& r, ParallelPlan* plan, MemoryOptions* mem);
+
+}  // namespace prima::plan

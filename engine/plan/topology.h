@@ -1,0 +1,87 @@
+// Cluster descriptions (topologies/*.json) and GPU specs (topologies/gpus.json), as data.
+// The sim backend builds its SimGrid platform from a Topology; the plan checks memory fit
+// against its GpuSpec. Plain values; thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/config/json_reader.h"
+#include "engine/core/status.h"
+#include "engine/core/types.h"
+
+namespace prima::plan {
+
+struct GpuSpec {
+  std::string name;
+  std::string source;
+  double hbm_bytes = 0;
+  double hbm_bw_Bps = 0;
+  double fp16_flops = 0;  // dense tensor-core peak, FLOP/s
+  double bf16_flops = 0;
+  double int8_ops = 0;
+  double fp8_flops = 0;  // 0 when unsupported
+};
+
+struct LinkSpec {
+  double bandwidth_Bps = 0;  // each direction
+  double latency_s = 0;
+};
+
+struct NodeSpec {
+  int gpus = 0;
+  std::string cpu;
+  double host_memory_bytes = 0;
+  double host_memory_bw_Bps = 0;
+  LinkSpec nvlink;  // per GPU, to the node's NVLink/NVSwitch fabric, each direction
+  LinkSpec pcie;    // per GPU, to the host / NIC
+  LinkSpec nic;     // per node, to the fabric (one NIC port per node)
+};
+
+// /etc/bitbrick/network.conf-style switches that change the modelled path.
+struct NetworkSettings {
+  bool rdma = true;             // rdma.enable: RDMA verbs vs TCP for inter-node traffic
+  bool gpu_direct_rdma = true;  // NIC reads GPU memory; off: staged through host memory
+  bool numa_aware = true;       // GPU and NIC on the same socket; off: crosses the UPI link
+};
+
+struct FabricSpec {
+  std::string type = "fat_tree";
+  LinkSpec link;  // each switch link
+  // SimGrid fat-tree parameters; empty = chosen from the node count.
+  int levels = 0;
+  std::vector<int> down, up, count;
+};
+
+struct StorageSpec {
+  std::string type;
+  double read_bandwidth_Bps = 0;  // aggregate, shared by all nodes
+  double latency_s = 0;
+};
+
+struct Topology {
+  std::string name;
+  std::string description;
+  GpuSpec gpu;
+  NodeSpec node;
+  int nodes = 0;
+  FabricSpec fabric;
+  StorageSpec storage;
+  NetworkSettings settings;
+
+  int total_gpus() const { return nodes * node.gpus; }
+  int node_of(DeviceId d) const { return d / node.gpus; }
+  Status validate() const;
+};
+
+Result<GpuSpec> gpu_by_name(const std::string& name);  // from the embedded gpus.json
+std::vector<std::string> gpu_names();
+
+// Parses a topology object; `nodes_override` > 0 replaces its node count.
+Topology parse_topology(const config::JsonReader& r);
+// A topology given in a scenario: a name of an embedded topology ("bitbrick_k1"), a path to
+// a JSON file, or an inline object.
+Topology resolve_topology(const config::JsonReader& parent, const std::string& key);
+std::vector<std::string> topology_names();
+
+}  // namespace prima::plan

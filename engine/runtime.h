@@ -1,0 +1,99 @@
+// THE SEAM between the engine and the backends (DESIGN.md, "The seam").
+//
+// The engine is a single-threaded, event-driven state machine. Everything that depends on
+// time, devices or the network comes through these interfaces:
+//   Runtime  - the clock and the event loop (timers, posted closures);
+//   Executor - runs one scheduled step of one replica on its devices;
+//   Fabric   - moves bytes between devices (KV migration, prefill->decode hand-off).
+// Backends: sim (SimGrid timers, Execs and flows), real (event-loop thread + device workers),
+// tests (tests/support/manual_runtime.h: a manual clock).
+//
+// Threading: all callbacks (`at`, `post`, `done`) run on the engine's loop, one at a time.
+// Only Runtime::post may be called from other threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/core/types.h"
+
+namespace prima {
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual Time now() const = 0;
+  // Runs fn on the loop at time t (>= now()). Returns an id for cancel().
+  virtual TimerId at(Time t, std::function<void()> fn) = 0;
+  // Cancels a pending timer; cancelling a fired or unknown timer is a no-op.
+  virtual void cancel(TimerId id) = 0;
+  // Runs fn on the loop as soon as possible. Thread-safe.
+  virtual void post(std::function<void()> fn) = 0;
+};
+
+// One sequence's share of a step.
+struct SeqWork {
+  RequestId request = 0;
+  int num_tokens = 0;       // tokens computed this step: a prefill chunk, or 1 when decoding
+  int context_len = 0;      // tokens in the sequence's KV cache once this step is done
+  bool is_prefill = false;  // computing prompt (or recomputed) tokens
+  bool samples = false;     // produces a new token at the end of the step
+};
+
+// The shape of a batch, as the cost model needs it (aggregates over SeqWork).
+struct BatchShape {
+  int num_seqs = 0;
+  std::int64_t prefill_tokens = 0;  // tokens of prefill chunks
+  std::int64_t decode_tokens = 0;   // decode tokens (one per decoding sequence)
+  std::int64_t sampled = 0;         // rows that go through the LM head
+  // Sum over every computed token of the number of keys it attends to (causal):
+  // for a chunk of n tokens ending at context c: n*c - n*(n-1)/2.
+  double attended_pairs = 0;
+  // Sum over sequences of the context read from the KV cache (c per sequence per layer).
+  double kv_tokens_read = 0;
+
+  std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
+  void add(const SeqWork& w);
+};
+
+struct StepPlan {
+  ReplicaId replica = 0;
+  std::uint64_t step_id = 0;
+  std::vector<SeqWork> seqs;
+  BatchShape shape;  // kept consistent with seqs by add_seq()
+  void add_seq(const SeqWork& w) {
+    seqs.push_back(w);
+    shape.add(w);
+  }
+};
+
+struct StepResult {
+  Status status;             // not ok: the step failed (device, link or peer failure)
+  Time start_s = 0;          // when the step started on the devices
+  Time end_s = 0;            // when its last stage finished
+  double flops = 0;          // useful floating-point work done, all GPUs together
+  // Busy seconds per pipeline stage (each stage's GPUs were busy this long).
+  std::vector<double> stage_busy_s;
+  // Real backend: sampled token ids per sequence in `seqs` order (-1 where none). Empty in sim.
+  std::vector<int> tokens;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Starts the step; `done` runs on the loop when it finishes or fails. The plan is copied.
+  virtual void launch(const StepPlan& step, std::function<void(const StepResult&)> done) = 0;
+  // How many steps may be in flight at once (pipeline depth; 1 without pipelining).
+  virtual int max_inflight() const { return 1; }
+};
+
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  virtual void transfer(DeviceId from, DeviceId to, Bytes n,
+                        std::function<void(Status)> done) = 0;
+};
+
+}  // namespace prima

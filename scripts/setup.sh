@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything prima needs on a fresh Debian 12 machine. Safe to rerun:
+# apt-get skips what is installed, the model fetch skips an existing file.
+#   scripts/setup.sh            # build dependencies (apt)
+#   PRIMA_SETUP_SKIP_APT=1 ...  # skip apt (already installed)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake pkg-config ninja-build git
+  libsimgrid-dev
+  nlohmann-json3-dev
+  libboost-program-options-dev
+  libspdlog-dev libfmt-dev
+  googletest libgtest-dev libgmock-dev
+  libbenchmark-dev
+  python3
+)
+
+need=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ "${PRIMA_SETUP_SKIP_APT:-0}" != 1 ] && [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+echo "setup: dependencies present" >&2
