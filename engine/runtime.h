@@ -70,10 +70,10 @@ struct StepPlan {
 };
 
 struct StepResult {
-  Status status;             // not ok: the step failed (device, link or peer failure)
-  Time start_s = 0;          // when the step started on the devices
-  Time end_s = 0;            // when its last stage finished
-  double flops = 0;          // useful floating-point work done, all GPUs together
+  Status status;     // not ok: the step failed (device, link or peer failure)
+  Time start_s = 0;  // when the step started on the devices
+  Time end_s = 0;    // when its last stage finished
+  double flops = 0;  // useful floating-point work done, all GPUs together
   // Busy seconds per pipeline stage (each stage's GPUs were busy this long).
   std::vector<double> stage_busy_s;
   // Real backend: sampled token ids per sequence in `seqs` order (-1 where none). Empty in sim.
@@ -92,8 +92,7 @@ class Executor {
 class Fabric {
  public:
   virtual ~Fabric() = default;
-  virtual void transfer(DeviceId from, DeviceId to, Bytes n,
-                        std::function<void(Status)> done) = 0;
+  virtual void transfer(DeviceId from, DeviceId to, Bytes n, std::function<void(Status)> done) = 0;
 };
 
 }  // namespace prima

@@ -37,13 +37,20 @@ bool parse_duration_s(const std::string& s, double* out) {
   std::string u;
   if (!split_number_unit(s, &v, &u)) return false;
   double scale;
-  if (u.empty() || u == "s" || u == "sec") scale = 1;
-  else if (u == "ms") scale = 1e-3;
-  else if (u == "us" || u == "µs") scale = 1e-6;
-  else if (u == "ns") scale = 1e-9;
-  else if (u == "min" || u == "m") scale = 60;
-  else if (u == "h") scale = 3600;
-  else return false;
+  if (u.empty() || u == "s" || u == "sec")
+    scale = 1;
+  else if (u == "ms")
+    scale = 1e-3;
+  else if (u == "us" || u == "µs")
+    scale = 1e-6;
+  else if (u == "ns")
+    scale = 1e-9;
+  else if (u == "min" || u == "m")
+    scale = 60;
+  else if (u == "h")
+    scale = 3600;
+  else
+    return false;
   *out = v * scale;
   return true;
 }
@@ -52,10 +59,16 @@ bool parse_bytes(const std::string& s, double* out) {
   double v;
   std::string u;
   if (!split_number_unit(s, &v, &u)) return false;
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1},      {"b", 1},          {"kb", 1e3},       {"mb", 1e6},
-      {"gb", 1e9},  {"tb", 1e12},      {"kib", 1024.0},   {"mib", 1048576.0},
-      {"gib", 1073741824.0}, {"tib", 1099511627776.0}};
+  static const std::pair<const char*, double> kUnits[] = {{"", 1},
+                                                          {"b", 1},
+                                                          {"kb", 1e3},
+                                                          {"mb", 1e6},
+                                                          {"gb", 1e9},
+                                                          {"tb", 1e12},
+                                                          {"kib", 1024.0},
+                                                          {"mib", 1048576.0},
+                                                          {"gib", 1073741824.0},
+                                                          {"tib", 1099511627776.0}};
   for (auto& [name, scale] : kUnits)
     if (u == name) {
       *out = v * scale;
@@ -69,9 +82,9 @@ bool parse_bandwidth_Bps(const std::string& s, double* out) {
   std::string u;
   if (!split_number_unit(s, &v, &u)) return false;
   static const std::pair<const char*, double> kUnits[] = {
-      {"", 1},         {"b/s", 1},        {"bps", 1},       {"kb/s", 1e3},  {"mb/s", 1e6},
-      {"gb/s", 1e9},   {"tb/s", 1e12},    {"kbps", 1e3 / 8}, {"mbps", 1e6 / 8},
-      {"gbps", 1e9 / 8}, {"tbps", 1e12 / 8}};
+      {"", 1},           {"b/s", 1},        {"bps", 1},        {"kb/s", 1e3},
+      {"mb/s", 1e6},     {"gb/s", 1e9},     {"tb/s", 1e12},    {"kbps", 1e3 / 8},
+      {"mbps", 1e6 / 8}, {"gbps", 1e9 / 8}, {"tbps", 1e12 / 8}};
   // "Gb/s" (bits) vs "GB/s" (bytes) differ only in case: check the original text first.
   std::string raw;
   for (char c : s)
@@ -147,12 +160,16 @@ void JsonReader::fail(const std::string& key, const std::string& what) const {
   throw ConfigError(file_ + ": " + (key.empty() ? (path_.empty() ? "/" : path_) : path_of(key)) +
                     ": " + what);
 }
-void JsonReader::fail_here(const std::string& what) const { fail("", what); }
+void JsonReader::fail_here(const std::string& what) const {
+  fail("", what);
+}
 
 bool JsonReader::has(const std::string& key) const {
   return j_->contains(key) && !(*j_)[key].is_null();
 }
-void JsonReader::consume(const std::string& key) const { consumed_->insert(key); }
+void JsonReader::consume(const std::string& key) const {
+  consumed_->insert(key);
+}
 
 const Json* JsonReader::optional(const std::string& key) const {
   consumed_->insert(key);
@@ -282,7 +299,8 @@ using UnitParser = bool (*)(const std::string&, double*);
 static double as_quantity(const JsonReader& r, const std::string& key, const Json& v,
                           UnitParser parse, const char* expected) {
   double d = 0;
-  if (v.is_number()) d = v.get<double>();
+  if (v.is_number())
+    d = v.get<double>();
   else if (!v.is_string() || !parse(v.get<std::string>(), &d))
     r.fail(key, std::string("expected ") + expected + ", got " + describe(v));
   if (!(d >= 0) || !std::isfinite(d))
@@ -360,8 +378,8 @@ void JsonReader::finish() const {
     if (!consumed_->count(it.key())) unknown.push_back(it.key());
   if (unknown.empty()) return;
   std::vector<std::string> known(consumed_->begin(), consumed_->end());
-  fail(unknown.front(), "unknown field \"" + unknown.front() + "\"; valid fields here: " +
-                            join(known));
+  fail(unknown.front(),
+       "unknown field \"" + unknown.front() + "\"; valid fields here: " + join(known));
 }
 
 }  // namespace prima::config

@@ -87,7 +87,7 @@ class JsonReader {
   JsonReader object(const std::string& key) const;  // required object
   std::optional<JsonReader> optional_object(const std::string& key) const;
   std::vector<JsonReader> objects(const std::string& key) const;  // required array of objects
-  std::vector<double> numbers(const std::string& key) const;     // required array of numbers
+  std::vector<double> numbers(const std::string& key) const;      // required array of numbers
   const Json& value(const std::string& key) const;                // any required value
 
   // Throws if a key was never read; names it and lists the keys that were read.

@@ -42,21 +42,29 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status ok_status() { return {}; }
+inline Status ok_status() {
+  return {};
+}
 inline Status invalid_argument(std::string msg) {
   return {StatusCode::kInvalidArgument, std::move(msg)};
 }
 inline Status failed_precondition(std::string msg) {
   return {StatusCode::kFailedPrecondition, std::move(msg)};
 }
-inline Status not_found(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
-inline Status unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
-inline Status internal_error(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
+inline Status not_found(std::string msg) {
+  return {StatusCode::kNotFound, std::move(msg)};
+}
+inline Status unavailable(std::string msg) {
+  return {StatusCode::kUnavailable, std::move(msg)};
+}
+inline Status internal_error(std::string msg) {
+  return {StatusCode::kInternal, std::move(msg)};
+}
 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(implicit)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(implicit)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(implicit); must not be ok
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -79,17 +87,17 @@ class [[nodiscard]] Result {
 }  // namespace prima
 
 // Propagate a non-ok Status from an expression returning Status.
-#define PRIMA_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::prima::Status prima_st_ = (expr);      \
-    if (!prima_st_.ok()) return prima_st_;   \
+#define PRIMA_RETURN_IF_ERROR(expr)        \
+  do {                                     \
+    ::prima::Status prima_st_ = (expr);    \
+    if (!prima_st_.ok()) return prima_st_; \
   } while (0)
 
 #define PRIMA_CONCAT_INNER_(a, b) a##b
 #define PRIMA_CONCAT_(a, b) PRIMA_CONCAT_INNER_(a, b)
 // Assign the value of a Result<T> expression to `lhs`, or return its Status.
-#define PRIMA_ASSIGN_OR_RETURN(lhs, expr)                                   \
-  auto PRIMA_CONCAT_(prima_res_, __LINE__) = (expr);                        \
-  if (!PRIMA_CONCAT_(prima_res_, __LINE__).ok())                            \
-    return PRIMA_CONCAT_(prima_res_, __LINE__).status();                    \
+#define PRIMA_ASSIGN_OR_RETURN(lhs, expr)                \
+  auto PRIMA_CONCAT_(prima_res_, __LINE__) = (expr);     \
+  if (!PRIMA_CONCAT_(prima_res_, __LINE__).ok())         \
+    return PRIMA_CONCAT_(prima_res_, __LINE__).status(); \
   lhs = std::move(PRIMA_CONCAT_(prima_res_, __LINE__)).value()

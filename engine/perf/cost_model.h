@@ -18,17 +18,17 @@
 namespace prima::perf {
 
 struct StageCost {
-  double compute_s = 0;       // operators of this stage on one of its GPUs (no communication)
-  double flops = 0;           // per GPU
-  double hbm_bytes = 0;       // per GPU
-  int allreduces = 0;         // TP all-reduces in this stage (2 per layer when tp > 1)
-  double allreduce_bytes = 0; // size of each all-reduce's buffer (tokens x hidden x 2)
-  double send_bytes = 0;      // activations sent to the next stage (0 for the last)
+  double compute_s = 0;        // operators of this stage on one of its GPUs (no communication)
+  double flops = 0;            // per GPU
+  double hbm_bytes = 0;        // per GPU
+  int allreduces = 0;          // TP all-reduces in this stage (2 per layer when tp > 1)
+  double allreduce_bytes = 0;  // size of each all-reduce's buffer (tokens x hidden x 2)
+  double send_bytes = 0;       // activations sent to the next stage (0 for the last)
 };
 
 struct StepCost {
   std::vector<StageCost> stages;
-  double overhead_s = 0;  // per-step fixed cost (scheduling, sampling, launches)
+  double overhead_s = 0;       // per-step fixed cost (scheduling, sampling, launches)
   double total_flops() const;  // all GPUs of the replica
 };
 

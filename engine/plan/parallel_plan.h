@@ -46,12 +46,12 @@ Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topolog
 // Per-GPU memory budget of a plan.
 struct MemoryFit {
   bool fits = false;
-  std::string verdict;        // one line: why it fits or not, with the numbers
-  double hbm_bytes = 0;       // per GPU
-  double usable_bytes = 0;    // hbm * gpu_memory_utilization
-  double weight_bytes = 0;    // per GPU (largest stage)
+  std::string verdict;      // one line: why it fits or not, with the numbers
+  double hbm_bytes = 0;     // per GPU
+  double usable_bytes = 0;  // hbm * gpu_memory_utilization
+  double weight_bytes = 0;  // per GPU (largest stage)
   double activation_bytes = 0;
-  double kv_bytes = 0;        // left for the KV cache per GPU
+  double kv_bytes = 0;            // left for the KV cache per GPU
   double kv_bytes_per_token = 0;  // per GPU (its share of layers and KV heads)
   std::int64_t kv_tokens = 0;     // KV capacity of one replica in tokens
 };
@@ -59,8 +59,8 @@ struct MemoryFit {
 // Checks divisibility (heads and KV heads by TP, layers by PP), GPU counts and memory.
 // `max_batch_tokens` sizes the activation buffers; `min_kv_tokens` is what the KV cache must
 // hold at least (one sequence of the longest context the scenario uses).
-Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q,
-                             const Topology& t, const ParallelPlan& p, const MemoryOptions& mem,
+Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, const Topology& t,
+                             const ParallelPlan& p, const MemoryOptions& mem,
                              std::int64_t max_batch_tokens, std::int64_t min_kv_tokens);
 
 // Parses a deployment object: {"parallel_strategy": {"tensor_parallel", "pipeline_parallel",

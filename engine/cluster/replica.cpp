@@ -1,0 +1,70 @@
+#include "engine/cluster/replica.h"
+
+namespace prima::cluster {
+
+Replica::Replica(ReplicaId id, int gpus, Runtime* rt, Executor* exec, sched::SchedulerOptions opts,
+                 int num_kv_blocks, const ReplicaEvents* events)
+    : id_(id),
+      gpus_(gpus),
+      rt_(rt),
+      exec_(exec),
+      kv_(num_kv_blocks, opts.block_size, opts.watermark),
+      sched_(opts, &kv_),
+      events_(events) {}
+
+bool Replica::can_ever_fit(const Sequence& s) const {
+  return kv_.blocks_for(s.max_tokens()) <=
+         kv_.num_blocks() - int(kv_.num_blocks() * sched_.options().watermark);
+}
+
+void Replica::submit(Sequence* s) {
+  s->replica = id_;
+  outstanding_tokens_ += s->max_tokens();
+  sched_.add(s);
+  request_kick();
+}
+
+bool Replica::cancel(Sequence* s) {
+  if (s->in_flight || !sched_.remove(s)) return false;
+  outstanding_tokens_ -= s->max_tokens();
+  return true;
+}
+
+void Replica::request_kick() {
+  if (kick_pending_) return;
+  kick_pending_ = true;
+  rt_->post([this] {
+    kick_pending_ = false;
+    kick();
+  });
+}
+
+void Replica::kick() {
+  while (inflight_ < exec_->max_inflight()) {
+    auto step = std::make_shared<sched::ScheduledStep>(sched_.schedule(rt_->now()));
+    if (step->empty()) return;
+    step->plan.replica = id_;
+    ++inflight_;
+    ++steps_;
+    exec_->launch(step->plan, [this, step](const StepResult& r) { on_step_done(step, r); });
+  }
+}
+
+void Replica::on_step_done(const std::shared_ptr<sched::ScheduledStep>& step, const StepResult& r) {
+  --inflight_;
+  sched::StepOutcome out = sched_.complete(*step, r, rt_->now());
+  for (const Sequence* s : out.finished) outstanding_tokens_ -= s->max_tokens();
+  for (const Sequence* s : out.failed) outstanding_tokens_ -= s->max_tokens();
+  if (events_ && events_->on_step) events_->on_step(id_, *step, r);
+  if (events_) {
+    for (Sequence* s : out.produced_token)
+      if (events_->on_token) events_->on_token(s);
+    for (Sequence* s : out.finished)
+      if (events_->on_finished) events_->on_finished(s);
+    for (Sequence* s : out.failed)
+      if (events_->on_failed) events_->on_failed(s);
+  }
+  kick();
+}
+
+}  // namespace prima::cluster

@@ -1,0 +1,68 @@
+// Replica: one copy of the model on its GPUs (TP x PP), with its own scheduler and KV cache,
+// driving its Executor one step after another (up to max_inflight steps at once when
+// pipelining). Arrivals at the same instant are coalesced into one scheduling pass.
+// Not thread-safe (engine loop only). Owns its Scheduler and BlockManager; borrows the
+// Runtime, the Executor and the sequences.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/kv/block_manager.h"
+#include "engine/runtime.h"
+#include "engine/sched/scheduler.h"
+
+namespace prima::cluster {
+
+struct ReplicaEvents {
+  std::function<void(Sequence*)> on_token;     // a sequence produced a token
+  std::function<void(Sequence*)> on_finished;  // reached its output length
+  std::function<void(Sequence*)> on_failed;    // gave up (reason in Sequence::reason)
+  // Every finished step (ok or not), for utilization metrics.
+  std::function<void(ReplicaId, const sched::ScheduledStep&, const StepResult&)> on_step;
+};
+
+class Replica {
+ public:
+  Replica(ReplicaId id, int gpus, Runtime* rt, Executor* exec, sched::SchedulerOptions opts,
+          int num_kv_blocks, const ReplicaEvents* events);
+
+  ReplicaId id() const { return id_; }
+  int gpus() const { return gpus_; }
+  // Whether a sequence of this size could ever be held in this replica's KV cache.
+  bool can_ever_fit(const Sequence& s) const;
+  void submit(Sequence* s);
+  bool cancel(Sequence* s);
+
+  // Token footprint (prompt + max output) of the sequences assigned and not yet finished.
+  std::int64_t outstanding_tokens() const { return outstanding_tokens_; }
+  int num_waiting() const { return static_cast<int>(sched_.num_waiting()); }
+  int num_running() const { return static_cast<int>(sched_.num_running()); }
+  int inflight_steps() const { return inflight_; }
+  bool idle() const {
+    return inflight_ == 0 && sched_.num_waiting() == 0 && sched_.num_running() == 0;
+  }
+  const kv::BlockManager& kv() const { return kv_; }
+  const sched::Scheduler& scheduler() const { return sched_; }
+  std::int64_t steps() const { return steps_; }
+
+ private:
+  void request_kick();
+  void kick();
+  void on_step_done(const std::shared_ptr<sched::ScheduledStep>& step, const StepResult& r);
+
+  ReplicaId id_;
+  int gpus_;
+  Runtime* rt_;
+  Executor* exec_;
+  kv::BlockManager kv_;
+  sched::Scheduler sched_;
+  const ReplicaEvents* events_;
+  int inflight_ = 0;
+  bool kick_pending_ = false;
+  std::int64_t outstanding_tokens_ = 0;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace prima::cluster

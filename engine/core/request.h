@@ -1,0 +1,62 @@
+// Request and Sequence: the lifecycle of one inference request inside the engine.
+//
+// A Request is what a client asked for (immutable once submitted). A Sequence is the
+// engine's running state for it: tokens computed into the KV cache, tokens generated, its KV
+// blocks and the timestamps of its lifecycle (arrival, first scheduled, first token, finish).
+// Owned by the ServingEngine; schedulers and replicas hold non-owning pointers. Not thread-safe:
+// touched only on the engine's loop.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/types.h"
+
+namespace prima {
+
+struct Request {
+  RequestId id = 0;
+  Time arrival_s = 0;
+  int prompt_tokens = 0;
+  int max_output_tokens = 0;  // generation stops here (or earlier on a stop token)
+  Priority priority = Priority::kNormal;
+  double sla_s = 0;  // end-to-end latency target (0 = none)
+  std::uint64_t user = 0;
+  std::uint64_t prefix_group = 0;
+  int prefix_tokens = 0;
+  std::vector<int> prompt_ids;  // real backend only; empty in simulation
+};
+
+enum class Outcome { kPending, kCompleted, kRejected, kFailed };
+const char* outcome_name(Outcome o);
+
+struct Sequence {
+  Request req;
+  int num_computed = 0;     // tokens whose K/V are in the cache
+  int num_generated = 0;    // tokens produced so far
+  std::vector<int> blocks;  // KV block table (physical block ids)
+  bool in_flight = false;   // part of a step currently running on the devices
+  bool running = false;     // admitted (holds KV blocks) rather than waiting
+  ReplicaId replica = -1;
+  int preemptions = 0;
+  int step_failures = 0;
+  Outcome outcome = Outcome::kPending;
+  std::string reason;  // why rejected or failed
+
+  Time first_scheduled_s = -1;
+  Time first_token_s = -1;
+  Time last_token_s = -1;
+  Time finish_s = -1;
+
+  // Tokens the sequence knows: the prompt plus what it generated.
+  int known_tokens() const { return req.prompt_tokens + num_generated; }
+  // Tokens still to compute before the next token can be sampled (>= 1 while unfinished).
+  int remaining() const { return known_tokens() - num_computed; }
+  bool decoding() const { return num_generated > 0 && remaining() == 1; }
+  bool finished() const { return outcome != Outcome::kPending; }
+  // Tokens the sequence will hold at most (prompt + all output): its KV footprint ceiling.
+  int max_tokens() const { return req.prompt_tokens + req.max_output_tokens; }
+};
+
+}  // namespace prima

@@ -1,0 +1,121 @@
+#include "engine/metrics/recorder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/metrics/summary.h"
+
+namespace prima::metrics {
+
+void Recorder::on_arrival(Time t) {
+  ++submitted_;
+  ++window_.arrivals;
+  if (first_arrival_s_ < 0) first_arrival_s_ = t;
+}
+
+void Recorder::on_token(Time) {
+  ++output_tokens_;
+  ++window_.tokens_generated;
+}
+
+void Recorder::on_end(const Sequence& s, Time t) {
+  RequestRecord r;
+  r.id = s.req.id;
+  r.priority = s.req.priority;
+  r.sla_s = s.req.sla_s;
+  r.replica = s.replica;
+  r.outcome = s.outcome;
+  r.reason = s.reason;
+  r.prompt_tokens = s.req.prompt_tokens;
+  r.output_tokens = s.num_generated;
+  r.preemptions = s.preemptions;
+  r.arrival_s = s.req.arrival_s;
+  r.first_scheduled_s = s.first_scheduled_s;
+  r.first_token_s = s.first_token_s;
+  r.finish_s = t;
+  last_finish_s_ = std::max(last_finish_s_, t);
+  switch (s.outcome) {
+    case Outcome::kCompleted:
+      ++completed_;
+      ++window_.completions;
+      window_e2e_.push_back(r.e2e_s());
+      break;
+    case Outcome::kRejected:
+      ++rejected_;
+      ++window_.rejections;
+      break;
+    case Outcome::kFailed:
+      ++failed_;
+      ++window_.failures;
+      break;
+    case Outcome::kPending:
+      break;
+  }
+  records_.push_back(std::move(r));
+}
+
+std::int64_t Recorder::count(Outcome o) const {
+  switch (o) {
+    case Outcome::kCompleted:
+      return completed_;
+    case Outcome::kRejected:
+      return rejected_;
+    case Outcome::kFailed:
+      return failed_;
+    case Outcome::kPending:
+      return submitted_ - completed_ - rejected_ - failed_;
+  }
+  return 0;
+}
+
+void Recorder::add_busy(Time start, Time end, double gpu_seconds) {
+  if (end <= start) {
+    busy_by_second_[static_cast<std::int64_t>(std::floor(end))] += gpu_seconds;
+    return;
+  }
+  // Spread the busy time uniformly over [start, end], split at whole seconds.
+  const double rate = gpu_seconds / (end - start);
+  double t = start;
+  while (t < end) {
+    double sec = std::floor(t);
+    double stop = std::min(end, sec + 1.0);
+    busy_by_second_[static_cast<std::int64_t>(sec)] += rate * (stop - t);
+    t = stop;
+  }
+}
+
+void Recorder::on_step(Time start, Time end, double gpu_seconds, double flops) {
+  busy_gpu_s_ += gpu_seconds;
+  flops_ += flops;
+  add_busy(start, end, gpu_seconds);
+}
+
+void Recorder::note_memory_fraction(double f) {
+  memory_fraction_max_ = std::max(memory_fraction_max_, f);
+}
+
+void Recorder::sample(Time t, int running, int waiting, int replicas_up, double kv_usage) {
+  TimelineRow row = window_;
+  row.t_s = t;
+  row.running = running;
+  row.waiting = waiting;
+  row.replicas_up = replicas_up;
+  row.kv_usage = kv_usage;
+  const auto sec = static_cast<std::int64_t>(std::llround(t)) - 1;
+  auto it = busy_by_second_.find(sec);
+  if (it != busy_by_second_.end()) {
+    row.gpu_utilization = gpus_ > 0 ? std::min(1.0, it->second / gpus_) : 0;
+  }
+  // Busy time of steps that finish later is binned when they finish; drop old bins.
+  busy_by_second_.erase(busy_by_second_.begin(), busy_by_second_.upper_bound(sec - 600));
+  if (!window_e2e_.empty()) {
+    std::sort(window_e2e_.begin(), window_e2e_.end());
+    row.e2e_p50_s = percentile_sorted(window_e2e_, 50);
+    row.e2e_p99_s = percentile_sorted(window_e2e_, 99);
+  }
+  timeline_.push_back(row);
+  window_ = TimelineRow();
+  window_e2e_.clear();
+}
+
+}  // namespace prima::metrics

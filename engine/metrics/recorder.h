@@ -1,0 +1,93 @@
+// Recorder: what a run measured. Per-request records (arrival, first scheduled, first token,
+// finish, outcome), per-step device work (busy GPU-seconds and FLOPs, also binned per
+// simulated second) and timeline samples. The report writer turns it into report.json,
+// requests.csv and timeline.csv. Not thread-safe (engine loop only).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/request.h"
+
+namespace prima::metrics {
+
+struct RequestRecord {
+  RequestId id = 0;
+  Priority priority = Priority::kNormal;
+  double sla_s = 0;
+  ReplicaId replica = -1;
+  Outcome outcome = Outcome::kPending;
+  std::string reason;
+  int prompt_tokens = 0;
+  int output_tokens = 0;  // generated
+  int preemptions = 0;
+  Time arrival_s = 0, first_scheduled_s = -1, first_token_s = -1, finish_s = -1;
+
+  double ttft_s() const { return first_token_s - arrival_s; }
+  double e2e_s() const { return finish_s - arrival_s; }
+  double queue_s() const { return first_scheduled_s - arrival_s; }
+  // Mean time per output token after the first; 0 with fewer than 2 tokens.
+  double tpot_s() const {
+    return output_tokens > 1 ? (finish_s - first_token_s) / (output_tokens - 1) : 0;
+  }
+};
+
+// One row of timeline.csv: the state at the end of second `t_s` and what happened during it.
+struct TimelineRow {
+  double t_s = 0;
+  std::int64_t arrivals = 0, completions = 0, rejections = 0, failures = 0;
+  std::int64_t tokens_generated = 0;
+  int running = 0, waiting = 0;
+  int replicas_up = 0;
+  double kv_usage = 0;                  // mean over replicas, 0..1
+  double gpu_utilization = 0;           // busy GPU-seconds in the window / (GPUs * window)
+  double e2e_p50_s = 0, e2e_p99_s = 0;  // of requests completed in the window
+};
+
+class Recorder {
+ public:
+  explicit Recorder(int gpus = 0) : gpus_(gpus) {}
+  void set_gpus(int n) { gpus_ = n; }
+  int gpus() const { return gpus_; }
+
+  void on_arrival(Time t);
+  void on_token(Time t);
+  void on_end(const Sequence& s, Time t);  // completed, rejected or failed
+  // A step that kept `gpu_seconds` of GPU time busy between start and end, doing `flops`.
+  void on_step(Time start, Time end, double gpu_seconds, double flops);
+  void on_preemptions(int n) { preemptions_ += n; }
+  // Appends the state sample for second [t-1, t) and closes that window.
+  void sample(Time t, int running, int waiting, int replicas_up, double kv_usage);
+  void note_memory_fraction(double f);
+
+  const std::vector<RequestRecord>& records() const { return records_; }
+  const std::vector<TimelineRow>& timeline() const { return timeline_; }
+  std::int64_t submitted() const { return submitted_; }
+  std::int64_t count(Outcome o) const;
+  std::int64_t preemptions() const { return preemptions_; }
+  std::int64_t output_tokens() const { return output_tokens_; }
+  double busy_gpu_seconds() const { return busy_gpu_s_; }
+  double flops() const { return flops_; }
+  double memory_fraction_max() const { return memory_fraction_max_; }
+  double first_arrival_s() const { return first_arrival_s_; }
+  double last_finish_s() const { return last_finish_s_; }
+
+ private:
+  void add_busy(Time start, Time end, double gpu_seconds);
+
+  int gpus_;
+  std::vector<RequestRecord> records_;
+  std::vector<TimelineRow> timeline_;
+  std::int64_t submitted_ = 0, completed_ = 0, rejected_ = 0, failed_ = 0;
+  std::int64_t preemptions_ = 0, output_tokens_ = 0;
+  double busy_gpu_s_ = 0, flops_ = 0, memory_fraction_max_ = 0;
+  double first_arrival_s_ = -1, last_finish_s_ = 0;
+  // Current window accumulators.
+  TimelineRow window_;
+  std::vector<double> window_e2e_;
+  std::map<std::int64_t, double> busy_by_second_;  // second index -> busy GPU-seconds
+};
+
+}  // namespace prima::metrics

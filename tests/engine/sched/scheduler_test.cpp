@@ -1,0 +1,153 @@
+#include "engine/sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+namespace prima::sched {
+namespace {
+
+std::unique_ptr<Sequence> make_seq(RequestId id, int prompt, int output) {
+  auto s = std::make_unique<Sequence>();
+  s->req.id = id;
+  s->req.prompt_tokens = prompt;
+  s->req.max_output_tokens = output;
+  return s;
+}
+
+StepResult ok_result() {
+  return StepResult{};
+}
+
+TEST(Scheduler, ChunkedPrefillThenDecode) {
+  kv::BlockManager kv(100, 16, 0.0);
+  SchedulerOptions o;
+  o.max_num_batched_tokens = 64;
+  Scheduler sch(o, &kv);
+  auto a = make_seq(1, 100, 3);
+  sch.add(a.get());
+
+  auto s1 = sch.schedule(0);
+  ASSERT_EQ(s1.seqs.size(), 1u);
+  EXPECT_EQ(s1.plan.seqs[0].num_tokens, 64);  // first chunk fills the budget
+  EXPECT_TRUE(s1.plan.seqs[0].is_prefill);
+  EXPECT_FALSE(s1.plan.seqs[0].samples);
+  EXPECT_TRUE(sch.schedule(0).empty());  // in flight: nothing else to do
+  auto out1 = sch.complete(s1, ok_result(), 1);
+  EXPECT_TRUE(out1.produced_token.empty());
+
+  auto s2 = sch.schedule(1);
+  EXPECT_EQ(s2.plan.seqs[0].num_tokens, 36);
+  EXPECT_TRUE(s2.plan.seqs[0].samples);
+  EXPECT_EQ(s2.plan.seqs[0].context_len, 100);
+  auto out2 = sch.complete(s2, ok_result(), 2);
+  ASSERT_EQ(out2.produced_token.size(), 1u);
+  EXPECT_EQ(a->first_token_s, 2);
+
+  for (int i = 0; i < 2; ++i) {
+    auto s = sch.schedule(3 + i);
+    ASSERT_EQ(s.plan.seqs[0].num_tokens, 1);
+    EXPECT_FALSE(s.plan.seqs[0].is_prefill);
+    EXPECT_EQ(s.plan.seqs[0].context_len, 101 + i);
+    auto out = sch.complete(s, ok_result(), 4 + i);
+    EXPECT_EQ(out.finished.size(), i == 1 ? 1u : 0u);
+  }
+  EXPECT_EQ(a->num_generated, 3);
+  EXPECT_EQ(kv.free_blocks(), 100);
+  EXPECT_EQ(sch.num_running(), 0u);
+}
+
+TEST(Scheduler, DecodesGoFirstAndBudgetIsShared) {
+  kv::BlockManager kv(1000, 16, 0.0);
+  SchedulerOptions o;
+  o.max_num_batched_tokens = 10;
+  Scheduler sch(o, &kv);
+  auto a = make_seq(1, 5, 10), b = make_seq(2, 50, 10);
+  sch.add(a.get());
+  auto s1 = sch.schedule(0);
+  sch.complete(s1, ok_result(), 1);  // a decoding now
+  sch.add(b.get());
+  auto s2 = sch.schedule(1);
+  ASSERT_EQ(s2.seqs.size(), 2u);
+  EXPECT_EQ(s2.seqs[0], a.get());
+  EXPECT_EQ(s2.plan.seqs[0].num_tokens, 1);
+  EXPECT_EQ(s2.plan.seqs[1].num_tokens, 9);  // b gets what is left of the budget
+  EXPECT_EQ(s2.plan.shape.decode_tokens, 1);
+  EXPECT_EQ(s2.plan.shape.prefill_tokens, 9);
+}
+
+TEST(Scheduler, MaxNumSeqsLimitsAdmission) {
+  kv::BlockManager kv(1000, 16, 0.0);
+  SchedulerOptions o;
+  o.max_num_seqs = 2;
+  Scheduler sch(o, &kv);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (int i = 0; i < 5; ++i) {
+    seqs.push_back(make_seq(i + 1, 10, 5));
+    sch.add(seqs.back().get());
+  }
+  auto s = sch.schedule(0);
+  EXPECT_EQ(s.seqs.size(), 2u);
+  EXPECT_EQ(sch.num_waiting(), 3u);
+}
+
+TEST(Scheduler, PreemptsNewestByRecomputeWhenBlocksRunOut) {
+  // 4 blocks of 4 tokens. Two sequences of 7 prompt tokens take 2 blocks each.
+  kv::BlockManager kv(4, 4, 0.0);
+  SchedulerOptions o;
+  Scheduler sch(o, &kv);
+  auto a = make_seq(1, 7, 10), b = make_seq(2, 7, 10);
+  sch.add(a.get());
+  sch.add(b.get());
+  auto s1 = sch.schedule(0);
+  ASSERT_EQ(s1.seqs.size(), 2u);
+  EXPECT_EQ(kv.free_blocks(), 0);
+  sch.complete(s1, ok_result(), 1);  // both have 1 token; 8 tokens fit in 2 blocks
+  auto s2 = sch.schedule(1);
+  ASSERT_EQ(s2.seqs.size(), 2u);  // context 8 each: still fits
+  sch.complete(s2, ok_result(), 2);
+  // Now each needs a 3rd block: a (oldest) preempts b.
+  auto s3 = sch.schedule(2);
+  ASSERT_EQ(s3.seqs.size(), 1u);
+  EXPECT_EQ(s3.seqs[0], a.get());
+  EXPECT_EQ(s3.preempted, 1);
+  EXPECT_EQ(b->num_computed, 0);
+  EXPECT_EQ(b->preemptions, 1);
+  EXPECT_EQ(b->num_generated, 2);  // generated tokens are kept and recomputed
+  EXPECT_EQ(sch.waiting().front(), b.get());
+  EXPECT_EQ(sch.total_preemptions(), 1);
+}
+
+TEST(Scheduler, FailedStepRecomputesThenFails) {
+  kv::BlockManager kv(100, 16, 0.0);
+  SchedulerOptions o;
+  o.max_step_retries = 1;
+  Scheduler sch(o, &kv);
+  auto a = make_seq(1, 10, 5);
+  sch.add(a.get());
+  StepResult bad;
+  bad.status = unavailable("gpu3 down");
+  auto s1 = sch.schedule(0);
+  auto out1 = sch.complete(s1, bad, 1);
+  EXPECT_TRUE(out1.failed.empty());
+  EXPECT_EQ(sch.num_waiting(), 1u);
+  auto s2 = sch.schedule(1);
+  auto out2 = sch.complete(s2, bad, 2);
+  ASSERT_EQ(out2.failed.size(), 1u);
+  EXPECT_NE(a->reason.find("gpu3 down"), std::string::npos);
+  EXPECT_EQ(kv.free_blocks(), 100);
+}
+
+TEST(Scheduler, WithoutChunkingALongPromptWaitsForBudget) {
+  kv::BlockManager kv(100, 16, 0.0);
+  SchedulerOptions o;
+  o.chunked_prefill = false;
+  o.max_num_batched_tokens = 50;
+  Scheduler sch(o, &kv);
+  auto a = make_seq(1, 60, 5);
+  sch.add(a.get());
+  EXPECT_TRUE(sch.schedule(0).empty());
+}
+
+}  // namespace
+}  // namespace prima::sched
