@@ -1,0 +1,147 @@
+#include "engine/config/scenario.h"
+
+#include <filesystem>
+
+#include "engine/config/embedded.h"
+
+namespace prima::config {
+namespace fs = std::filesystem;
+
+Status apply_set(Json* j, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    return invalid_argument("--set " + assignment + ": expected PATH=VALUE, e.g. seed=7 or " +
+                            "deployment.parallel_strategy.tensor_parallel=8");
+  const std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  Json value;
+  try {
+    value = Json::parse(text);
+  } catch (...) {
+    value = text;  // a bare word is a string
+  }
+  Json* cur = j;
+  std::size_t start = 0;
+  while (true) {
+    auto dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) return invalid_argument("--set " + assignment + ": empty path component");
+    if (!cur->is_object()) {
+      return invalid_argument("--set " + assignment + ": \"" + path.substr(0, start - 1) +
+                              "\" is not an object");
+    }
+    if (dot == std::string::npos) {
+      (*cur)[key] = value;
+      return ok_status();
+    }
+    if (!cur->contains(key) || (*cur)[key].is_null()) (*cur)[key] = Json::object();
+    cur = &(*cur)[key];
+    start = dot + 1;
+  }
+}
+
+static void parse_scheduler(const JsonReader& r, Scenario* s) {
+  r.one_of("type", {"continuous"}, "continuous");
+  auto& o = s->scheduler;
+  o.max_num_seqs = static_cast<int>(r.positive_integer("max_num_seqs", o.max_num_seqs));
+  o.max_num_batched_tokens =
+      static_cast<int>(r.positive_integer("max_num_batched_tokens", o.max_num_batched_tokens));
+  o.chunked_prefill = r.boolean("chunked_prefill", o.chunked_prefill);
+  o.block_size = static_cast<int>(r.positive_integer("block_size", o.block_size));
+  o.watermark = r.fraction("watermark", o.watermark);
+  if (o.watermark >= 1) r.fail("watermark", "expected a number in [0, 1)");
+  o.max_step_retries = static_cast<int>(r.non_negative_integer("max_step_retries", o.max_step_retries));
+  s->max_model_len = static_cast<int>(r.non_negative_integer("max_model_len", 0));
+  r.finish();
+}
+
+static void parse_slo(const JsonReader& r, SloSpec* slo) {
+  slo->ttft_s = r.duration_s("ttft", 0);
+  slo->tpot_s = r.duration_s("tpot", 0);
+  slo->e2e_s = r.duration_s("e2e", 0);
+  r.finish();
+}
+
+Result<Scenario> parse_scenario(const Json& j, const std::string& file,
+                                const std::string& base_dir) {
+  Scenario s;
+  s.file = file;
+  s.base_dir = base_dir;
+  s.resolved = j;
+  Status st = to_status([&] {
+    JsonReader r(j, file);
+    s.name = r.string("name", fs::path(file).stem().string());
+    r.string("description", "");
+    s.seed = static_cast<std::uint64_t>(r.non_negative_integer("seed", 1));
+    s.duration_s = r.duration_s("duration", 60);
+    if (s.duration_s <= 0) r.fail("duration", "expected a duration > 0");
+    s.max_drain_s = r.duration_s("max_drain", 3600);
+    s.model = model::parse_model(r, "model");
+    std::string q = r.one_of("quantization", model::quantization_names(), "fp16");
+    model::parse_quantization(q, &s.quantization);
+    s.topology = plan::resolve_topology(r, "topology");
+    if (auto d = r.optional_object("deployment")) plan::parse_deployment(*d, &s.plan, &s.memory);
+    if (auto sc = r.optional_object("scheduler")) parse_scheduler(*sc, &s);
+    if (s.plan.micro_batch > 0 && s.plan.pipeline_parallel > 1)
+      s.scheduler.max_seqs_per_step = s.plan.micro_batch;
+    if (auto rt = r.optional_object("router")) {
+      std::string p = rt->one_of("policy", routing_policy_names(), "round_robin");
+      parse_routing_policy(p, &s.routing);
+      rt->finish();
+    }
+    s.workload = workload::parse_workload(r.object("workload"), base_dir);
+    if (auto slo = r.optional_object("slo")) parse_slo(*slo, &s.slo);
+    if (r.has("calibration")) {
+      const Json& c = r.value("calibration");
+      if (c.is_string()) {
+        std::string p = c.get<std::string>();
+        if (!fs::path(p).is_absolute()) p = (fs::path(base_dir) / p).string();
+        auto cal = perf::load_calibration_file(p);
+        if (!cal.ok()) r.fail("calibration", cal.status().message());
+        s.calibration = *cal;
+      } else {
+        s.calibration = perf::parse_calibration(r.object("calibration"));
+      }
+    }
+    if (r.has("sim")) {
+      if (!r.value("sim").is_object()) r.fail("sim", "expected an object");
+      s.sim = r.value("sim");
+    } else {
+      r.consume("sim");
+      s.sim = Json::object();
+    }
+    if (s.max_model_len == 0) s.max_model_len = s.model.max_context;
+    if (s.max_model_len > s.model.max_context)
+      r.fail("scheduler", "max_model_len " + std::to_string(s.max_model_len) +
+                              " exceeds the model's context of " +
+                              std::to_string(s.model.max_context));
+    r.finish();
+  });
+  if (!st.ok()) return st;
+  Status v = s.scheduler.validate();
+  if (!v.ok()) return invalid_argument(file + ": /scheduler: " + v.message());
+  return s;
+}
+
+Result<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& sets) {
+  Json j;
+  std::string file, base_dir = ".";
+  std::string embedded_name = path.empty() ? "default" : path;
+  if (!path.empty() && fs::exists(path)) {
+    PRIMA_ASSIGN_OR_RETURN(j, read_json_file(path));
+    file = path;
+    base_dir = fs::path(path).parent_path().string();
+    if (base_dir.empty()) base_dir = ".";
+  } else {
+    auto text = embedded_file("scenarios/" + embedded_name + ".json");
+    if (!text) {
+      return not_found(path + ": no such file, and no built-in scenario of that name " +
+                       "(built in: default)");
+    }
+    file = "<embedded>/scenarios/" + embedded_name + ".json";
+    PRIMA_ASSIGN_OR_RETURN(j, parse_json_text(std::string(*text), file));
+  }
+  for (const auto& a : sets) PRIMA_RETURN_IF_ERROR(apply_set(&j, a));
+  return parse_scenario(j, file, base_dir);
+}
+
+}  // namespace prima::config

@@ -1,0 +1,61 @@
+// Scenario: everything one simulated (or served) run needs, loaded from a JSON file with
+// strict validation: model, topology, deployment (parallel plan, memory), scheduler, routing,
+// workload, SLO, seed, duration, calibration, and the backend's own section ("sim").
+// `--set path=value` overrides are applied to the JSON before validation. Plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/cluster/router.h"
+#include "engine/config/json_reader.h"
+#include "engine/model/model_spec.h"
+#include "engine/perf/calibration.h"
+#include "engine/plan/parallel_plan.h"
+#include "engine/plan/topology.h"
+#include "engine/sched/scheduler.h"
+#include "engine/workload/workload.h"
+
+namespace prima::config {
+
+// Service-level objective. A request meets it when every bound that is set (> 0) holds; a
+// request's own "sla" (from its metadata) bounds its TTFT.
+struct SloSpec {
+  double ttft_s = 0;
+  double tpot_s = 0;
+  double e2e_s = 0;
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;      // where it came from ("<embedded>/scenarios/default.json" if built in)
+  std::string base_dir;  // for relative paths inside it
+  std::uint64_t seed = 1;
+  double duration_s = 60;     // arrivals stop at this simulated time
+  double max_drain_s = 3600;  // then in-flight requests get this long to finish
+  model::ModelSpec model;
+  model::Quantization quantization = model::Quantization::kFP16;
+  plan::Topology topology;
+  plan::ParallelPlan plan;
+  plan::MemoryOptions memory;
+  sched::SchedulerOptions scheduler;
+  int max_model_len = 0;  // 0: the model's max_context
+  cluster::RoutingPolicy routing = cluster::RoutingPolicy::kRoundRobin;
+  workload::WorkloadSpec workload;
+  SloSpec slo;
+  perf::Calibration calibration;
+  Json sim;       // the "sim" section, read by the sim backend
+  Json resolved;  // the whole scenario JSON after --set overrides
+};
+
+// Loads a scenario from a file path, or, when `path` is empty, the embedded default. A path
+// that is not a file but names an embedded scenario ("default") loads that one.
+Result<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& sets);
+// Parses an already-read JSON document (file names messages).
+Result<Scenario> parse_scenario(const Json& j, const std::string& file,
+                                const std::string& base_dir);
+// Applies one "a.b.c=value" override (value is JSON if it parses as JSON, else a string).
+Status apply_set(Json* j, const std::string& assignment);
+
+}  // namespace prima::config
