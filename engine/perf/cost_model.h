@@ -4,6 +4,7 @@
 // (peak * eff), bytes / (HBM bw * eff)), summed over the operators of the layers a pipeline
 // stage holds; plus the plan's communication (TP all-reduces, PP sends) given as bytes so a
 // backend can either cost them analytically (allreduce_time_s) or turn them into flows.
+// Layer overheads (eff.layer_overhead_s) are part of compute_s; the per-step overhead is not.
 // Equations: docs/cost-model.md. Immutable after construction; thread-safe to share.
 #pragma once
 
@@ -29,13 +30,15 @@ struct StageCost {
 struct StepCost {
   std::vector<StageCost> stages;
   double overhead_s = 0;       // per-step fixed cost (scheduling, sampling, launches)
+  int tensor_parallel = 1;     // GPUs per stage (StageCost figures are per GPU)
   double total_flops() const;  // all GPUs of the replica
 };
 
 class CostModel {
  public:
+  // kv_bytes_per_element: KV-cache element size (2: fp16/bf16, 1: fp8/int8).
   CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gpu, plan::ParallelPlan p,
-            Efficiency eff);
+            Efficiency eff, double kv_bytes_per_element = 2);
 
   StepCost step(const BatchShape& b) const;
 
@@ -63,6 +66,13 @@ class CostModel {
   plan::GpuSpec gpu_;
   plan::ParallelPlan p_;
   Efficiency eff_;
+  double kv_bytes_;
+
+  // Compute cost of one transformer layer (index `layer`) on one GPU for batch b.
+  void add_layer(int layer, const BatchShape& b, StageCost* c) const;
+  // Roofline time of one operator; also accumulates flops and bytes into c.
+  double roofline(double flops, double peak, double eff_c, double bytes, double eff_m,
+                  StageCost* c) const;
 };
 
 }  // namespace prima::perf

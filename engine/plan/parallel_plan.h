@@ -29,7 +29,7 @@ struct MemoryOptions {
   bool activation_checkpointing = false;  // accepted; no effect on inference memory
   bool cpu_offload = false;               // weights stream from host memory (slower)
   double gpu_memory_utilization = 0.9;    // share of HBM prima may use
-  double kv_bytes_per_element = 2;        // fp16 KV cache
+  double kv_bytes_per_element = 2;        // fp16 KV cache; fp8 / int8: 1
 };
 
 // GPUs of one replica: devices[stage][rank].
@@ -57,6 +57,11 @@ struct MemoryFit {
 };
 
 // Checks divisibility (heads and KV heads by TP, layers by PP), GPU counts and memory.
+// KV-head rule: tp <= kv_heads needs kv_heads % tp == 0 (each rank holds kv_heads / tp heads);
+// tp > kv_heads needs tp % kv_heads == 0 (each KV head is replicated on tp / kv_heads ranks).
+// MLA models keep the whole latent KV on every TP rank. Errors are Status (invalid_argument for
+// divisibility, failed_precondition for too few GPUs); a plan that does not fit in memory is a
+// MemoryFit with fits == false and a verdict saying why.
 // `max_batch_tokens` sizes the activation buffers; `min_kv_tokens` is what the KV cache must
 // hold at least (one sequence of the longest context the scenario uses).
 Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, const Topology& t,
@@ -64,7 +69,9 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
                              std::int64_t max_batch_tokens, std::int64_t min_kv_tokens);
 
 // Parses a deployment object: {"parallel_strategy": {"tensor_parallel", "pipeline_parallel",
-// "micro_batch"}, "memory_optim": {...}, "replicas", "gpu_memory_utilization"}.
+// "micro_batch"}, "memory_optim": {"activation_checkpointing", "cpu_offload"}, "replicas",
+// "gpu_memory_utilization", "kv_cache_dtype": "fp16" | "fp8" | "int8"}. Calls r.finish(): a
+// caller with more keys in the same object reads them before calling. Throws ConfigError.
 void parse_deployment(const config::JsonReader& r, ParallelPlan* plan, MemoryOptions* mem);
 
 }  // namespace prima::plan
