@@ -1,2 +1,58 @@
+// prima: one binary, a table of subcommands. `prima --help` lists them; `prima CMD --help`
+// explains one.
 #include <cstdio>
-int main() { std::puts("prima: under construction"); return 0; }
+#include <cstring>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace prima::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"simulate", "run a scenario on the simulated cluster and write its report", cmd_simulate},
+      {"validate", "check scenario/topology files without running them", cmd_validate},
+  };
+  return kCommands;
+}
+
+static void usage(std::FILE* out) {
+  std::fprintf(out,
+               "prima - a simulation-first distributed LLM inference engine\n\n"
+               "usage: prima COMMAND [ARGS...]\n\ncommands:\n");
+  for (const auto& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
+  std::fprintf(out,
+               "\nexamples:\n"
+               "  prima simulate                          # the built-in default scenario\n"
+               "  prima simulate scenarios/x.json --out out/x --set seed=7\n"
+               "  prima validate scenarios/*.json topologies/*.json\n\n"
+               "Run 'prima COMMAND --help' for a command's options.\n");
+}
+
+}  // namespace prima::cli
+
+int main(int argc, char** argv) {
+  using namespace prima::cli;
+  if (argc < 2) {
+    usage(stderr);
+    return kExitBadInput;
+  }
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    usage(stdout);
+    return kExitOk;
+  }
+  if (cmd == "--version") {
+    std::printf("prima 0.1.0\n");
+    return kExitOk;
+  }
+  for (const auto& c : commands()) {
+    if (cmd == c.name) {
+      Args args(argv + 2, argv + argc);
+      return c.run(args);
+    }
+  }
+  std::fprintf(stderr, "prima: unknown command '%s'\n\n", cmd.c_str());
+  usage(stderr);
+  return kExitBadInput;
+}

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace prima::cluster {
 
 ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
@@ -75,6 +77,13 @@ void ServingEngine::end(Sequence* s, Outcome o, std::string reason) {
   recorder_->on_end(*s, s->finish_s);
   if (on_end) on_end(*s);
   live_.erase(s->req.id);
+}
+
+void ServingEngine::fail_all(const std::string& reason) {
+  std::vector<RequestId> ids;
+  for (const auto& [id, seq] : live_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());  // deterministic order
+  for (RequestId id : ids) end(live_.at(id).get(), Outcome::kFailed, reason);
 }
 
 EngineState ServingEngine::state() const {

@@ -52,6 +52,10 @@ class ServingEngine {
   std::function<void(const Sequence&)> on_token;
   std::function<void(const Sequence&)> on_end;
 
+  // Ends every request still in the system as failed with `reason` (end of a run). The
+  // replicas are not touched: call this only when no further events will be processed.
+  void fail_all(const std::string& reason);
+
   EngineState state() const;
   std::int64_t in_system() const { return static_cast<std::int64_t>(live_.size()); }
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }

@@ -84,8 +84,8 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
     if (s.plan.micro_batch > 0 && s.plan.pipeline_parallel > 1)
       s.scheduler.max_seqs_per_step = s.plan.micro_batch;
     if (auto rt = r.optional_object("router")) {
-      std::string p = rt->one_of("policy", routing_policy_names(), "round_robin");
-      parse_routing_policy(p, &s.routing);
+      std::string p = rt->one_of("policy", cluster::routing_policy_names(), "round_robin");
+      cluster::parse_routing_policy(p, &s.routing);
       rt->finish();
     }
     s.workload = workload::parse_workload(r.object("workload"), base_dir);

@@ -1,0 +1,205 @@
+#include "backends/sim/simulation.h"
+
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "backends/sim/platform.h"
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_runtime.h"
+#include "engine/cluster/serving_engine.h"
+#include "engine/metrics/report.h"
+#include "engine/perf/cost_model.h"
+#include "engine/workload/workload.h"
+
+namespace prima::sim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using OJson = nlohmann::ordered_json;
+
+double gb(double bytes) { return bytes / 1e9; }
+
+SimOptions parse_sim_options(const config::Scenario& sc) {
+  SimOptions o;
+  config::JsonReader r(sc.sim, sc.file, "/sim");
+  o.aggregate_stage_execs = r.boolean("aggregate_stage_execs", o.aggregate_stage_execs);
+  o.analytic_intra_node_collectives =
+      r.boolean("analytic_intra_node_collectives", o.analytic_intra_node_collectives);
+  r.finish();
+  return o;
+}
+
+OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
+                     const cluster::ServingEngine& eng) {
+  OJson j;
+  j["model"] = OJson{{"name", sc.model.name},
+                     {"quantization", model::quantization_name(sc.quantization)},
+                     {"params_b", sc.model.total_params() / 1e9}};
+  j["topology"] = OJson{{"name", sc.topology.name},
+                        {"nodes", sc.topology.nodes},
+                        {"gpus_per_node", sc.topology.node.gpus},
+                        {"gpu", sc.topology.gpu.name}};
+  j["deployment"] = OJson{{"tensor_parallel", sc.plan.tensor_parallel},
+                          {"pipeline_parallel", sc.plan.pipeline_parallel},
+                          {"micro_batch", sc.plan.micro_batch},
+                          {"replicas", sc.plan.replicas}};
+  int peak_blocks = 0;
+  double usage_peak = 0;
+  for (const auto& r : eng.replicas()) {
+    peak_blocks = std::max(peak_blocks, r->kv().peak_used_blocks());
+    usage_peak = std::max(usage_peak, double(r->kv().peak_used_blocks()) /
+                                          std::max(1, r->kv().num_blocks()));
+  }
+  j["kv_cache"] = OJson{{"block_size", sc.scheduler.block_size},
+                        {"blocks_per_replica", kv_blocks},
+                        {"tokens_per_replica", std::int64_t(kv_blocks) * sc.scheduler.block_size},
+                        {"peak_used_blocks", peak_blocks},
+                        {"peak_usage", usage_peak}};
+  j["memory_per_gpu_gb"] = OJson{{"hbm", gb(fit.hbm_bytes)},
+                                 {"usable", gb(fit.usable_bytes)},
+                                 {"weights", gb(fit.weight_bytes)},
+                                 {"activations", gb(fit.activation_bytes)},
+                                 {"kv_cache", gb(fit.kv_bytes)}};
+  return j;
+}
+
+}  // namespace
+
+Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc) {
+  auto placed = plan::place(sc.plan, sc.topology);
+  if (!placed.ok()) return invalid_argument(sc.file + ": /deployment: " + placed.status().message());
+  auto fit = plan::check_plan(sc.model, sc.quantization, sc.topology, sc.plan, sc.memory,
+                              sc.scheduler.max_num_batched_tokens, sc.max_model_len);
+  if (!fit.ok()) return invalid_argument(sc.file + ": /deployment: " + fit.status().message());
+  if (!fit->fits) return invalid_argument(sc.file + ": /deployment: " + fit->verdict);
+  return fit;
+}
+
+Result<SimulationOutput> run_simulation(const config::Scenario& sc,
+                                        const SimulationOptions& opts) {
+  const auto wall_start = Clock::now();
+  auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
+
+  PRIMA_ASSIGN_OR_RETURN(plan::MemoryFit fit, check_scenario_plan(sc));
+  PRIMA_ASSIGN_OR_RETURN(std::vector<plan::ReplicaPlacement> placements,
+                         plan::place(sc.plan, sc.topology));
+  SimOptions sim_opts;
+  PRIMA_RETURN_IF_ERROR(config::to_status([&] { sim_opts = parse_sim_options(sc); }));
+  PRIMA_ASSIGN_OR_RETURN(auto driver, workload::make_workload(sc.workload, sc.seed, sc.duration_s));
+  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<SimPlatform> platform, SimPlatform::create(sc.topology));
+
+  SimRuntime rt;
+  perf::CostModel cost(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
+                       sc.calibration.for_gpu(sc.topology.gpu.name));
+  std::vector<std::unique_ptr<SimExecutor>> executors;
+  std::vector<cluster::ReplicaSetup> setups;
+  const int kv_blocks = static_cast<int>(fit.kv_tokens / sc.scheduler.block_size);
+  for (const auto& pl : placements) {
+    executors.push_back(
+        std::make_unique<SimExecutor>(platform.get(), &rt, pl, cost_fns_from(cost), sim_opts));
+    cluster::ReplicaSetup rs;
+    rs.executor = executors.back().get();
+    rs.gpus = sc.plan.gpus_per_replica();
+    rs.stage_gpus = sc.plan.tensor_parallel;
+    rs.num_kv_blocks = kv_blocks;
+    setups.push_back(rs);
+  }
+
+  SimulationOutput out;
+  out.fit = fit;
+  out.recorder = std::make_unique<metrics::Recorder>(sc.plan.gpus_per_replica() * sc.plan.replicas);
+  metrics::Recorder& rec = *out.recorder;
+  cluster::EngineOptions eopts;
+  eopts.scheduler = sc.scheduler;
+  eopts.routing = sc.routing;
+  eopts.max_model_len = sc.max_model_len;
+  cluster::ServingEngine engine(&rt, eopts, setups, &rec);
+
+  // Closed-loop workloads need each request's spec back when it ends.
+  std::unordered_map<RequestId, workload::RequestSpec> specs;
+  const bool closed_loop = sc.workload.arrival.type == workload::ArrivalType::kClosedLoop;
+  RequestId next_id = 1;
+  bool finished = false;
+  TimerId sampler = kNoTimer;
+  double last_progress = 0;
+
+  auto maybe_finish = [&] {
+    if (finished || !driver->done() || engine.in_system() > 0) return;
+    finished = true;
+    rt.cancel(sampler);
+    auto st = engine.state();
+    rec.sample(std::ceil(rt.now() > 0 ? rt.now() : 1), st.running, st.waiting, st.replicas_up,
+               st.kv_usage);
+  };
+  engine.on_end = [&](const Sequence& s) {
+    if (closed_loop) {
+      auto it = specs.find(s.req.id);
+      if (it != specs.end()) {
+        driver->on_finished(it->second, rt.now());
+        specs.erase(it);
+      }
+    }
+    rt.post(maybe_finish);
+  };
+
+  std::function<void()> tick = [&] {
+    auto st = engine.state();
+    rec.sample(rt.now(), st.running, st.waiting, st.replicas_up, st.kv_usage);
+    const double limit = sc.duration_s + sc.max_drain_s;
+    if (rt.now() >= limit && engine.in_system() > 0) {
+      finished = true;
+      engine.fail_all(fmt::format("still in the system at the drain limit ({:.0f} s)", limit));
+      return;
+    }
+    if (opts.progress && wall_s() - last_progress >= opts.progress_every_wall_s) {
+      last_progress = wall_s();
+      opts.progress(Progress{rt.now(), sc.duration_s, last_progress, rec.submitted(),
+                             rec.submitted() - engine.in_system(), engine.in_system()});
+    }
+    sampler = rt.at(rt.now() + 1.0, tick);
+  };
+  sampler = rt.at(1.0, tick);
+
+  PRIMA_RETURN_IF_ERROR(driver->start(&rt, [&](const workload::RequestSpec& spec) {
+    Request r;
+    r.arrival_s = rt.now();
+    r.prompt_tokens = spec.prompt_tokens;
+    r.max_output_tokens = spec.output_tokens;
+    r.priority = spec.priority;
+    r.sla_s = spec.sla_s;
+    r.user = spec.user;
+    r.prefix_group = spec.prefix_group;
+    r.prefix_tokens = spec.prefix_tokens;
+    r.id = next_id++;
+    if (closed_loop) specs.emplace(r.id, spec);  // before submit: it may end at once
+    engine.submit(std::move(r));
+    rt.post(maybe_finish);
+  }));
+  rt.post(maybe_finish);
+
+  platform->run();
+
+  // Memory: weights and activations are fixed; the KV cache counts at its peak use.
+  double kv_peak = 0;
+  for (const auto& r : engine.replicas())
+    kv_peak = std::max(kv_peak, double(r->kv().peak_used_blocks()) / std::max(1, kv_blocks));
+  if (fit.hbm_bytes > 0)
+    rec.note_memory_fraction((fit.weight_bytes + fit.activation_bytes + kv_peak * fit.kv_bytes) /
+                             fit.hbm_bytes);
+
+  out.wall_seconds = wall_s();
+  metrics::ReportInputs in;
+  in.scenario = sc.name;
+  in.seed = sc.seed;
+  in.simulated_seconds = rt.now();
+  in.slo = {sc.slo.ttft_s, sc.slo.tpot_s, sc.slo.e2e_s};
+  in.gpus = rec.gpus();
+  in.gpu_hbm_bytes = sc.topology.gpu.hbm_bytes;
+  in.wall_seconds = out.wall_seconds;
+  in.extra = extra_sections(sc, fit, kv_blocks, engine);
+  out.report = metrics::build_report(rec, in);
+  return out;
+}
+
+}  // namespace prima::sim

@@ -1,0 +1,45 @@
+// run_simulation: one scenario on the simulated cluster, end to end. Checks the plan against
+// the model and topology, builds the SimGrid platform, one SimExecutor per replica, the
+// engine's ServingEngine and the workload driver, runs the simulation until every request has
+// ended (or the drain limit), and builds the report. One call per process (SimGrid allows one
+// engine per process). Not thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "engine/config/scenario.h"
+#include "engine/metrics/recorder.h"
+#include "engine/plan/parallel_plan.h"
+
+namespace prima::sim {
+
+struct Progress {
+  double sim_s = 0;       // simulated clock
+  double duration_s = 0;  // arrival window of the scenario
+  double wall_s = 0;
+  std::int64_t submitted = 0, ended = 0, in_system = 0;
+};
+
+struct SimulationOptions {
+  // Called about every `progress_every_wall_s` of wall time (never when null).
+  std::function<void(const Progress&)> progress;
+  double progress_every_wall_s = 1.0;
+};
+
+struct SimulationOutput {
+  std::unique_ptr<metrics::Recorder> recorder;
+  nlohmann::ordered_json report;
+  plan::MemoryFit fit;
+  double wall_seconds = 0;
+};
+
+// Checks that the scenario's plan can run (divisibility, GPU count, memory fit). The error
+// names the scenario file and the deployment.
+Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc);
+
+Result<SimulationOutput> run_simulation(const config::Scenario& sc,
+                                        const SimulationOptions& opts = {});
+
+}  // namespace prima::sim

@@ -1,0 +1,153 @@
+// `prima simulate [SCENARIO] [--out DIR] [--set PATH=VALUE]...`: runs a scenario on the
+// simulated cluster, writes DIR/report.json, DIR/requests.csv, DIR/timeline.csv and prints a
+// summary table. Progress goes to stderr once a second of wall time.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+
+#include "backends/sim/simulation.h"
+#include "cli/commands.h"
+#include "engine/config/scenario.h"
+#include "engine/metrics/report.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace prima::cli {
+namespace {
+
+void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir) {
+  auto lat = [&](const char* k) {
+    const auto& s = r["latency_s"][k];
+    return fmt::format("{:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}", s["mean"].get<double>() * 1e3,
+                       s["p50"].get<double>() * 1e3, s["p90"].get<double>() * 1e3,
+                       s["p99"].get<double>() * 1e3);
+  };
+  const auto& q = r["requests"];
+  std::printf("scenario %s (seed %llu): %.1f simulated s\n", r["scenario"].get<std::string>().c_str(),
+              static_cast<unsigned long long>(r["seed"].get<std::uint64_t>()),
+              r["simulated_seconds"].get<double>());
+  std::printf("  %s %s on %d GPUs (%s), TP%d x PP%d x %d replica(s)\n",
+              r["model"]["name"].get<std::string>().c_str(),
+              r["model"]["quantization"].get<std::string>().c_str(),
+              r["gpus"]["count"].get<int>(), r["topology"]["gpu"].get<std::string>().c_str(),
+              r["deployment"]["tensor_parallel"].get<int>(),
+              r["deployment"]["pipeline_parallel"].get<int>(),
+              r["deployment"]["replicas"].get<int>());
+  std::printf("  requests   submitted %lld  completed %lld  rejected %lld  failed %lld\n",
+              q["submitted"].get<long long>(), q["completed"].get<long long>(),
+              q["rejected"].get<long long>(), q["failed"].get<long long>());
+  std::printf("  latency ms      mean       p50       p90       p99\n");
+  std::printf("    ttft     %s\n    tpot     %s\n    e2e      %s\n    queue    %s\n",
+              lat("ttft").c_str(), lat("tpot").c_str(), lat("e2e").c_str(), lat("queue").c_str());
+  std::printf("  throughput %.2f req/s, %.0f output tok/s; SLO attainment %.1f%%, goodput %.2f req/s\n",
+              r["throughput"]["requests_per_s"].get<double>(),
+              r["throughput"]["output_tokens_per_s"].get<double>(),
+              100 * r["slo"]["attainment"].get<double>(), r["slo"]["goodput_rps"].get<double>());
+  std::printf("  GPUs       utilization %.1f%%, %.1f TFLOP/s each, memory peak %.1f%%; KV peak %.1f%%, preemptions %lld\n",
+              100 * r["gpus"]["utilization_mean"].get<double>(),
+              r["gpus"]["tflops_mean"].get<double>(),
+              100 * r["gpus"]["memory_used_fraction_max"].get<double>(),
+              100 * r["kv_cache"]["peak_usage"].get<double>(), r["preemptions"].get<long long>());
+  std::printf("  run        %.2f wall s, %.0fx real time\n", r["run"]["wall_seconds"].get<double>(),
+              r["run"]["sim_speedup"].get<double>());
+  if (!out_dir.empty())
+    std::printf("  wrote      %s/{report.json,requests.csv,timeline.csv}\n", out_dir.c_str());
+}
+
+}  // namespace
+
+int cmd_simulate(const Args& args) {
+  po::options_description opts("prima simulate [SCENARIO] [options]");
+  opts.add_options()("help,h", "show this help")(
+      "out,o", po::value<std::string>(), "output directory (default: out/<scenario name>)")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a scenario field: PATH=VALUE (repeatable), e.g. --set seed=7")(
+      "seed", po::value<std::uint64_t>(), "shortcut for --set seed=N")(
+      "no-files", "print the summary only, write nothing")(
+      "json", "print report.json to stdout instead of the summary table")(
+      "quiet,q", "no progress on stderr");
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "prima simulate: %s (see prima simulate --help)\n", e.what());
+    return kExitBadInput;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << R"(
+SCENARIO is a scenario JSON file, or the name of a built-in one; without it, the built-in
+default runs (Llama-2-70B W8A8 on two Bitbrick_K1 nodes, TP4 x PP2, Poisson load).
+
+examples:
+  prima simulate
+  prima simulate scenarios/default.json --out out/default
+  prima simulate --set workload.arrival.rate_rps=2 --set deployment.replicas=1
+  prima simulate my.json --seed 3 --json > report.json
+
+Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and JSON path).
+)";
+    return kExitOk;
+  }
+  std::vector<std::string> sets;
+  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("seed")) sets.push_back("seed=" + std::to_string(vm["seed"].as<std::uint64_t>()));
+  const std::string path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
+
+  auto sc = config::load_scenario(path, sets);
+  if (!sc.ok()) {
+    std::fprintf(stderr, "prima simulate: %s\n", sc.status().message().c_str());
+    return kExitBadInput;
+  }
+  std::string out_dir;
+  if (!vm.count("no-files")) {
+    out_dir = vm.count("out") ? vm["out"].as<std::string>() : "out/" + sc->name;
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec) {
+      std::fprintf(stderr, "prima simulate: --out %s: cannot create directory: %s\n",
+                   out_dir.c_str(), ec.message().c_str());
+      return kExitBadInput;
+    }
+  }
+  sim::SimulationOptions so;
+  if (!vm.count("quiet")) {
+    so.progress = [](const sim::Progress& p) {
+      std::fprintf(stderr, "\r[prima] sim %.0f/%.0f s  requests %lld (done %lld, in flight %lld)  wall %.1f s  %.0fx ",
+                   p.sim_s, p.duration_s, static_cast<long long>(p.submitted),
+                   static_cast<long long>(p.ended), static_cast<long long>(p.in_system), p.wall_s,
+                   p.wall_s > 0 ? p.sim_s / p.wall_s : 0.0);
+      std::fflush(stderr);
+    };
+  }
+  auto res = sim::run_simulation(*sc, so);
+  if (so.progress) std::fprintf(stderr, "\n");
+  if (!res.ok()) {
+    std::fprintf(stderr, "prima simulate: %s\n", res.status().message().c_str());
+    return res.status().code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure;
+  }
+  if (!out_dir.empty()) {
+    for (Status st : {metrics::write_report_json(res->report, out_dir + "/report.json"),
+                      metrics::write_requests_csv(*res->recorder, out_dir + "/requests.csv"),
+                      metrics::write_timeline_csv(*res->recorder, out_dir + "/timeline.csv")}) {
+      if (!st.ok()) {
+        std::fprintf(stderr, "prima simulate: %s\n", st.message().c_str());
+        return kExitFailure;
+      }
+    }
+  }
+  if (vm.count("json")) std::cout << res->report.dump(2) << "\n";
+  else print_summary(res->report, out_dir);
+  return kExitOk;
+}
+
+}  // namespace prima::cli
