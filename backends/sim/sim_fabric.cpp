@@ -17,6 +17,9 @@ struct SimFabric::Transfer final : CompletionTarget {
   void on_activity_end(const sg4::Activity&, bool ok) override { fabric->on_end(this, ok); }
 };
 
+SimFabric::SimFabric(SimPlatform* platform, Runtime* runtime)
+    : platform_(platform), runtime_(runtime) {}
+
 SimFabric::~SimFabric() = default;
 
 void SimFabric::transfer(DeviceId from, DeviceId to, Bytes n, std::function<void(Status)> done) {

@@ -18,7 +18,7 @@ namespace prima::sim {
 
 class SimFabric : public Fabric {
  public:
-  SimFabric(SimPlatform* platform, Runtime* runtime) : platform_(platform), runtime_(runtime) {}
+  SimFabric(SimPlatform* platform, Runtime* runtime);
   ~SimFabric() override;
   SimFabric(const SimFabric&) = delete;
   SimFabric& operator=(const SimFabric&) = delete;
