@@ -1,0 +1,278 @@
+#include "backends/sim/platform.h"
+
+#include <atomic>
+#include <cmath>
+#include <simgrid/kernel/resource/NetworkModelIntf.hpp>
+#include <simgrid/s4u.hpp>
+#include <unordered_set>
+
+#include "backends/sim/activity_dispatch.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace prima::sim {
+namespace {
+
+std::atomic<bool> g_engine_created{false};
+
+std::string fmt_list(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s;
+}
+
+Status check_topology(const plan::Topology& t) {
+  if (t.nodes <= 0) return invalid_argument("topology: nodes must be > 0");
+  if (t.node.gpus <= 0) return invalid_argument("topology: node.gpus must be > 0");
+  double peak = t.gpu.bf16_flops > 0 ? t.gpu.bf16_flops : t.gpu.fp16_flops;
+  if (!(peak > 0)) return invalid_argument("topology: gpu has no bf16/fp16 peak FLOP/s");
+  if (!(t.node.nvlink.bandwidth_Bps > 0))
+    return invalid_argument("topology: node.nvlink bandwidth");
+  if (!(t.node.nic.bandwidth_Bps > 0)) return invalid_argument("topology: node.nic bandwidth");
+  if (!t.settings.gpu_direct_rdma && !(t.node.pcie.bandwidth_Bps > 0))
+    return invalid_argument("topology: gpu_direct_rdma off needs node.pcie bandwidth");
+  if (!t.fabric.type.empty() && t.fabric.type != "fat_tree")
+    return invalid_argument("topology: fabric.type '" + t.fabric.type + "' (valid: fat_tree)");
+  return ok_status();
+}
+
+}  // namespace
+
+double inter_node_bandwidth_factor(const plan::NetworkSettings& s) {
+  double f = 1.0;
+  if (!s.rdma) f *= kPathFactors.tcp_bandwidth;
+  if (!s.numa_aware) f *= kPathFactors.cross_socket_bandwidth;
+  return f;
+}
+
+double inter_node_latency_factor(const plan::NetworkSettings& s) {
+  double f = 1.0;
+  if (!s.rdma) f *= kPathFactors.tcp_latency;
+  if (!s.numa_aware) f *= kPathFactors.cross_socket_latency;
+  return f;
+}
+
+int FatTreeShape::leaves() const {
+  int n = 1;
+  for (int d : down) n *= d;
+  return n;
+}
+
+FatTreeShape auto_fat_tree(int leaves) {
+  FatTreeShape s;
+  if (leaves <= 20) {
+    s.levels = 1;
+    s.down = {leaves};
+    s.up = {1};
+    s.count = {1};
+  } else {
+    int leaf_switches = (leaves + 15) / 16;
+    s.levels = 2;
+    s.down = {16, leaf_switches};
+    s.up = {1, 16};
+    s.count = {1, 1};
+  }
+  return s;
+}
+
+Result<std::unique_ptr<SimPlatform>> SimPlatform::create(const plan::Topology& t,
+                                                         const PlatformOptions& opt) {
+  PRIMA_RETURN_IF_ERROR(check_topology(t));
+  if (g_engine_created.exchange(true))
+    return failed_precondition(
+        "sim: a SimGrid engine already exists in this process (one per process; fork per run)");
+  std::unique_ptr<SimPlatform> p(new SimPlatform(t));
+  try {
+    p->build(opt);
+  } catch (const std::exception& e) {
+    return internal_error(std::string("sim: building the platform failed: ") + e.what());
+  }
+  return p;
+}
+
+SimPlatform::SimPlatform(const plan::Topology& t) : topo_(t) {}
+
+SimPlatform::~SimPlatform() {
+  ActivityDispatch::clear_retired();
+}
+
+void SimPlatform::build(const PlatformOptions& opt) {
+  std::vector<std::string> args = {"prima", "--cfg=network/model:CM02",
+                                   "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
+                                   "--log=root.thres:critical"};
+  args.insert(args.end(), opt.extra_args.begin(), opt.extra_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
+  ActivityDispatch::install();
+
+  const auto& t = topo_;
+  const int gpn = t.node.gpus;
+  nominal_speed_ = t.gpu.bf16_flops > 0 ? t.gpu.bf16_flops : t.gpu.fp16_flops;
+  std::vector<double> speeds;
+  for (double f : opt.pstates) speeds.push_back(nominal_speed_ * f);
+  if (speeds.empty()) speeds.push_back(nominal_speed_);
+
+  FatTreeShape shape;
+  if (t.fabric.levels > 0) {
+    shape.levels = t.fabric.levels;
+    shape.down = t.fabric.down;
+    shape.up = t.fabric.up;
+    shape.count = t.fabric.count;
+  } else {
+    shape = auto_fat_tree(t.nodes + 1);  // + the storage leaf
+  }
+  if (shape.leaves() < t.nodes + 1)
+    throw std::invalid_argument(
+        "fabric has " + std::to_string(shape.leaves()) +
+        " leaves; needs nodes + 1 (storage) = " + std::to_string(t.nodes + 1));
+  fat_tree_desc_ = std::to_string(shape.levels) + ";" + fmt_list(shape.down) + ";" +
+                   fmt_list(shape.up) + ";" + fmt_list(shape.count);
+
+  gpus_.assign(t.total_gpus(), nullptr);
+  nvlinks_.assign(t.total_gpus(), nullptr);
+  nics_.assign(t.nodes, nullptr);
+  pcies_.assign(t.nodes, nullptr);
+  host_infos_.resize(t.total_gpus() + 1);
+
+  auto make_leaf = [&](sg4::NetZone* parent, const std::vector<unsigned long>&, unsigned long id)
+      -> std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> {
+    const int node = static_cast<int>(id);
+    if (node < t.nodes) {
+      auto* zone = sg4::create_star_zone("node" + std::to_string(node));
+      zone->set_parent(parent);
+      for (int l = 0; l < gpn; ++l) {
+        const DeviceId d = node * gpn + l;
+        auto* h = zone->create_host("gpu" + std::to_string(d), speeds);
+        host_infos_[d] = HostInfo{node, d};
+        h->set_data(&host_infos_[d]);
+        h->seal();
+        auto* nvl = zone->create_split_duplex_link("gpu" + std::to_string(d) + "_nvl",
+                                                   t.node.nvlink.bandwidth_Bps);
+        nvl->set_latency(t.node.nvlink.latency_s)->seal();
+        zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr,
+                        {{nvl, sg4::LinkInRoute::Direction::UP}}, true);
+        gpus_[d] = h;
+        nvlinks_[d] = nvl;
+      }
+      auto* gw = zone->create_router("node" + std::to_string(node) + "_gw");
+      auto* nic = zone->create_split_duplex_link("node" + std::to_string(node) + "_nic",
+                                                 t.node.nic.bandwidth_Bps);
+      nic->set_latency(t.node.nic.latency_s)->seal();
+      nics_[node] = nic;
+      std::vector<sg4::LinkInRoute> gw_route;
+      if (!t.settings.gpu_direct_rdma) {
+        // Staged through host memory: the PCIe path is crossed twice (GPU -> host, host -> NIC).
+        auto* pcie = zone->create_split_duplex_link("node" + std::to_string(node) + "_pcie",
+                                                    t.node.pcie.bandwidth_Bps);
+        pcie->set_latency(t.node.pcie.latency_s)->seal();
+        pcies_[node] = pcie;
+        gw_route.emplace_back(pcie, sg4::LinkInRoute::Direction::UP);
+        gw_route.emplace_back(pcie, sg4::LinkInRoute::Direction::DOWN);
+      }
+      gw_route.emplace_back(nic, sg4::LinkInRoute::Direction::UP);
+      zone->add_route(gw, nullptr, nullptr, nullptr, gw_route, true);
+      zone->seal();
+      return {zone->get_netpoint(), gw};
+    }
+    if (node == t.nodes) {
+      auto* zone = sg4::create_star_zone("storage");
+      zone->set_parent(parent);
+      storage_ = zone->create_host("storage", nominal_speed_);
+      host_infos_.back() = HostInfo{-1, -1};
+      storage_->set_data(&host_infos_.back());
+      storage_->seal();
+      double bw = t.storage.read_bandwidth_Bps > 0 ? t.storage.read_bandwidth_Bps
+                                                   : t.node.nic.bandwidth_Bps;
+      storage_link_ = zone->create_link("storage_link", bw);
+      storage_link_->set_latency(t.storage.latency_s)->seal();
+      zone->add_route(storage_->get_netpoint(), nullptr, nullptr, nullptr,
+                      {sg4::LinkInRoute(storage_link_)}, true);
+      auto* gw = zone->create_router("storage_gw");
+      zone->add_route(gw, nullptr, nullptr, nullptr, {}, true);
+      zone->seal();
+      return {zone->get_netpoint(), gw};
+    }
+    auto* zone = sg4::create_star_zone("spare" + std::to_string(node));
+    zone->set_parent(parent);
+    auto* gw = zone->create_router("spare" + std::to_string(node) + "_gw");
+    zone->add_route(gw, nullptr, nullptr, nullptr, {}, true);
+    zone->seal();
+    return {zone->get_netpoint(), gw};
+  };
+
+  auto u = [](const std::vector<int>& v) { return std::vector<unsigned int>(v.begin(), v.end()); };
+  double fbw =
+      t.fabric.link.bandwidth_Bps > 0 ? t.fabric.link.bandwidth_Bps : t.node.nic.bandwidth_Bps;
+  auto* fabric = sg4::create_fatTree_zone(
+      "fabric", nullptr,
+      sg4::FatTreeParams(shape.levels, u(shape.down), u(shape.up), u(shape.count)),
+      sg4::ClusterCallbacks(make_leaf), fbw, t.fabric.link.latency_s,
+      sg4::Link::SharingPolicy::SPLITDUPLEX);
+
+  // Protocol and NUMA factors on inter-node (and storage) flows only.
+  const double bwf = inter_node_bandwidth_factor(t.settings);
+  const double latf = inter_node_latency_factor(t.settings);
+  if (bwf != 1.0 || latf != 1.0) {
+    auto inter = [](const sg4::Host* a, const sg4::Host* b) {
+      auto* ia = a->get_data<HostInfo>();
+      auto* ib = b->get_data<HostInfo>();
+      return ia == nullptr || ib == nullptr || ia->node != ib->node || ia->node < 0;
+    };
+    auto* model = fabric->get_network_model();
+    model->set_bw_factor_cb(
+        [bwf, inter](double, const sg4::Host* a, const sg4::Host* b, const std::vector<sg4::Link*>&,
+                     const std::unordered_set<sg4::NetZone*>&) { return inter(a, b) ? bwf : 1.0; });
+    model->set_lat_factor_cb([latf, inter](double, const sg4::Host* a, const sg4::Host* b,
+                                           const std::vector<sg4::Link*>&,
+                                           const std::unordered_set<sg4::NetZone*>&) {
+      return inter(a, b) ? latf : 1.0;
+    });
+  }
+  fabric->seal();
+  engine_->seal_platform();
+}
+
+void SimPlatform::run() {
+  engine_->run();
+  ActivityDispatch::clear_retired();
+}
+
+void SimPlatform::run_until(Time t) {
+  engine_->run_until(t);
+  ActivityDispatch::clear_retired();
+}
+
+Time SimPlatform::now() {
+  return sg4::Engine::get_clock();
+}
+
+double SimPlatform::current_speed(const sg4::Host* h) {
+  return h->get_speed() * h->get_available_speed();
+}
+
+std::vector<sg4::Link*> SimPlatform::route(const sg4::Host* a, const sg4::Host* b) const {
+  std::vector<sg4::Link*> links;
+  double lat = 0;
+  a->route_to(b, links, &lat);
+  return links;
+}
+
+double SimPlatform::route_latency(const sg4::Host* a, const sg4::Host* b) const {
+  std::vector<sg4::Link*> links;
+  double lat = 0;
+  a->route_to(b, links, &lat);
+  return lat;
+}
+
+std::string SimPlatform::first_failed_element(const sg4::Host* a, const sg4::Host* b) const {
+  if (!a->is_on()) return "host " + a->get_name();
+  if (!b->is_on()) return "host " + b->get_name();
+  for (auto* l : route(a, b))
+    if (!l->is_on()) return "link " + l->get_name();
+  return "";
+}
+
+}  // namespace prima::sim

@@ -1,0 +1,131 @@
+// SimPlatform: the one SimGrid engine of the process and the cluster platform built from a
+// plan::Topology (GPU hosts, NVLink, PCIe, NIC, fat-tree fabric, storage). See
+// docs/sim-backend.md for the model of each path.
+//
+// Platform:
+//   fat-tree zone "fabric" (SimGrid create_fatTree_zone); leaf i < nodes is node zone "node<i>",
+//   leaf `nodes` is the storage zone; further leaves (rounding up to full switches) are empty.
+//   node zone (star): hosts "gpu<D>" (D = global DeviceId) with split-duplex NVLink links
+//   "gpu<D>_nvl" to the hub; router "node<i>_gw" behind the split-duplex NIC link "node<i>_nic"
+//   (and, with gpu_direct_rdma off, the PCIe link "node<i>_pcie" crossed in both halves).
+//   storage zone (star): host "storage" behind link "storage_link" (read bandwidth, latency).
+// NetworkSettings act on inter-node flows through the CM02 bandwidth/latency factor callbacks
+// (kPathFactors below) and, for gpu_direct_rdma, through the extra PCIe link on the route.
+//
+// Thread-safety: none; use from the simulation loop (the thread that calls run()).
+// Ownership: one SimPlatform per process (SimGrid allows one Engine per process); create()
+// fails if one was already created. SimGrid owns hosts and links; the pointers returned here
+// stay valid for the life of the process.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/core/types.h"
+#include "engine/plan/topology.h"
+
+namespace simgrid::s4u {
+class Engine;
+class Host;
+class Link;
+class SplitDuplexLink;
+}  // namespace simgrid::s4u
+
+namespace prima::sim {
+
+// Inter-node protocol and path factors relative to the link figures of the topology (which
+// describe RDMA over GPUDirect on a NUMA-local NIC). Sources: seed 000's table (128 KB
+// messages: RDMA 38 GB/s and 0.7 ms, TCP 12 GB/s and 2.4 ms); cross-socket penalty ≈ (stated
+// assumption: peer-to-peer DMA through UPI reaches about 60% of a NUMA-local path).
+struct PathFactors {
+  double tcp_bandwidth = 12.0 / 38.0;   // rdma off: bandwidth x this
+  double tcp_latency = 2.4 / 0.7;       // rdma off: latency x this
+  double cross_socket_bandwidth = 0.6;  // numa_aware off: bandwidth x this (≈, assumption)
+  double cross_socket_latency = 1.2;    // numa_aware off: latency x this (≈, assumption)
+};
+inline constexpr PathFactors kPathFactors{};
+
+// The bandwidth and latency factors applied to an inter-node flow under `s`.
+double inter_node_bandwidth_factor(const plan::NetworkSettings& s);
+double inter_node_latency_factor(const plan::NetworkSettings& s);
+
+struct PlatformOptions {
+  // Extra SimGrid arguments ("--cfg=name:value"), appended to the defaults.
+  std::vector<std::string> extra_args;
+  // Throttle levels of every GPU host as fractions of peak; pstate i runs at pstates[i] x peak.
+  std::vector<double> pstates = {1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3};
+};
+
+// Host data attached to every host of the platform (Host::get_data<HostInfo>()).
+struct HostInfo {
+  int node = -1;         // node index; -1 for storage
+  DeviceId device = -1;  // -1 for storage
+};
+
+class SimPlatform {
+ public:
+  // Creates the SimGrid engine (CM02, no cross-traffic, no TCP gamma, quiet logs) and the
+  // platform. Fails on an invalid topology or when called a second time in one process.
+  static Result<std::unique_ptr<SimPlatform>> create(const plan::Topology& t,
+                                                     const PlatformOptions& opt = {});
+  ~SimPlatform();
+  SimPlatform(const SimPlatform&) = delete;
+  SimPlatform& operator=(const SimPlatform&) = delete;
+
+  // Runs the simulation until no event is left / until simulated time t.
+  void run();
+  void run_until(Time t);
+  static Time now();
+
+  const plan::Topology& topology() const { return topo_; }
+  int num_gpus() const { return static_cast<int>(gpus_.size()); }
+  simgrid::s4u::Host* host_of(DeviceId d) const { return gpus_.at(d); }
+  simgrid::s4u::Host* storage_host() const { return storage_; }
+  simgrid::s4u::SplitDuplexLink* nvlink_of(DeviceId d) const { return nvlinks_.at(d); }
+  simgrid::s4u::SplitDuplexLink* nic_of(int node) const { return nics_.at(node); }
+  // Null when gpu_direct_rdma is on (no staging through host memory).
+  simgrid::s4u::SplitDuplexLink* pcie_of(int node) const { return pcies_.at(node); }
+  simgrid::s4u::Link* storage_link() const { return storage_link_; }
+  // Peak (pstate 0) speed of a GPU host, FLOP/s.
+  double nominal_speed() const { return nominal_speed_; }
+  // Current speed of a host: pstate speed x available share (speed profile).
+  static double current_speed(const simgrid::s4u::Host* h);
+  // Fat-tree parameters used ("levels;down;up;count").
+  const std::string& fat_tree_description() const { return fat_tree_desc_; }
+  // Sum of latencies and the links of the route between two hosts (for tests and messages).
+  double route_latency(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
+  std::vector<simgrid::s4u::Link*> route(const simgrid::s4u::Host* a,
+                                         const simgrid::s4u::Host* b) const;
+  // Name of the first link that is off on the route a -> b, or of an end host that is off;
+  // empty when the whole path is up.
+  std::string first_failed_element(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
+
+ private:
+  explicit SimPlatform(const plan::Topology& t);
+  void build(const PlatformOptions& opt);
+
+  plan::Topology topo_;
+  std::unique_ptr<simgrid::s4u::Engine> engine_;
+  std::vector<simgrid::s4u::Host*> gpus_;
+  std::vector<simgrid::s4u::SplitDuplexLink*> nvlinks_;
+  std::vector<simgrid::s4u::SplitDuplexLink*> nics_;
+  std::vector<simgrid::s4u::SplitDuplexLink*> pcies_;
+  simgrid::s4u::Host* storage_ = nullptr;
+  simgrid::s4u::Link* storage_link_ = nullptr;
+  std::vector<HostInfo> host_infos_;  // sized once; hosts point into it
+  double nominal_speed_ = 0;
+  std::string fat_tree_desc_;
+};
+
+// Fat-tree parameters for `leaves` leaves when the FabricSpec gives none: one level up to
+// 20 leaves, else two levels of 16-port leaf switches, non-blocking (16 spines).
+struct FatTreeShape {
+  int levels = 1;
+  std::vector<int> down, up, count;
+  int leaves() const;
+};
+FatTreeShape auto_fat_tree(int leaves);
+
+}  // namespace prima::sim

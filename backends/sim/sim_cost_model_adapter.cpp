@@ -1,0 +1,18 @@
+// Adapts a perf::CostModel to SimCostFns. Kept in its own file so that programs (and tests)
+// that never wrap a CostModel do not need its definitions at link time.
+#include "backends/sim/sim_executor.h"
+
+namespace prima::sim {
+
+SimCostFns cost_fns_from(const perf::CostModel& m) {
+  SimCostFns f;
+  const perf::CostModel* cm = &m;
+  f.step = [cm](const BatchShape& b) { return cm->step(b); };
+  f.allreduce_s = [cm](double bytes, int p, double bw, double lat) {
+    return cm->allreduce_time_s(bytes, p, bw, lat);
+  };
+  f.send_s = [cm](double bytes, double bw, double lat) { return cm->send_time_s(bytes, bw, lat); };
+  return f;
+}
+
+}  // namespace prima::sim

@@ -1,0 +1,280 @@
+#include "backends/sim/sim_executor.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <simgrid/s4u.hpp>
+
+#include "backends/sim/activity_dispatch.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace prima::sim {
+
+struct SimExecutor::Step final : CompletionTarget {
+  enum class Phase { kCompute, kAllreduce, kSend };
+  SimExecutor* ex = nullptr;
+  std::uint64_t step_id = 0;
+  perf::StepCost cost;
+  std::function<void(const StepResult&)> done;
+  int stage = 0;
+  Phase phase = Phase::kCompute;
+  int pending = 0;
+  Status status;
+  double start_s = 0;
+  double stage_start_s = 0;
+  std::vector<double> busy;
+  std::vector<sg4::ActivityPtr> acts;
+  std::vector<sg4::Host*> srcs;  // host of an Exec, source of a flow
+  std::vector<sg4::Host*> dsts;  // null for an Exec
+
+  void on_activity_end(const sg4::Activity& a, bool ok) override { ex->on_end(this, a, ok); }
+};
+
+SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> step) {
+  SimCostFns f;
+  f.step = std::move(step);
+  f.allreduce_s = [](double bytes, int p, double bw, double lat) {
+    if (p <= 1) return 0.0;
+    return 2.0 * (p - 1) / p * bytes / bw + 2.0 * (p - 1) * lat;
+  };
+  f.send_s = [](double bytes, double bw, double lat) { return bytes / bw + lat; };
+  return f;
+}
+
+SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaPlacement placement,
+                         SimCostFns costs, SimOptions options)
+    : platform_(platform),
+      runtime_(runtime),
+      placement_(std::move(placement)),
+      costs_(std::move(costs)),
+      options_(options),
+      nvlink_(platform->topology().node.nvlink) {
+  const auto& topo = platform_->topology();
+  const auto& dev = placement_.devices;
+  stages_.resize(dev.size());
+  for (size_t s = 0; s < dev.size(); ++s) {
+    Stage& st = stages_[s];
+    for (DeviceId d : dev[s]) st.hosts.push_back(platform_->host_of(d));
+    st.lead = st.hosts.at(0);
+    const int node = topo.node_of(dev[s][0]);
+    st.tp_intra_node = std::all_of(dev[s].begin(), dev[s].end(),
+                                   [&](DeviceId d) { return topo.node_of(d) == node; });
+    if (s + 1 < dev.size()) {
+      st.next_lead = platform_->host_of(dev[s + 1].at(0));
+      st.send_intra_node = topo.node_of(dev[s + 1][0]) == node;
+    }
+  }
+}
+
+SimExecutor::~SimExecutor() = default;
+
+SimExecutor::Step* SimExecutor::acquire() {
+  if (free_steps_.empty()) {
+    all_steps_.push_back(std::make_unique<Step>());
+    all_steps_.back()->ex = this;
+    return all_steps_.back().get();
+  }
+  Step* st = free_steps_.back();
+  free_steps_.pop_back();
+  return st;
+}
+
+void SimExecutor::release(Step* st) {
+  st->done = nullptr;
+  free_steps_.push_back(st);
+}
+
+void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResult&)> done) {
+  Step* st = acquire();
+  st->step_id = step.step_id;
+  st->cost = costs_.step(step.shape);
+  st->done = std::move(done);
+  st->stage = 0;
+  st->pending = 0;
+  st->status = ok_status();
+  st->start_s = runtime_->now();
+  st->busy.assign(stages_.size(), 0.0);
+  start_stage(st);
+}
+
+void SimExecutor::start_stage(Step* st) {
+  Stage& stage = stages_[st->stage];
+  if (stage.busy) {
+    stage.waiting.push_back(st);
+    return;
+  }
+  stage.busy = true;
+  st->stage_start_s = runtime_->now();
+  if (st->stage == 0) st->start_s = st->stage_start_s;
+  start_compute(st);
+}
+
+void SimExecutor::fail_now(Step* st, Status s) {
+  if (st->status.ok()) st->status = std::move(s);
+  // Not from inside launch(): report on the loop.
+  runtime_->at(runtime_->now(), [this, st] { phase_done(st); });
+}
+
+void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host* dst) {
+  a->set_data(static_cast<CompletionTarget*>(st));
+  st->acts.push_back(a);
+  st->srcs.push_back(src);
+  st->dsts.push_back(dst);
+  ++st->pending;
+  ++activities_started_;
+  a->start();
+}
+
+void SimExecutor::start_compute(Step* st) {
+  st->phase = Step::Phase::kCompute;
+  const Stage& stage = stages_[st->stage];
+  static const perf::StageCost kNone;
+  const perf::StageCost& c =
+      st->stage < static_cast<int>(st->cost.stages.size()) ? st->cost.stages[st->stage] : kNone;
+  const int tp = static_cast<int>(stage.hosts.size());
+  const plan::LinkSpec& nic = platform_->topology().node.nic;
+
+  double analytic_s = st->stage == 0 ? st->cost.overhead_s : 0.0;
+  if (tp > 1 && c.allreduces > 0) {
+    if (stage.tp_intra_node && options_.analytic_intra_node_collectives) {
+      analytic_s += c.allreduces * costs_.allreduce_s(c.allreduce_bytes, tp, nvlink_.bandwidth_Bps,
+                                                      nvlink_.latency_s);
+    } else {
+      const plan::LinkSpec& l = stage.tp_intra_node ? nvlink_ : nic;
+      analytic_s += c.allreduces * costs_.allreduce_s(0, tp, l.bandwidth_Bps, l.latency_s);
+    }
+  }
+  if (stage.next_lead != nullptr && c.send_bytes > 0) {
+    if (stage.send_intra_node && options_.analytic_intra_node_collectives)
+      analytic_s += costs_.send_s(c.send_bytes, nvlink_.bandwidth_Bps, nvlink_.latency_s);
+    else
+      analytic_s += costs_.send_s(0, 1.0, 0.0);
+  }
+
+  for (sg4::Host* h : stage.hosts) {
+    if (!h->is_on()) {
+      fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
+                               std::to_string(placement_.replica) + ", step " +
+                               std::to_string(st->step_id) + ", stage " +
+                               std::to_string(st->stage) + ")"));
+      return;
+    }
+  }
+  const double nominal = platform_->nominal_speed();
+  if (options_.aggregate_stage_execs) {
+    double slowest = std::numeric_limits<double>::infinity();
+    for (sg4::Host* h : stage.hosts) slowest = std::min(slowest, SimPlatform::current_speed(h));
+    const double lead = SimPlatform::current_speed(stage.lead);
+    const double flops = c.compute_s * nominal * (lead / slowest) + analytic_s * lead;
+    track(st, sg4::Exec::init()->set_host(stage.lead)->set_flops_amount(std::max(0.0, flops)),
+          stage.lead, nullptr);
+  } else {
+    for (sg4::Host* h : stage.hosts) {
+      const double flops = c.compute_s * nominal + analytic_s * SimPlatform::current_speed(h);
+      track(st, sg4::Exec::init()->set_host(h)->set_flops_amount(std::max(0.0, flops)), h, nullptr);
+    }
+  }
+}
+
+void SimExecutor::start_allreduce(Step* st) {
+  st->phase = Step::Phase::kAllreduce;
+  const Stage& stage = stages_[st->stage];
+  const perf::StageCost& c = st->cost.stages[st->stage];
+  const int p = static_cast<int>(stage.hosts.size());
+  const double bytes = 2.0 * (p - 1) / p * c.allreduce_bytes * c.allreduces;
+  for (int i = 0; i < p; ++i) {
+    sg4::Host* src = stage.hosts[i];
+    sg4::Host* dst = stage.hosts[(i + 1) % p];
+    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(bytes)), src,
+          dst);
+  }
+}
+
+void SimExecutor::start_send(Step* st) {
+  st->phase = Step::Phase::kSend;
+  const Stage& stage = stages_[st->stage];
+  const perf::StageCost& c = st->cost.stages[st->stage];
+  track(st,
+        sg4::Comm::sendto_init(stage.lead, stage.next_lead)
+            ->set_payload_size(static_cast<uint64_t>(c.send_bytes)),
+        stage.lead, stage.next_lead);
+}
+
+void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
+  if (!ok && st->status.ok()) {
+    size_t i = 0;
+    while (i < st->acts.size() && st->acts[i].get() != &a) ++i;
+    std::string what;
+    if (i < st->acts.size()) {
+      if (st->dsts[i] == nullptr)
+        what = st->srcs[i]->get_name() + " failed";
+      else {
+        std::string el = platform_->first_failed_element(st->srcs[i], st->dsts[i]);
+        what = "flow " + st->srcs[i]->get_name() + " -> " + st->dsts[i]->get_name() + " failed" +
+               (el.empty() ? std::string() : " (" + el + " is down)");
+      }
+    } else {
+      what = "an activity failed";
+    }
+    st->status =
+        unavailable("sim: " + what + " (replica " + std::to_string(placement_.replica) + ", step " +
+                    std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) + ")");
+  }
+  if (--st->pending > 0) return;
+  for (auto& p : st->acts) ActivityDispatch::retire(std::move(p));
+  st->acts.clear();
+  st->srcs.clear();
+  st->dsts.clear();
+  phase_done(st);
+}
+
+void SimExecutor::phase_done(Step* st) {
+  if (!st->status.ok()) {
+    stage_done(st);
+    return;
+  }
+  const Stage& stage = stages_[st->stage];
+  const perf::StageCost* c =
+      st->stage < static_cast<int>(st->cost.stages.size()) ? &st->cost.stages[st->stage] : nullptr;
+  const bool flow_allreduce = c != nullptr && stage.hosts.size() > 1 && c->allreduces > 0 &&
+                              c->allreduce_bytes > 0 &&
+                              !(stage.tp_intra_node && options_.analytic_intra_node_collectives);
+  const bool flow_send = c != nullptr && stage.next_lead != nullptr && c->send_bytes > 0 &&
+                         !(stage.send_intra_node && options_.analytic_intra_node_collectives);
+  if (st->phase == Step::Phase::kCompute && flow_allreduce) return start_allreduce(st);
+  if (st->phase != Step::Phase::kSend && flow_send) return start_send(st);
+  stage_done(st);
+}
+
+void SimExecutor::stage_done(Step* st) {
+  Stage& stage = stages_[st->stage];
+  st->busy[st->stage] = runtime_->now() - st->stage_start_s;
+  stage.busy = false;
+  if (!stage.waiting.empty()) {
+    Step* next = stage.waiting.front();
+    stage.waiting.pop_front();
+    start_stage(next);
+  }
+  if (st->status.ok() && st->stage + 1 < static_cast<int>(stages_.size())) {
+    ++st->stage;
+    start_stage(st);
+    return;
+  }
+  finish(st);
+}
+
+void SimExecutor::finish(Step* st) {
+  StepResult r;
+  r.status = std::move(st->status);
+  r.start_s = st->start_s;
+  r.end_s = runtime_->now();
+  for (size_t s = 0; s < st->cost.stages.size() && s < stages_.size(); ++s)
+    r.flops += st->cost.stages[s].flops * static_cast<double>(stages_[s].hosts.size());
+  r.stage_busy_s = st->busy;
+  auto done = std::move(st->done);
+  release(st);
+  if (done) done(r);
+}
+
+}  // namespace prima::sim

@@ -1,0 +1,107 @@
+// SimExecutor: runs the steps of one replica on the SimGrid platform.
+//
+// A step goes through the pipeline stages in order. Per stage:
+//   1. compute: one Exec on the stage's lead GPU (aggregate_stage_execs, default) whose flops
+//      are compute_s x nominal speed x (lead speed / slowest speed of the stage), so a
+//      throttled GPU anywhere in the stage slows it; or one Exec per GPU (the stage waits for
+//      all). Analytic terms (intra-node all-reduces and sends, latency terms of flow-modelled
+//      collectives, step overhead on stage 0) ride on the same Exec as seconds at the current
+//      host speed, so they add their time without extra events.
+//   2. TP all-reduce flows, when the TP group spans nodes or analytic collectives are off:
+//      one flow per GPU to its ring neighbour of 2(p-1)/p x bytes x count.
+//   3. PP send flow of send_bytes from this stage's lead GPU to the next stage's lead GPU,
+//      when they are on different nodes or analytic collectives are off.
+// Each stage runs one step at a time; steps wait in a FIFO per stage, so stage s of step k+1
+// overlaps stage s+1 of step k (max_inflight() = pipeline depth). StepResult: start_s = when
+// stage 0 began, end_s = when the last stage ended, stage_busy_s = time each stage spent on
+// the step, flops = sum of stage flops x TP. A failed Exec or flow (host or link off) gives
+// status unavailable naming the GPU or link; the step's other activities are awaited first.
+//
+// Thread-safety: simulation loop only. Ownership: borrows the platform (must outlive the
+// executor); owns its step states. The executor must outlive the steps it launched.
+#pragma once
+
+#include <simgrid/forward.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backends/sim/platform.h"
+#include "backends/sim/sim_options.h"
+#include "engine/perf/cost_model.h"
+#include "engine/plan/parallel_plan.h"
+#include "engine/runtime.h"
+
+namespace prima::sim {
+
+// The cost functions the executor needs (a CostModel, or fixed costs in tests).
+struct SimCostFns {
+  std::function<perf::StepCost(const BatchShape&)> step;
+  // Ring all-reduce time of `bytes` over p ranks on links of (bw, lat); with bytes = 0 it is
+  // the latency term only. Default: 2(p-1)/p x bytes / bw + 2(p-1) x lat.
+  std::function<double(double bytes, int p, double bw_Bps, double lat_s)> allreduce_s;
+  // Point-to-point send time; with bytes = 0 and lat = 0 the fixed per-send cost.
+  // Default: bytes / bw + lat.
+  std::function<double(double bytes, double bw_Bps, double lat_s)> send_s;
+};
+// Fills allreduce_s and send_s with the plain formulas (no efficiency factors).
+SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> step);
+// Wraps a CostModel (borrowed: it must outlive the executor). Defined in
+// sim_cost_model_adapter.cpp.
+SimCostFns cost_fns_from(const perf::CostModel& m);
+
+class SimExecutor : public Executor {
+ public:
+  SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaPlacement placement,
+              SimCostFns costs, SimOptions options = {});
+  ~SimExecutor() override;
+  SimExecutor(const SimExecutor&) = delete;
+  SimExecutor& operator=(const SimExecutor&) = delete;
+
+  void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
+  int max_inflight() const override { return static_cast<int>(stages_.size()); }
+
+  const plan::ReplicaPlacement& placement() const { return placement_; }
+  std::uint64_t activities_started() const { return activities_started_; }
+
+ private:
+  struct Step;
+  struct Stage {
+    std::vector<simgrid::s4u::Host*> hosts;  // TP ranks
+    simgrid::s4u::Host* lead = nullptr;
+    simgrid::s4u::Host* next_lead = nullptr;  // null for the last stage
+    bool tp_intra_node = true;
+    bool send_intra_node = true;
+    bool busy = false;
+    std::deque<Step*> waiting;
+  };
+
+  void start_stage(Step* st);
+  void start_compute(Step* st);
+  void start_allreduce(Step* st);
+  void start_send(Step* st);
+  void phase_done(Step* st);
+  void stage_done(Step* st);
+  void finish(Step* st);
+  void fail_now(Step* st, Status s);
+  Step* acquire();
+  void release(Step* st);
+  void track(Step* st, simgrid::s4u::ActivityPtr a, simgrid::s4u::Host* src,
+             simgrid::s4u::Host* dst);
+  void on_end(Step* st, const simgrid::s4u::Activity& a, bool ok);
+
+  SimPlatform* platform_;
+  Runtime* runtime_;
+  plan::ReplicaPlacement placement_;
+  SimCostFns costs_;
+  SimOptions options_;
+  plan::LinkSpec nvlink_;
+  std::vector<Stage> stages_;
+  std::vector<std::unique_ptr<Step>> all_steps_;
+  std::vector<Step*> free_steps_;
+  std::uint64_t activities_started_ = 0;
+};
+
+}  // namespace prima::sim
