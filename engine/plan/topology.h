@@ -77,7 +77,8 @@ struct Topology {
 Result<GpuSpec> gpu_by_name(const std::string& name);  // from the embedded gpus.json
 std::vector<std::string> gpu_names();
 
-// Parses a topology object; `nodes_override` > 0 replaces its node count.
+// Parses a topology object (schema: docs/topologies.md); {"base": name, ...} patches an
+// embedded topology. Throws config::ConfigError naming the file and JSON path.
 Topology parse_topology(const config::JsonReader& r);
 // A topology given in a scenario: a name of an embedded topology ("bitbrick_k1"), a path to
 // a JSON file, or an inline object.
