@@ -107,12 +107,26 @@ StepCost CostModel::step(const BatchShape& b) const {
   const double T = static_cast<double>(b.tokens()), h = m_.hidden;
   const int base = m_.layers / pp, extra = m_.layers % pp;
   int first = 0;
+  StageCost dense_layer, moe_layer;
+  bool have_dense = false, have_moe = false;
   for (int s = 0; s < pp; ++s) {
     StageCost& c = out.stages[s];
     const int n = base + (s < extra ? 1 : 0);
     if (s == 0)  // embedding gather: read and write one hidden row per token
       c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
-    for (int l = first; l < first + n; ++l) add_layer(l, b, &c);
+    // Layers of one kind cost the same: cost one dense and one MoE layer, then multiply.
+    for (int l = first; l < first + n; ++l) {
+      const bool dense = m_.is_dense_layer(l);
+      StageCost& one = dense ? dense_layer : moe_layer;
+      bool& known = dense ? have_dense : have_moe;
+      if (!known) {
+        add_layer(l, b, &one);
+        known = true;
+      }
+      c.compute_s += one.compute_s;
+      c.flops += one.flops;
+      c.hbm_bytes += one.hbm_bytes;
+    }
     first += n;
     if (tp > 1) {
       c.allreduces = 2 * n;
