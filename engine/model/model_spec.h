@@ -43,16 +43,24 @@ struct ModelSpec {
   // (kv_lora_rank + rope_dim) elements instead of 2 * kv_heads * head_dim.
   int kv_lora_rank = 0;
   int rope_dim = 0;
+  int q_lora_rank = 0;  // MLA query compression (0: queries projected directly from hidden)
 
   bool is_moe() const { return experts > 0; }
   // Parameter counts (elements, not bytes).
+  // Attention projections of one layer plus its two RMSNorm weight vectors. With MLA the
+  // projections are q_a/q_b (or q), kv_a (latent + rope key), kv_b and o (DeepSeek-V3 layout).
   double attention_params_per_layer() const;
-  double ffn_params_per_layer(int layer) const;         // all experts of that layer
+  double attention_out_params_per_layer() const;  // o_proj: heads * head_dim * hidden
+  double qkv_params_per_layer() const;            // attention projections without o_proj and norms
+  double expert_params() const;                   // one SwiGLU expert: 3 * hidden * expert_ffn
+  bool is_dense_layer(int layer) const { return !is_moe() || layer < dense_layers; }
+  double layer_params(int layer) const;          // attention + FFN/experts (+ router) + norms
+  double ffn_params_per_layer(int layer) const;  // all experts of that layer
   double active_ffn_params_per_layer(int layer) const;  // experts used per token
   double embedding_params() const;                      // input embedding
   double lm_head_params() const;                        // 0 when tied
-  double total_params() const;
-  double active_params() const;  // per token
+  double total_params() const;                          // layers + embedding + LM head + final norm
+  double active_params() const;                         // per token
   // KV cache elements per token per layer (K and V together, or MLA latent).
   double kv_elements_per_token_per_layer() const;
   // KV cache bytes per token, all layers, at `kv_bytes` per element (2 for fp16).
@@ -60,6 +68,12 @@ struct ModelSpec {
 
   Status validate() const;  // positive sizes, heads divisible, etc.
 };
+
+// Weight bytes of a parameter count of transformer layers at quantization q (embeddings, the LM
+// head and norms stay 16-bit in every format, as in AWQ/GPTQ/SmoothQuant checkpoints).
+double layer_weight_bytes(double params, Quantization q);
+// Whole-model weight bytes at quantization q.
+double model_weight_bytes(const ModelSpec& m, Quantization q);
 
 // The built-in catalog: "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
 // "llama-3-70b", "smollm2-135m", "mixtral-8x7b", "moe-1t". Names are case-insensitive.

@@ -12,16 +12,16 @@
 namespace prima::perf {
 
 struct Efficiency {
-  double gemm_compute = 0.75;   // share of peak tensor FLOP/s reached by large GEMMs
-  double gemm_memory = 0.85;    // share of HBM bandwidth reached streaming weights
+  double gemm_compute = 0.75;  // share of peak tensor FLOP/s reached by large GEMMs
+  double gemm_memory = 0.85;   // share of HBM bandwidth reached streaming weights
   double attention_compute = 0.5;
   double attention_memory = 0.75;
-  double elementwise_memory = 0.6;   // norms, RoPE, activations, residuals
-  double allreduce_bandwidth = 0.8;  // share of link bandwidth a ring all-reduce reaches
-  double allreduce_latency_s = 8e-6; // per ring step (NCCL launch + hop)
-  double p2p_latency_s = 5e-6;       // pipeline send
-  double step_overhead_s = 1.5e-3;   // scheduling, sampling, kernel launches per step
-  double layer_overhead_s = 10e-6;   // kernel launches per layer
+  double elementwise_memory = 0.6;    // norms, RoPE, activations, residuals
+  double allreduce_bandwidth = 0.8;   // share of link bandwidth a ring all-reduce reaches
+  double allreduce_latency_s = 8e-6;  // per ring step (NCCL launch + hop)
+  double p2p_latency_s = 5e-6;        // pipeline send
+  double step_overhead_s = 1.5e-3;    // scheduling, sampling, kernel launches per step
+  double layer_overhead_s = 10e-6;    // kernel launches per layer
 };
 
 struct Calibration {

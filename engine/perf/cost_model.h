@@ -4,6 +4,7 @@
 // (peak * eff), bytes / (HBM bw * eff)), summed over the operators of the layers a pipeline
 // stage holds; plus the plan's communication (TP all-reduces, PP sends) given as bytes so a
 // backend can either cost them analytically (allreduce_time_s) or turn them into flows.
+// Layer overheads (eff.layer_overhead_s) are part of compute_s; the per-step overhead is not.
 // Equations: docs/cost-model.md. Immutable after construction; thread-safe to share.
 #pragma once
 
@@ -18,24 +19,26 @@
 namespace prima::perf {
 
 struct StageCost {
-  double compute_s = 0;       // operators of this stage on one of its GPUs (no communication)
-  double flops = 0;           // per GPU
-  double hbm_bytes = 0;       // per GPU
-  int allreduces = 0;         // TP all-reduces in this stage (2 per layer when tp > 1)
-  double allreduce_bytes = 0; // size of each all-reduce's buffer (tokens x hidden x 2)
-  double send_bytes = 0;      // activations sent to the next stage (0 for the last)
+  double compute_s = 0;        // operators of this stage on one of its GPUs (no communication)
+  double flops = 0;            // per GPU
+  double hbm_bytes = 0;        // per GPU
+  int allreduces = 0;          // TP all-reduces in this stage (2 per layer when tp > 1)
+  double allreduce_bytes = 0;  // size of each all-reduce's buffer (tokens x hidden x 2)
+  double send_bytes = 0;       // activations sent to the next stage (0 for the last)
 };
 
 struct StepCost {
   std::vector<StageCost> stages;
-  double overhead_s = 0;  // per-step fixed cost (scheduling, sampling, launches)
+  double overhead_s = 0;       // per-step fixed cost (scheduling, sampling, launches)
+  int tensor_parallel = 1;     // GPUs per stage (StageCost figures are per GPU)
   double total_flops() const;  // all GPUs of the replica
 };
 
 class CostModel {
  public:
+  // kv_bytes_per_element: KV-cache element size (2: fp16/bf16, 1: fp8/int8).
   CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gpu, plan::ParallelPlan p,
-            Efficiency eff);
+            Efficiency eff, double kv_bytes_per_element = 2);
 
   StepCost step(const BatchShape& b) const;
 
@@ -63,6 +66,13 @@ class CostModel {
   plan::GpuSpec gpu_;
   plan::ParallelPlan p_;
   Efficiency eff_;
+  double kv_bytes_;
+
+  // Compute cost of one transformer layer (index `layer`) on one GPU for batch b.
+  void add_layer(int layer, const BatchShape& b, StageCost* c) const;
+  // Roofline time of one operator; also accumulates flops and bytes into c.
+  double roofline(double flops, double peak, double eff_c, double bytes, double eff_m,
+                  StageCost* c) const;
 };
 
 }  // namespace prima::perf

@@ -29,7 +29,7 @@ struct MemoryOptions {
   bool activation_checkpointing = false;  // accepted; no effect on inference memory
   bool cpu_offload = false;               // weights stream from host memory (slower)
   double gpu_memory_utilization = 0.9;    // share of HBM prima may use
-  double kv_bytes_per_element = 2;        // fp16 KV cache
+  double kv_bytes_per_element = 2;        // fp16 KV cache; fp8 / int8: 1
 };
 
 // GPUs of one replica: devices[stage][rank].
@@ -46,25 +46,32 @@ Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topolog
 // Per-GPU memory budget of a plan.
 struct MemoryFit {
   bool fits = false;
-  std::string verdict;        // one line: why it fits or not, with the numbers
-  double hbm_bytes = 0;       // per GPU
-  double usable_bytes = 0;    // hbm * gpu_memory_utilization
-  double weight_bytes = 0;    // per GPU (largest stage)
+  std::string verdict;      // one line: why it fits or not, with the numbers
+  double hbm_bytes = 0;     // per GPU
+  double usable_bytes = 0;  // hbm * gpu_memory_utilization
+  double weight_bytes = 0;  // per GPU (largest stage)
   double activation_bytes = 0;
-  double kv_bytes = 0;        // left for the KV cache per GPU
+  double kv_bytes = 0;            // left for the KV cache per GPU
   double kv_bytes_per_token = 0;  // per GPU (its share of layers and KV heads)
   std::int64_t kv_tokens = 0;     // KV capacity of one replica in tokens
 };
 
 // Checks divisibility (heads and KV heads by TP, layers by PP), GPU counts and memory.
+// KV-head rule: tp <= kv_heads needs kv_heads % tp == 0 (each rank holds kv_heads / tp heads);
+// tp > kv_heads needs tp % kv_heads == 0 (each KV head is replicated on tp / kv_heads ranks).
+// MLA models keep the whole latent KV on every TP rank. Errors are Status (invalid_argument for
+// divisibility, failed_precondition for too few GPUs); a plan that does not fit in memory is a
+// MemoryFit with fits == false and a verdict saying why.
 // `max_batch_tokens` sizes the activation buffers; `min_kv_tokens` is what the KV cache must
 // hold at least (one sequence of the longest context the scenario uses).
-Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q,
-                             const Topology& t, const ParallelPlan& p, const MemoryOptions& mem,
+Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, const Topology& t,
+                             const ParallelPlan& p, const MemoryOptions& mem,
                              std::int64_t max_batch_tokens, std::int64_t min_kv_tokens);
 
 // Parses a deployment object: {"parallel_strategy": {"tensor_parallel", "pipeline_parallel",
-// "micro_batch"}, "memory_optim": {...}, "replicas", "gpu_memory_utilization"}.
+// "micro_batch"}, "memory_optim": {"activation_checkpointing", "cpu_offload"}, "replicas",
+// "gpu_memory_utilization", "kv_cache_dtype": "fp16" | "fp8" | "int8"}. Calls r.finish(): a
+// caller with more keys in the same object reads them before calling. Throws ConfigError.
 void parse_deployment(const config::JsonReader& r, ParallelPlan* plan, MemoryOptions* mem);
 
 }  // namespace prima::plan

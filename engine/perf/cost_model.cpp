@@ -1,0 +1,160 @@
+// The roofline cost model (cost_model.h); every equation is written out in docs/cost-model.md.
+#include "engine/perf/cost_model.h"
+
+#include <algorithm>
+
+namespace prima::perf {
+
+double StepCost::total_flops() const {
+  double f = 0;
+  for (const auto& s : stages) f += s.flops;
+  return f * tensor_parallel;
+}
+
+CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gpu,
+                     plan::ParallelPlan p, Efficiency eff, double kv_bytes_per_element)
+    : m_(std::move(m)),
+      q_(q),
+      gpu_(std::move(gpu)),
+      p_(p),
+      eff_(eff),
+      kv_bytes_(kv_bytes_per_element) {
+  p_.tensor_parallel = std::max(1, p_.tensor_parallel);
+  p_.pipeline_parallel = std::max(1, std::min(p_.pipeline_parallel, m_.layers));
+}
+
+double CostModel::gemm_peak_flops() const {
+  switch (q_) {
+    case model::Quantization::kW8A8:
+      return gpu_.int8_ops;
+    case model::Quantization::kBF16:
+      return gpu_.bf16_flops;
+    case model::Quantization::kFP16:
+    case model::Quantization::kW4A16:  // dequantized to fp16 inside the GEMM
+      return gpu_.fp16_flops;
+  }
+  return gpu_.fp16_flops;
+}
+
+double CostModel::roofline(double flops, double peak, double eff_c, double bytes, double eff_m,
+                           StageCost* c) const {
+  c->flops += flops;
+  c->hbm_bytes += bytes;
+  const double t_compute = flops > 0 ? flops / (peak * eff_c) : 0;
+  const double t_memory = bytes > 0 ? bytes / (gpu_.hbm_bw_Bps * eff_m) : 0;
+  return std::max(t_compute, t_memory);
+}
+
+void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
+  const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens());
+  const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
+  const double ab = model::gemm_activation_bytes(q_), peak = gemm_peak_flops();
+  const double attn_peak = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
+  const double heads = m_.heads / tp, hd = m_.head_dim;
+  const bool mla = m_.kv_lora_rank > 0;
+  double t = 0;
+  // A GEMM of `params` weights (split over TP) with `in` / `out` activation widths per rank.
+  auto gemm = [&](double params, double in, double out) {
+    return roofline(2 * T * params / tp, peak, eff_.gemm_compute,
+                    params / tp * wb + T * (in * ab + out * 2), eff_.gemm_memory, c);
+  };
+  // 1. QKV projection (column parallel).
+  const double qkv_out = mla ? m_.heads * (hd + m_.rope_dim) + m_.kv_lora_rank + m_.rope_dim
+                             : (m_.heads + 2.0 * m_.kv_heads) * hd;
+  t += gemm(m_.qkv_params_per_layer(), h, qkv_out / tp);
+  // 2. Attention core: QK^T and PV over attended pairs; reads the cached KV, writes the new.
+  const double kv_elems =
+      mla ? m_.kv_elements_per_token_per_layer() : 2.0 * std::max(1.0, m_.kv_heads / tp) * hd;
+  const double attn_flops = 2 * b.attended_pairs * heads * (hd + m_.rope_dim + hd);
+  const double attn_bytes =
+      b.kv_tokens_read * kv_elems * kv_bytes_ + T * kv_elems * kv_bytes_ + T * heads * hd * 2 * 2;
+  t +=
+      roofline(attn_flops, attn_peak, eff_.attention_compute, attn_bytes, eff_.attention_memory, c);
+  // 3. Attention output projection (row parallel).
+  t += gemm(m_.attention_out_params_per_layer(), heads * hd, h);
+  // 4. FFN: dense SwiGLU, or the experts the batch routes to (+ shared experts and router).
+  double ffn_act_width;
+  if (m_.is_dense_layer(layer)) {
+    ffn_act_width = m_.ffn;
+    const double params = 3 * h * m_.ffn;
+    t += roofline(2 * T * params / tp, peak, eff_.gemm_compute,
+                  params / tp * wb + T * (h * ab + 3 * m_.ffn / tp * 2 + h * 2), eff_.gemm_memory,
+                  c);
+  } else {
+    const double k = m_.experts_per_token + m_.shared_experts;
+    ffn_act_width = m_.expert_ffn * k;
+    const double experts_read =
+        std::min<double>(m_.experts, T * m_.experts_per_token) + m_.shared_experts;
+    const double router = h * m_.experts;
+    const double flops = 2 * T * k * m_.expert_params() / tp + 2 * T * router;
+    const double bytes = experts_read * m_.expert_params() / tp * wb + router * 2 +
+                         T * k * (h * ab + 3 * m_.expert_ffn / tp * 2 + h * 2);
+    t += roofline(flops, peak, eff_.gemm_compute, bytes, eff_.gemm_memory, c);
+  }
+  // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the SwiGLU product.
+  const double elem_bytes = T * 2 * (12 * h + 3 * ffn_act_width / tp);
+  t += roofline(0, peak, 1, elem_bytes, eff_.elementwise_memory, c);
+  c->compute_s += t + eff_.layer_overhead_s;
+}
+
+StepCost CostModel::step(const BatchShape& b) const {
+  StepCost out;
+  const int pp = p_.pipeline_parallel, tp = p_.tensor_parallel;
+  out.stages.resize(pp);
+  out.tensor_parallel = tp;
+  if (b.tokens() <= 0) return out;
+  out.overhead_s = eff_.step_overhead_s;
+  const double T = static_cast<double>(b.tokens()), h = m_.hidden;
+  const int base = m_.layers / pp, extra = m_.layers % pp;
+  int first = 0;
+  for (int s = 0; s < pp; ++s) {
+    StageCost& c = out.stages[s];
+    const int n = base + (s < extra ? 1 : 0);
+    if (s == 0)  // embedding gather: read and write one hidden row per token
+      c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
+    for (int l = first; l < first + n; ++l) add_layer(l, b, &c);
+    first += n;
+    if (tp > 1) {
+      c.allreduces = 2 * n;
+      c.allreduce_bytes = T * h * 2;
+    }
+    if (s < pp - 1) {
+      c.send_bytes = T * h * 2;
+    } else {
+      // Final norm, then the LM head (16-bit weights) for the sampled rows only.
+      c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
+      if (b.sampled > 0) {
+        const double S = static_cast<double>(b.sampled), v = m_.vocab;
+        const double peak16 = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
+        c.compute_s += roofline(2 * S * h * v / tp, peak16, eff_.gemm_compute,
+                                v * h / tp * 2 + S * (h * 2 + v / tp * 4), eff_.gemm_memory, &c);
+      }
+    }
+  }
+  return out;
+}
+
+double CostModel::allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const {
+  if (p <= 1 || bytes <= 0) return 0;
+  return 2.0 * (p - 1) / p * bytes / (bw_Bps * eff_.allreduce_bandwidth) +
+         2.0 * (p - 1) * (lat_s + eff_.allreduce_latency_s);
+}
+
+double CostModel::send_time_s(double bytes, double bw_Bps, double lat_s) const {
+  return bytes / bw_Bps + lat_s + eff_.p2p_latency_s;
+}
+
+double CostModel::step_time_s(const BatchShape& b, const plan::LinkSpec& tp_link,
+                              const plan::LinkSpec& pp_link) const {
+  const StepCost c = step(b);
+  double t = c.overhead_s;
+  for (const auto& s : c.stages) {
+    t += s.compute_s;
+    t += s.allreduces * allreduce_time_s(s.allreduce_bytes, p_.tensor_parallel,
+                                         tp_link.bandwidth_Bps, tp_link.latency_s);
+    if (s.send_bytes > 0) t += send_time_s(s.send_bytes, pp_link.bandwidth_Bps, pp_link.latency_s);
+  }
+  return t;
+}
+
+}  // namespace prima::perf
