@@ -215,3 +215,30 @@ TEST(SimExecutor, LinkOffDuringSendFailsNamingTheLink) {
 
 }  // namespace
 }  // namespace prima::sim
+
+namespace prima::sim {
+namespace {
+
+// The CostModel adapter: a sim step of Llama-2-7B on one GPU takes the cost model's time
+// (no communication on a single GPU).
+TEST(SimExecutor, CostModelStepMatchesStepTime) {
+  Harness h(1);
+  auto m = model::model_by_name("Llama-2-7B");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  plan::ParallelPlan pp;
+  perf::CostModel cm(*m, model::Quantization::kFP16, h.platform->topology().gpu, pp,
+                     perf::Efficiency{});
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), cost_fns_from(cm));
+  StepPlan plan;
+  for (int i = 0; i < 8; ++i) plan.add_seq(SeqWork{static_cast<RequestId>(i), 1, 512, false, true});
+  const double expect = cm.step_time_s(plan.shape, {}, {});
+  StepResult out;
+  h.rt->at(0, [&] { ex.launch(plan, [&](const StepResult& r) { out = r; }); });
+  h.platform->run();
+  ASSERT_TRUE(out.status.ok());
+  EXPECT_GT(expect, 0);
+  EXPECT_NEAR(out.end_s, expect, 1e-9 + expect * 1e-9);
+}
+
+}  // namespace
+}  // namespace prima::sim
