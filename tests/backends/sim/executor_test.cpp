@@ -1,0 +1,244 @@
+// SimExecutor: step times with fixed StepCosts, computed by hand; throttling, pipelining,
+// flow-modelled collectives and failures.
+#include <gtest/gtest.h>
+
+#include <simgrid/s4u.hpp>
+
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_runtime.h"
+#include "tests/backends/sim/sim_test_util.h"
+
+namespace prima::sim {
+namespace {
+
+struct Harness {
+  std::unique_ptr<SimPlatform> platform;
+  SimRuntime* rt = nullptr;
+  explicit Harness(int nodes) {
+    auto p = SimPlatform::create(testing::test_topology(nodes));
+    EXPECT_TRUE(p.ok()) << p.status().to_string();
+    platform = std::move(p).value();
+    rt = new SimRuntime();
+  }
+  ~Harness() { delete rt; }
+};
+
+plan::ReplicaPlacement placement(std::vector<std::vector<DeviceId>> d) {
+  plan::ReplicaPlacement p;
+  p.devices = std::move(d);
+  return p;
+}
+
+perf::StageCost stage(double compute_s, int allreduces = 0, double ar_bytes = 0,
+                      double send_bytes = 0) {
+  perf::StageCost c;
+  c.compute_s = compute_s;
+  c.flops = compute_s * 1e15;
+  c.allreduces = allreduces;
+  c.allreduce_bytes = ar_bytes;
+  c.send_bytes = send_bytes;
+  return c;
+}
+
+SimCostFns fixed(std::vector<perf::StageCost> stages, double overhead_s) {
+  return default_cost_fns([=](const BatchShape&) {
+    perf::StepCost c;
+    c.stages = stages;
+    c.overhead_s = overhead_s;
+    return c;
+  });
+}
+
+StepResult run_one(Harness& h, SimExecutor& ex, Time at = 0) {
+  StepResult out;
+  out.end_s = -1;
+  h.rt->at(at, [&] {
+    StepPlan plan;
+    plan.step_id = 7;
+    ex.launch(plan, [&](const StepResult& r) { out = r; });
+  });
+  h.platform->run();
+  return out;
+}
+
+TEST(SimExecutor, SingleGpuStep) {
+  Harness h(1);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), fixed({stage(0.010)}, 0.001));
+  StepResult r = run_one(h, ex, 1.0);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_DOUBLE_EQ(r.start_s, 1.0);
+  EXPECT_NEAR(r.end_s, 1.011, 1e-9);
+  EXPECT_NEAR(r.flops, 0.010 * 1e15, 1);
+  ASSERT_EQ(r.stage_busy_s.size(), 1u);
+  EXPECT_NEAR(r.stage_busy_s[0], 0.011, 1e-9);
+  EXPECT_EQ(ex.max_inflight(), 1);
+}
+
+TEST(SimExecutor, TensorParallelIntraNodeAnalytic) {
+  Harness h(1);
+  // TP4, 8 all-reduces of 1 MB on NVLink (100 GB/s, 1 us):
+  // each 2*3/4 * 1e6 / 100e9 + 2*3 * 1e-6 = 15 us + 6 us = 21 us.
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0, 1, 2, 3}}),
+                 fixed({stage(0.010, 8, 1e6)}, 0.0));
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_NEAR(r.end_s, 0.010 + 8 * 21e-6, 1e-9);
+  EXPECT_NEAR(r.flops, 4 * 0.010 * 1e15, 1);
+  EXPECT_EQ(ex.activities_started(), 1u);
+}
+
+TEST(SimExecutor, TensorParallelAsFlowsWhenAnalyticIsOff) {
+  Harness h(1);
+  SimOptions o;
+  o.analytic_intra_node_collectives = false;
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0, 1}}), fixed({stage(0.010, 4, 1e8)}, 0.0),
+                 o);
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  // Latency term 4 x 2*(2-1)*1us analytic, then one ring flow per GPU of 2*1/2*1e8*4 bytes
+  // over nvl up + nvl down (2 us) at 100 GB/s.
+  EXPECT_NEAR(r.end_s, 0.010 + 4 * 2e-6 + 2e-6 + 4e8 / 100e9, 1e-9);
+  EXPECT_EQ(ex.activities_started(), 3u);
+}
+
+TEST(SimExecutor, TensorParallelAcrossNodesUsesTheNics) {
+  Harness h(2);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0, 8}}), fixed({stage(0.010, 2, 1e8)}, 0.0));
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  // Latency term 2 x 2 x nic 2 us; flows of 2e8 bytes both ways (split duplex), 8 us route.
+  EXPECT_NEAR(r.end_s, 0.010 + 2 * 2 * 2e-6 + 8e-6 + 2e8 / 25e9, 1e-9);
+}
+
+TEST(SimExecutor, PipelineAcrossNodesSendsAFlow) {
+  Harness h(2);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {8}}),
+                 fixed({stage(0.010, 0, 0, 1e8), stage(0.020)}, 0.001));
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  const double send = 8e-6 + 1e8 / 25e9;
+  EXPECT_NEAR(r.end_s, 0.001 + 0.010 + send + 0.020, 1e-9);
+  ASSERT_EQ(r.stage_busy_s.size(), 2u);
+  EXPECT_NEAR(r.stage_busy_s[0], 0.011 + send, 1e-9);
+  EXPECT_NEAR(r.stage_busy_s[1], 0.020, 1e-9);
+  EXPECT_EQ(ex.max_inflight(), 2);
+}
+
+TEST(SimExecutor, PipelinedStepsOverlap) {
+  Harness h(2);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {1}}),
+                 fixed({stage(0.010, 0, 0, 1e6), stage(0.010)}, 0.0));
+  std::vector<StepResult> rs;
+  h.rt->at(0, [&] {
+    for (int i = 0; i < 3; ++i) {
+      StepPlan p;
+      p.step_id = i;
+      ex.launch(p, [&](const StepResult& r) { rs.push_back(r); });
+    }
+  });
+  h.platform->run();
+  ASSERT_EQ(rs.size(), 3u);
+  // Stage 0 takes 10 ms + the analytic NVLink send (1e6/100e9 + 1 us = 11 us).
+  const double s0 = 0.010 + 11e-6;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(rs[i].start_s, i * s0, 1e-9);
+    EXPECT_NEAR(rs[i].end_s, (i + 1) * s0 + 0.010, 1e-9);
+  }
+}
+
+TEST(SimExecutor, ThrottledGpuSlowsTheStage) {
+  Harness h(1);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0, 1}}), fixed({stage(0.010)}, 0.001));
+  h.platform->host_of(1)->set_pstate(5);  // 50% of peak, not the lead GPU
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_NEAR(r.end_s, 0.020 + 0.001, 1e-9);
+}
+
+TEST(SimExecutor, ThrottledGpuSlowsTheStageWithoutAggregation) {
+  Harness h(1);
+  SimOptions o;
+  o.aggregate_stage_execs = false;
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0, 1}}), fixed({stage(0.010)}, 0.0), o);
+  h.platform->host_of(1)->set_pstate(5);
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_NEAR(r.end_s, 0.020, 1e-9);
+  EXPECT_EQ(ex.activities_started(), 2u);
+}
+
+TEST(SimExecutor, ThrottlingMidStep) {
+  Harness h(1);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), fixed({stage(0.010)}, 0.0));
+  h.rt->at(0.005, [&] { h.platform->host_of(0)->set_pstate(5); });
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_NEAR(r.end_s, 0.005 + 0.010, 1e-9);  // the second half runs at half speed
+}
+
+TEST(SimExecutor, HostOffMidStepFailsTheStep) {
+  Harness h(1);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{2, 3}}), fixed({stage(0.010)}, 0.0));
+  h.rt->at(0.004, [&] { h.platform->host_of(2)->turn_off(); });
+  StepResult r = run_one(h, ex);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_EQ(r.status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status.message().find("gpu2"), std::string::npos) << r.status.message();
+  EXPECT_NEAR(r.end_s, 0.004, 1e-9);
+}
+
+TEST(SimExecutor, HostAlreadyOffFailsWithoutCrashing) {
+  Harness h(1);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{2, 3}}), fixed({stage(0.010)}, 0.0));
+  h.platform->host_of(3)->turn_off();
+  StepResult r = run_one(h, ex);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("gpu3"), std::string::npos) << r.status.message();
+  // The executor keeps working once the GPU is back.
+  h.platform->host_of(3)->turn_on();
+  StepResult r2 = run_one(h, ex, 1.0);
+  EXPECT_TRUE(r2.status.ok()) << r2.status.to_string();
+}
+
+TEST(SimExecutor, LinkOffDuringSendFailsNamingTheLink) {
+  Harness h(2);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {8}}),
+                 fixed({stage(0.010, 0, 0, 1e9), stage(0.010)}, 0.0));
+  h.rt->at(0.020, [&] {
+    h.platform->nic_of(0)->get_link_up()->turn_off();
+    h.platform->nic_of(0)->get_link_down()->turn_off();
+  });
+  StepResult r = run_one(h, ex);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("node0_nic"), std::string::npos) << r.status.message();
+}
+
+}  // namespace
+}  // namespace prima::sim
+
+namespace prima::sim {
+namespace {
+
+// The CostModel adapter: a sim step of Llama-2-7B on one GPU takes the cost model's time
+// (no communication on a single GPU).
+TEST(SimExecutor, CostModelStepMatchesStepTime) {
+  Harness h(1);
+  auto m = model::model_by_name("Llama-2-7B");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  plan::ParallelPlan pp;
+  perf::CostModel cm(*m, model::Quantization::kFP16, h.platform->topology().gpu, pp,
+                     perf::Efficiency{});
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), cost_fns_from(cm));
+  StepPlan plan;
+  for (int i = 0; i < 8; ++i) plan.add_seq(SeqWork{static_cast<RequestId>(i), 1, 512, false, true});
+  const double expect = cm.step_time_s(plan.shape, {}, {});
+  StepResult out;
+  h.rt->at(0, [&] { ex.launch(plan, [&](const StepResult& r) { out = r; }); });
+  h.platform->run();
+  ASSERT_TRUE(out.status.ok());
+  EXPECT_GT(expect, 0);
+  EXPECT_NEAR(out.end_s, expect, 1e-9 + expect * 1e-9);
+}
+
+}  // namespace
+}  // namespace prima::sim
