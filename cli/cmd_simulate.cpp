@@ -133,7 +133,10 @@ Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and 
   if (so.progress) std::fprintf(stderr, "\n");
   if (!res.ok()) {
     std::fprintf(stderr, "prima simulate: %s\n", res.status().message().c_str());
-    return res.status().code() == StatusCode::kInvalidArgument ? kExitBadInput : kExitFailure;
+    const StatusCode c = res.status().code();
+    const bool bad_input = c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound ||
+                           c == StatusCode::kFailedPrecondition;
+    return bad_input ? kExitBadInput : kExitFailure;
   }
   if (!out_dir.empty()) {
     for (Status st : {metrics::write_report_json(res->report, out_dir + "/report.json"),

@@ -165,7 +165,9 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc,
     Request r;
     r.arrival_s = rt.now();
     r.prompt_tokens = spec.prompt_tokens;
-    r.max_output_tokens = spec.output_tokens;
+    // Traces hold rows with 0 generated tokens (prefill-only calls): they end with the first
+    // token, as a server answering max_tokens=1 would.
+    r.max_output_tokens = std::max(1, spec.output_tokens);
     r.priority = spec.priority;
     r.sla_s = spec.sla_s;
     r.user = spec.user;

@@ -1,0 +1,147 @@
+// Bad input to `prima simulate` and `prima validate`: exit code 2 and one clear line that
+// names the file, the JSON path and what would be valid. Never a crash, never a default.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/support/run_prima.h"
+
+namespace prima::testing {
+namespace {
+
+std::string write(const std::string& name, const std::string& text) {
+  std::string path = temp_dir("bad_" + name) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// A small valid scenario, as text, with `patch` replacing `key_line` when given.
+std::string scenario(const std::string& model = "\"llama-2-7b\"",
+                     const std::string& deployment =
+                         R"({"parallel_strategy": {"tensor_parallel": 1, "pipeline_parallel": 1}})",
+                     const std::string& extra = "") {
+  return R"({"name": "t", "duration": "5s", "model": )" + model +
+         R"(, "topology": "dgx_a100", "deployment": )" + deployment + extra +
+         R"(, "workload": {"arrival": {"type": "poisson", "rate_rps": 2},
+             "prompt_tokens": 100, "output_tokens": 20}})";
+}
+
+void expect_bad(const RunResult& r, const std::vector<std::string>& needles) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, ValidScenarioBaselineRuns) {
+  auto p = write("ok.json", scenario());
+  auto r = run_prima("simulate " + p + " --no-files -q");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(BadInput, MalformedJsonNamesFileLineColumn) {
+  auto p = write("malformed.json", "{\n  \"name\": \"x\",\n  \"seed\": ,\n}\n");
+  expect_bad(run_prima("simulate " + p + " -q"), {"malformed.json:3:", "malformed JSON"});
+}
+
+TEST(BadInput, UnknownFieldIsNotSilentlyIgnored) {
+  auto p = write("typo.json", scenario("\"llama-2-7b\"",
+                                       R"({"parallel_strategy": {"tensor_paralel": 1}})"));
+  expect_bad(run_prima("simulate " + p + " -q"),
+             {"typo.json", "/deployment/parallel_strategy/tensor_paralel", "unknown field",
+              "tensor_parallel"});
+}
+
+TEST(BadInput, MissingWorkload) {
+  auto p = write("noworkload.json", R"({"model": "llama-2-7b", "topology": "dgx_a100"})");
+  expect_bad(run_prima("simulate " + p + " -q"), {"noworkload.json", "/workload", "missing"});
+}
+
+TEST(BadInput, WrongTypeNamesPathAndExpectation) {
+  auto p = write("type.json", scenario("\"llama-2-7b\"",
+                                       R"({"parallel_strategy": {"tensor_parallel": "four"}})"));
+  expect_bad(run_prima("simulate " + p + " -q"),
+             {"/deployment/parallel_strategy/tensor_parallel", "positive integer", "four"});
+}
+
+TEST(BadInput, UnknownModelListsCatalog) {
+  auto p = write("model.json", scenario("\"llama-9-7b\""));
+  expect_bad(run_prima("simulate " + p + " -q"), {"model.json", "/model", "llama-2-7b"});
+}
+
+TEST(BadInput, TensorParallelMustDivideHeads) {
+  // Llama-2-7B has 32 heads: TP 3 does not divide them.
+  auto p = write("tp.json", scenario("\"llama-2-7b\"",
+                                     R"({"parallel_strategy": {"tensor_parallel": 3}})"));
+  expect_bad(run_prima("simulate " + p + " -q"), {"tp.json", "/deployment", "32"});
+}
+
+TEST(BadInput, ModelThatDoesNotFit) {
+  auto p = write("fit.json", scenario("\"llama-2-70b\""));  // 138 GB of fp16 weights on one A100
+  expect_bad(run_prima("simulate " + p + " -q"), {"fit.json", "/deployment", "does not fit", "GB"});
+}
+
+TEST(BadInput, TopologyWithTooFewGpus) {
+  auto p = write("gpus.json",
+                 scenario("\"llama-2-7b\"",
+                          R"({"parallel_strategy": {"tensor_parallel": 8}, "replicas": 3})"));
+  // dgx_a100 has 2 nodes of 8 GPUs.
+  expect_bad(run_prima("simulate " + p + " -q"), {"gpus.json", "24", "has 16"});
+}
+
+TEST(BadInput, UnreadableTrace) {
+  auto p = write("trace.json",
+                 R"({"model": "llama-2-7b", "topology": "dgx_a100",
+                     "workload": {"arrival": {"type": "trace", "format": "azure_csv",
+                                              "path": "does_not_exist.csv"}}})");
+  expect_bad(run_prima("simulate " + p + " -q"), {"does_not_exist.csv"});
+}
+
+TEST(BadInput, BadTraceRowNamesLine) {
+  auto dir = temp_dir("badrow");
+  std::ofstream(dir + "/t.csv") << "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                   "2023-11-16 18:15:46.6805900,100,20\n"
+                                   "2023-11-16 18:15:47.0000000,abc,20\n";
+  std::ofstream(dir + "/s.json") << R"({"model": "llama-2-7b", "topology": "dgx_a100",
+      "workload": {"arrival": {"type": "trace", "format": "azure_csv", "path": "t.csv"}}})";
+  expect_bad(run_prima("simulate " + dir + "/s.json -q"), {"t.csv:3", "ContextTokens"});
+}
+
+TEST(BadInput, BadSetOverride) {
+  expect_bad(run_prima("simulate --set nonsense -q"), {"--set", "PATH=VALUE"});
+  expect_bad(run_prima("simulate --set deployment.parallel_strategy.tensor_parallel=0 -q"),
+             {"/deployment/parallel_strategy/tensor_parallel", "positive integer"});
+  expect_bad(run_prima("simulate --set workload.arival.rate_rps=3 -q"),
+             {"/workload/arival", "unknown field"});
+}
+
+TEST(BadInput, MissingScenarioFile) {
+  auto r = run_prima("simulate /nonexistent/s.json -q");
+  expect_bad(r, {"/nonexistent/s.json", "no such file"});
+}
+
+TEST(BadInput, UnknownFlagAndCommand) {
+  expect_bad(run_prima("simulate --frobnicate"), {"frobnicate"});
+  expect_bad(run_prima("frobnicate"), {"unknown command"});
+}
+
+TEST(BadInput, ValidateReportsEachFile) {
+  auto good = write("good.json", scenario());
+  auto bad = write("bad.json", scenario("\"llama-2-70b\""));
+  auto r = run_prima("validate " + good + " " + bad);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("ok     " + good), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("does not fit"), std::string::npos) << r.err;
+}
+
+TEST(BadInput, ShippedScenariosAndTopologiesValidate) {
+  auto r = run_prima("validate " + source_path("scenarios/*.json") + " " +
+                     source_path("scenarios/bench/*.json") + " " +
+                     source_path("topologies/bitbrick_k1.json") + " " +
+                     source_path("topologies/dgx_a100.json") + " " +
+                     source_path("topologies/h200_node.json") + " " +
+                     source_path("topologies/domestic_32g_cluster.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace prima::testing

@@ -1,0 +1,52 @@
+#include "tests/support/run_prima.h"
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace prima::testing {
+
+std::string source_path(const std::string& rel) { return std::string(PRIMA_SOURCE_DIR) + "/" + rel; }
+
+std::string temp_dir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::filesystem::path p = std::filesystem::path(base ? base : "/tmp") /
+                            ("prima_test_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
+
+nlohmann::json without_run(nlohmann::json report) {
+  report.erase("run");
+  return report;
+}
+
+RunResult run_prima(const std::string& args) {
+  RunResult r;
+  const std::string dir = temp_dir("run");
+  const std::string out = dir + "/stdout", err = dir + "/stderr";
+  const std::string cmd =
+      std::string(PRIMA_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  int status = std::system(cmd.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+}  // namespace prima::testing

@@ -1,0 +1,27 @@
+// Runs the prima binary (or any command) for end-to-end tests and captures its exit code,
+// stdout and stderr. Each call is its own process, so SimGrid's one-engine-per-process rule
+// holds. Thread-compatible.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace prima::testing {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `PRIMA_BINARY args` through /bin/sh (args are passed verbatim: quote them).
+RunResult run_prima(const std::string& args);
+// A fresh empty directory under the test temp dir.
+std::string temp_dir(const std::string& name);
+std::string read_file(const std::string& path);
+nlohmann::json read_json(const std::string& path);
+// The report without its wall-clock-dependent "run" key.
+nlohmann::json without_run(nlohmann::json report);
+std::string source_path(const std::string& rel);  // PRIMA_SOURCE_DIR/rel
+
+}  // namespace prima::testing
