@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine (scripts/setup.sh), builds prima with warnings as errors
+# and runs every test with ctest. This is what CI runs (.ci/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+PRIMA_WERROR=1 bash scripts/build.sh
+ctest --test-dir "${PRIMA_BUILD_DIR:-build}" -j "${PRIMA_JOBS:-2}" --output-on-failure --timeout 900
