@@ -146,3 +146,28 @@ TEST(Simulate, HelpHasExamples) {
 
 }  // namespace
 }  // namespace prima::testing
+
+namespace prima::testing {
+namespace {
+
+// /etc/bitbrick/network.conf settings change the modelled inter-node path: with TP8 over two
+// 4-GPU nodes every all-reduce crosses the fabric, so TCP (rdma.enable=0) and staging through
+// host memory (gpu_direct_rdma=0) slow each decode step.
+TEST(Simulate, NetworkSettingsChangeTheInterNodePath) {
+  auto tpot = [](const std::string& settings, const std::string& name) {
+    json r = simulate("--set duration=30s --set 'deployment={\"parallel_strategy\":"
+                      "{\"tensor_parallel\":8}}' --set 'topology={\"base\":\"bitbrick_k1\","
+                      "\"settings\":" + settings + "}'",
+                      name);
+    return r.empty() ? 0.0 : r["latency_s"]["tpot"]["p50"].get<double>();
+  };
+  const double rdma = tpot(R"({"rdma.enable":1,"gpu_direct_rdma":1,"numa_aware":1})", "rdma");
+  const double tcp = tpot(R"({"rdma.enable":0,"gpu_direct_rdma":1,"numa_aware":1})", "tcp");
+  const double staged = tpot(R"({"rdma.enable":1,"gpu_direct_rdma":0,"numa_aware":1})", "nogdr");
+  EXPECT_GT(rdma, 0);
+  EXPECT_GT(tcp, 3 * rdma);
+  EXPECT_GT(staged, rdma);
+}
+
+}  // namespace
+}  // namespace prima::testing
