@@ -18,8 +18,10 @@
 // stay valid for the life of the process.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -102,6 +104,22 @@ class SimPlatform {
   // empty when the whole path is up.
   std::string first_failed_element(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
 
+  // Link claims, for analytic shortcuts on links that only one flow can ever use.
+  // A flow slot (a stream of flows that never overlap each other, e.g. one stage's PP sends)
+  // gets an id from new_flow_slot() and claims the links of its route. A link is exclusive
+  // to a slot while no other slot claimed it, its bandwidth never changed and it never went
+  // off (Link::on_bandwidth_change / on_state_change mark it shared for good: faults and
+  // drift need the flow model). mark_all_shared() gives up exclusivity everywhere (for
+  // components whose flows cannot be claimed up front, e.g. SimFabric). claims_version()
+  // changes whenever any of this changes, so users can cache their verdicts.
+  int new_flow_slot() { return next_flow_slot_++; }
+  void claim_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
+  void release_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
+  bool exclusive_to(int slot, const std::vector<simgrid::s4u::Link*>& links) const;
+  void mark_shared(const simgrid::s4u::Link* l);
+  void mark_all_shared();
+  std::uint64_t claims_version() const { return claims_version_; }
+
  private:
   explicit SimPlatform(const plan::Topology& t);
   void build(const PlatformOptions& opt);
@@ -117,6 +135,14 @@ class SimPlatform {
   std::vector<HostInfo> host_infos_;  // sized once; hosts point into it
   double nominal_speed_ = 0;
   std::string fat_tree_desc_;
+  struct LinkClaims {
+    std::vector<int> slots;  // one entry per claim
+    bool changed = false;    // bandwidth or state changed at least once
+  };
+  std::unordered_map<const simgrid::s4u::Link*, LinkClaims> link_claims_;
+  bool all_shared_ = false;
+  int next_flow_slot_ = 0;
+  std::uint64_t claims_version_ = 0;
 };
 
 // Fat-tree parameters for `leaves` leaves when the FabricSpec gives none: one level up to

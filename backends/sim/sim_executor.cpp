@@ -31,6 +31,18 @@ struct SimExecutor::Step final : CompletionTarget {
   void on_activity_end(const sg4::Activity& a, bool ok) override { ex->on_end(this, a, ok); }
 };
 
+namespace {
+// Payload of each ring flow of a flow-modelled all-reduce, and of a PP send flow (whole bytes,
+// as the flows carry them).
+double ring_flow_bytes(const perf::StageCost& c, int p) {
+  return static_cast<double>(
+      static_cast<uint64_t>(2.0 * (p - 1) / p * c.allreduce_bytes * c.allreduces));
+}
+double send_flow_bytes(const perf::StageCost& c) {
+  return static_cast<double>(static_cast<uint64_t>(c.send_bytes));
+}
+}  // namespace
+
 SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> step) {
   SimCostFns f;
   f.step = std::move(step);
@@ -64,10 +76,58 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
       st.next_lead = platform_->host_of(dev[s + 1].at(0));
       st.send_intra_node = topo.node_of(dev[s + 1][0]) == node;
     }
+    const int p = static_cast<int>(st.hosts.size());
+    st.ring_flows = p > 1 && !(st.tp_intra_node && options_.analytic_intra_node_collectives);
+    st.send_flow = st.next_lead != nullptr &&
+                   !(st.send_intra_node && options_.analytic_intra_node_collectives);
+    if (st.ring_flows)
+      for (int i = 0; i < p; ++i) st.ring.push_back(make_path(st.hosts[i], st.hosts[(i + 1) % p]));
+    if (st.send_flow) st.send = make_path(st.lead, st.next_lead);
   }
 }
 
-SimExecutor::~SimExecutor() = default;
+SimExecutor::~SimExecutor() {
+  for (const Stage& st : stages_) {
+    for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
+    if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
+  }
+}
+
+SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
+  FlowPath f;
+  f.slot = platform_->new_flow_slot();
+  f.links = platform_->route(src, dst);
+  platform_->claim_links(f.slot, f.links);
+  const bool inter = src->get_data<HostInfo>()->node != dst->get_data<HostInfo>()->node;
+  const auto& settings = platform_->topology().settings;
+  const double bwf = inter ? inter_node_bandwidth_factor(settings) : 1.0;
+  const double latf = inter ? inter_node_latency_factor(settings) : 1.0;
+  double min_bw = std::numeric_limits<double>::infinity();
+  for (const sg4::Link* l : f.links) min_bw = std::min(min_bw, l->get_bandwidth());
+  f.latency_s = platform_->route_latency(src, dst) * latf;
+  // A factor above 1 would be capped by the links: keep such flows simulated (rate 0).
+  f.rate_Bps = bwf <= 1.0 && !f.links.empty() ? min_bw * bwf : 0.0;
+  return f;
+}
+
+void SimExecutor::refresh_exclusive() {
+  claims_seen_ = platform_->claims_version();
+  auto exclusive = [&](const FlowPath& f) {
+    return options_.exclusive_links_analytic && f.rate_Bps > 0 &&
+           platform_->exclusive_to(f.slot, f.links);
+  };
+  for (Stage& st : stages_) {
+    st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);
+    st.send_analytic = st.send_flow && exclusive(st.send);
+  }
+}
+
+double SimExecutor::ring_analytic_s(const Stage& stage, double bytes_per_flow) const {
+  // The flows run side by side, each alone on its links: the phase lasts the slowest.
+  double t = 0;
+  for (const FlowPath& f : stage.ring) t = std::max(t, f.latency_s + bytes_per_flow / f.rate_Bps);
+  return t;
+}
 
 SimExecutor::Step* SimExecutor::acquire() {
   if (free_steps_.empty()) {
@@ -87,6 +147,7 @@ void SimExecutor::release(Step* st) {
 
 void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResult&)> done) {
   Step* st = acquire();
+  if (platform_->claims_version() != claims_seen_) refresh_exclusive();
   st->step_id = step.step_id;
   st->cost = costs_.step(step.shape);
   st->done = std::move(done);
@@ -143,13 +204,18 @@ void SimExecutor::start_compute(Step* st) {
     } else {
       const plan::LinkSpec& l = stage.tp_intra_node ? nvlink_ : nic;
       analytic_s += c.allreduces * costs_.allreduce_s(0, tp, l.bandwidth_Bps, l.latency_s);
+      if (stage.ring_analytic && c.allreduce_bytes > 0)
+        analytic_s += ring_analytic_s(stage, ring_flow_bytes(c, tp));
     }
   }
   if (stage.next_lead != nullptr && c.send_bytes > 0) {
-    if (stage.send_intra_node && options_.analytic_intra_node_collectives)
+    if (stage.send_intra_node && options_.analytic_intra_node_collectives) {
       analytic_s += costs_.send_s(c.send_bytes, nvlink_.bandwidth_Bps, nvlink_.latency_s);
-    else
+    } else {
       analytic_s += costs_.send_s(0, 1.0, 0.0);
+      if (stage.send_analytic)
+        analytic_s += stage.send.latency_s + send_flow_bytes(c) / stage.send.rate_Bps;
+    }
   }
 
   for (sg4::Host* h : stage.hosts) {
@@ -182,12 +248,11 @@ void SimExecutor::start_allreduce(Step* st) {
   const Stage& stage = stages_[st->stage];
   const perf::StageCost& c = st->cost.stages[st->stage];
   const int p = static_cast<int>(stage.hosts.size());
-  const double bytes = 2.0 * (p - 1) / p * c.allreduce_bytes * c.allreduces;
+  const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, p));
   for (int i = 0; i < p; ++i) {
     sg4::Host* src = stage.hosts[i];
     sg4::Host* dst = stage.hosts[(i + 1) % p];
-    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(bytes)), src,
-          dst);
+    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(bytes), src, dst);
   }
 }
 
@@ -197,7 +262,7 @@ void SimExecutor::start_send(Step* st) {
   const perf::StageCost& c = st->cost.stages[st->stage];
   track(st,
         sg4::Comm::sendto_init(stage.lead, stage.next_lead)
-            ->set_payload_size(static_cast<uint64_t>(c.send_bytes)),
+            ->set_payload_size(static_cast<uint64_t>(send_flow_bytes(c))),
         stage.lead, stage.next_lead);
 }
 
@@ -237,11 +302,10 @@ void SimExecutor::phase_done(Step* st) {
   const Stage& stage = stages_[st->stage];
   const perf::StageCost* c =
       st->stage < static_cast<int>(st->cost.stages.size()) ? &st->cost.stages[st->stage] : nullptr;
-  const bool flow_allreduce = c != nullptr && stage.hosts.size() > 1 && c->allreduces > 0 &&
-                              c->allreduce_bytes > 0 &&
-                              !(stage.tp_intra_node && options_.analytic_intra_node_collectives);
-  const bool flow_send = c != nullptr && stage.next_lead != nullptr && c->send_bytes > 0 &&
-                         !(stage.send_intra_node && options_.analytic_intra_node_collectives);
+  const bool flow_allreduce = c != nullptr && stage.ring_flows && !stage.ring_analytic &&
+                              c->allreduces > 0 && c->allreduce_bytes > 0;
+  const bool flow_send =
+      c != nullptr && stage.send_flow && !stage.send_analytic && c->send_bytes > 0;
   if (st->phase == Step::Phase::kCompute && flow_allreduce) return start_allreduce(st);
   if (st->phase != Step::Phase::kSend && flow_send) return start_send(st);
   stage_done(st);

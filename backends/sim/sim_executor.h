@@ -11,6 +11,10 @@
 //      one flow per GPU to its ring neighbour of 2(p-1)/p x bytes x count.
 //   3. PP send flow of send_bytes from this stage's lead GPU to the next stage's lead GPU,
 //      when they are on different nodes or analytic collectives are off.
+//   With exclusive_links_analytic, a flow of 2. or 3. whose route no other flow of the
+//   simulation can use (SimPlatform link claims; links whose bandwidth or state never
+//   changed) is costed as a lone flow on that route (latency x factor + bytes / (min
+//   bandwidth x factor)) and rides on the compute Exec like the analytic terms above.
 // Each stage runs one step at a time; steps wait in a FIFO per stage, so stage s of step k+1
 // overlaps stage s+1 of step k (max_inflight() = pipeline depth). StepResult: start_s = when
 // stage 0 began, end_s = when the last stage ended, stage_busy_s = time each stage spent on
@@ -23,6 +27,7 @@
 
 #include <simgrid/forward.h>
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -68,15 +73,33 @@ class SimExecutor : public Executor {
 
  private:
   struct Step;
+  // A stream of flows between two GPUs that never overlap each other (one ring position of a
+  // stage's TP all-reduce, or a stage's PP send), with what a lone flow on its route costs.
+  struct FlowPath {
+    int slot = -1;  // SimPlatform flow slot
+    std::vector<simgrid::s4u::Link*> links;
+    double latency_s = 0;  // route latency x latency factor
+    double rate_Bps = 0;   // lone-flow rate: min bandwidth x bandwidth factor
+  };
   struct Stage {
     std::vector<simgrid::s4u::Host*> hosts;  // TP ranks
     simgrid::s4u::Host* lead = nullptr;
     simgrid::s4u::Host* next_lead = nullptr;  // null for the last stage
     bool tp_intra_node = true;
     bool send_intra_node = true;
+    bool ring_flows = false;     // TP all-reduce modelled by flows (ring paths below)
+    bool send_flow = false;      // PP send modelled by a flow (send path below)
+    bool ring_analytic = false;  // ... but every ring path is exclusive: costed analytically
+    bool send_analytic = false;  // ... but the send path is exclusive: costed analytically
+    std::vector<FlowPath> ring;  // flow i: hosts[i] -> hosts[(i + 1) % p]
+    FlowPath send;
     bool busy = false;
     std::deque<Step*> waiting;
   };
+  FlowPath make_path(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
+  // Re-decides ring_analytic / send_analytic when the platform's link claims changed.
+  void refresh_exclusive();
+  double ring_analytic_s(const Stage& stage, double bytes_per_flow) const;
 
   void start_stage(Step* st);
   void start_compute(Step* st);
@@ -102,6 +125,7 @@ class SimExecutor : public Executor {
   std::vector<std::unique_ptr<Step>> all_steps_;
   std::vector<Step*> free_steps_;
   std::uint64_t activities_started_ = 0;
+  std::uint64_t claims_seen_ = ~std::uint64_t{0};
 };
 
 }  // namespace prima::sim

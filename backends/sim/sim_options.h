@@ -11,6 +11,14 @@ struct SimOptions {
   // TP all-reduces that stay inside one node are costed analytically (no flows) when the
   // replica is the only user of those NVLink links.
   bool analytic_intra_node_collectives = true;
+  // Flows (inter-node TP all-reduces, PP sends) whose links no other flow of the simulation
+  // can use are costed as a lone flow (same time as the flow: it gets the full bandwidth)
+  // and ride on the compute Exec, with no flow activity. Exclusivity comes from the links
+  // every executor claims (SimPlatform::claim_links); a link whose bandwidth or state changes
+  // (drift, faults) stops being exclusive from then on, so faults on such links turn the
+  // shortcut off there (a step already running keeps its analytic time). Components whose
+  // flows are not claimed (SimFabric) turn it off everywhere.
+  bool exclusive_links_analytic = true;
 };
 
 }  // namespace prima::sim
