@@ -237,6 +237,31 @@ void SimPlatform::build(const PlatformOptions& opt) {
   // One platform per process: these static signals are connected once.
   sg4::Link::on_bandwidth_change_cb([this](const sg4::Link& l) { mark_shared(&l); });
   sg4::Link::on_state_change_cb([this](const sg4::Link& l) { mark_shared(&l); });
+  watchers_.resize(gpus_.size());
+  auto watched = [this](const sg4::Host& h) -> const std::vector<HostWatcher*>* {
+    auto* info = h.get_data<HostInfo>();
+    if (info == nullptr || info->device < 0) return nullptr;
+    return &watchers_[info->device];
+  };
+  sg4::Host::on_speed_change_cb([this, watched](const sg4::Host& h) {
+    if (auto* ws = watched(h))
+      for (HostWatcher* w : std::vector<HostWatcher*>(*ws))
+        w->on_host_speed_change(gpus_[h.get_data<HostInfo>()->device]);
+  });
+  sg4::Host::on_state_change_cb([this, watched](const sg4::Host& h) {
+    if (auto* ws = watched(h))
+      for (HostWatcher* w : std::vector<HostWatcher*>(*ws))
+        w->on_host_state_change(gpus_[h.get_data<HostInfo>()->device]);
+  });
+}
+
+void SimPlatform::watch_host(DeviceId d, HostWatcher* w) {
+  watchers_.at(d).push_back(w);
+}
+
+void SimPlatform::unwatch_host(DeviceId d, HostWatcher* w) {
+  auto& v = watchers_.at(d);
+  v.erase(std::remove(v.begin(), v.end(), w), v.end());
 }
 
 void SimPlatform::claim_links(int slot, const std::vector<sg4::Link*>& links) {

@@ -53,6 +53,14 @@ inline constexpr PathFactors kPathFactors{};
 double inter_node_bandwidth_factor(const plan::NetworkSettings& s);
 double inter_node_latency_factor(const plan::NetworkSettings& s);
 
+// Told when a GPU host's speed (pstate, speed profile) or state changes. See watch_host().
+class HostWatcher {
+ public:
+  virtual ~HostWatcher() = default;
+  virtual void on_host_speed_change(simgrid::s4u::Host* h) = 0;
+  virtual void on_host_state_change(simgrid::s4u::Host* h) = 0;
+};
+
 struct PlatformOptions {
   // Extra SimGrid arguments ("--cfg=name:value"), appended to the defaults.
   std::vector<std::string> extra_args;
@@ -113,6 +121,10 @@ class SimPlatform {
   // components whose flows cannot be claimed up front, e.g. SimFabric). claims_version()
   // changes whenever any of this changes, so users can cache their verdicts.
   int new_flow_slot() { return next_flow_slot_++; }
+  // Host watchers: `w` hears of speed and state changes of GPU `d` (synchronously, from
+  // inside the call that changed it) until unwatch_host().
+  void watch_host(DeviceId d, HostWatcher* w);
+  void unwatch_host(DeviceId d, HostWatcher* w);
   void claim_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
   void release_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
   bool exclusive_to(int slot, const std::vector<simgrid::s4u::Link*>& links) const;
@@ -132,7 +144,8 @@ class SimPlatform {
   std::vector<simgrid::s4u::SplitDuplexLink*> pcies_;
   simgrid::s4u::Host* storage_ = nullptr;
   simgrid::s4u::Link* storage_link_ = nullptr;
-  std::vector<HostInfo> host_infos_;  // sized once; hosts point into it
+  std::vector<HostInfo> host_infos_;                 // sized once; hosts point into it
+  std::vector<std::vector<HostWatcher*>> watchers_;  // per GPU
   double nominal_speed_ = 0;
   std::string fat_tree_desc_;
   struct LinkClaims {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "backends/sim/activity_dispatch.h"
@@ -67,6 +68,7 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
   stages_.resize(dev.size());
   for (size_t s = 0; s < dev.size(); ++s) {
     Stage& st = stages_[s];
+    st.index = static_cast<int>(s);
     for (DeviceId d : dev[s]) st.hosts.push_back(platform_->host_of(d));
     st.lead = st.hosts.at(0);
     const int node = topo.node_of(dev[s][0]);
@@ -84,10 +86,16 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
       for (int i = 0; i < p; ++i) st.ring.push_back(make_path(st.hosts[i], st.hosts[(i + 1) % p]));
     if (st.send_flow) st.send = make_path(st.lead, st.next_lead);
   }
+  if (options_.timer_stages && options_.aggregate_stage_execs)
+    for (const auto& d : dev) platform_->watch_host(d.at(0), this);
 }
 
 SimExecutor::~SimExecutor() {
-  for (const Stage& st : stages_) {
+  if (options_.timer_stages && options_.aggregate_stage_execs)
+    for (const auto& d : placement_.devices) platform_->unwatch_host(d.at(0), this);
+  for (Stage& st : stages_) {
+    if (st.timer != nullptr) st.timer->remove();
+    st.timer = nullptr;
     for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
     if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
@@ -233,6 +241,13 @@ void SimExecutor::start_compute(Step* st) {
     for (sg4::Host* h : stage.hosts) slowest = std::min(slowest, SimPlatform::current_speed(h));
     const double lead = SimPlatform::current_speed(stage.lead);
     const double flops = c.compute_s * nominal * (lead / slowest) + analytic_s * lead;
+    const bool flows_follow =
+        (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
+        (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
+    if (options_.timer_stages && !flows_follow) {
+      start_timer(stages_[st->stage], st, std::max(0.0, flops));
+      return;
+    }
     track(st, sg4::Exec::init()->set_host(stage.lead)->set_flops_amount(std::max(0.0, flops)),
           stage.lead, nullptr);
   } else {
@@ -240,6 +255,61 @@ void SimExecutor::start_compute(Step* st) {
       const double flops = c.compute_s * nominal + analytic_s * SimPlatform::current_speed(h);
       track(st, sg4::Exec::init()->set_host(h)->set_flops_amount(std::max(0.0, flops)), h, nullptr);
     }
+  }
+}
+
+void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
+  ++activities_started_;
+  stage.timed = st;
+  stage.remaining_flops = flops;
+  stage.rate = SimPlatform::current_speed(stage.lead);
+  stage.since_s = runtime_->now();
+  arm_timer(stage);
+}
+
+void SimExecutor::arm_timer(Stage& stage) {
+  if (stage.timer != nullptr) stage.timer->remove();
+  stage.timer = nullptr;
+  if (stage.rate <= 0) return;  // stalled until the speed changes, like an Exec
+  Stage* sp = &stage;
+  stage.timer = simgrid::kernel::timer::Timer::set(
+      stage.since_s + stage.remaining_flops / stage.rate, [this, sp] { on_timer(*sp); });
+}
+
+void SimExecutor::on_timer(Stage& stage) {
+  stage.timer = nullptr;  // SimGrid deletes a fired timer
+  Step* st = stage.timed;
+  stage.timed = nullptr;
+  if (st != nullptr) phase_done(st);
+}
+
+void SimExecutor::on_host_speed_change(sg4::Host* h) {
+  // Re-time the stages computing on h: the work done so far at the old rate, the rest at the
+  // new one (what SimGrid does to an Exec).
+  const double now = runtime_->now();
+  for (Stage& stage : stages_) {
+    if (stage.lead != h || stage.timed == nullptr) continue;
+    stage.remaining_flops =
+        std::max(0.0, stage.remaining_flops - (now - stage.since_s) * stage.rate);
+    stage.since_s = now;
+    stage.rate = SimPlatform::current_speed(h);
+    arm_timer(stage);
+  }
+}
+
+void SimExecutor::on_host_state_change(sg4::Host* h) {
+  if (h->is_on()) return;
+  for (Stage& stage : stages_) {
+    if (stage.lead != h || stage.timed == nullptr) continue;
+    if (stage.timer != nullptr) stage.timer->remove();
+    stage.timer = nullptr;
+    Step* st = stage.timed;
+    stage.timed = nullptr;
+    // As a failed Exec on the lead GPU: reported on the loop, at this instant.
+    fail_now(st, unavailable("sim: " + h->get_name() + " failed (replica " +
+                             std::to_string(placement_.replica) + ", step " +
+                             std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) +
+                             ")"));
   }
 }
 

@@ -11,6 +11,9 @@
 //      one flow per GPU to its ring neighbour of 2(p-1)/p x bytes x count.
 //   3. PP send flow of send_bytes from this stage's lead GPU to the next stage's lead GPU,
 //      when they are on different nodes or analytic collectives are off.
+//   With timer_stages (and aggregate_stage_execs), a stage left with only its compute Exec
+//   runs as a SimGrid timer on the lead GPU's current speed instead (re-timed on speed
+//   changes, failed when the lead GPU goes off, like the Exec); it counts as an activity.
 //   With exclusive_links_analytic, a flow of 2. or 3. whose route no other flow of the
 //   simulation can use (SimPlatform link claims; links whose bandwidth or state never
 //   changed) is costed as a lone flow on that route (latency x factor + bytes / (min
@@ -39,6 +42,10 @@
 #include "engine/plan/parallel_plan.h"
 #include "engine/runtime.h"
 
+namespace simgrid::kernel::timer {
+class Timer;
+}
+
 namespace prima::sim {
 
 // The cost functions the executor needs (a CostModel, or fixed costs in tests).
@@ -57,7 +64,7 @@ SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> ste
 // sim_cost_model_adapter.cpp.
 SimCostFns cost_fns_from(const perf::CostModel& m);
 
-class SimExecutor : public Executor {
+class SimExecutor : public Executor, private HostWatcher {
  public:
   SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaPlacement placement,
               SimCostFns costs, SimOptions options = {});
@@ -82,6 +89,7 @@ class SimExecutor : public Executor {
     double rate_Bps = 0;   // lone-flow rate: min bandwidth x bandwidth factor
   };
   struct Stage {
+    int index = 0;
     std::vector<simgrid::s4u::Host*> hosts;  // TP ranks
     simgrid::s4u::Host* lead = nullptr;
     simgrid::s4u::Host* next_lead = nullptr;  // null for the last stage
@@ -95,7 +103,19 @@ class SimExecutor : public Executor {
     FlowPath send;
     bool busy = false;
     std::deque<Step*> waiting;
+    // Timer stage (SimOptions::timer_stages): the step computing, its remaining flops as of
+    // `since_s` at `rate` flop/s (the lead's current speed), and the pending timer.
+    Step* timed = nullptr;
+    double remaining_flops = 0;
+    double rate = 0;
+    double since_s = 0;
+    simgrid::kernel::timer::Timer* timer = nullptr;
   };
+  void start_timer(Stage& stage, Step* st, double flops);
+  void arm_timer(Stage& stage);
+  void on_timer(Stage& stage);
+  void on_host_speed_change(simgrid::s4u::Host* h) override;
+  void on_host_state_change(simgrid::s4u::Host* h) override;
   FlowPath make_path(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   // Re-decides ring_analytic / send_analytic when the platform's link claims changed.
   void refresh_exclusive();

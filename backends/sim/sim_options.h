@@ -19,6 +19,12 @@ struct SimOptions {
   // shortcut off there (a step already running keeps its analytic time). Components whose
   // flows are not claimed (SimFabric) turn it off everywhere.
   bool exclusive_links_analytic = true;
+  // With aggregate_stage_execs: a stage whose work is all on its lead GPU (no flows left)
+  // runs as a SimGrid timer instead of an Exec: flops / current speed of the lead GPU,
+  // re-timed when its speed changes (pstate, speed profile) and failed when it goes off,
+  // as the Exec would be. Same timing; far cheaper than an Exec. Assumes nothing else
+  // computes on the lead GPU (replicas' GPUs are disjoint).
+  bool timer_stages = true;
 };
 
 }  // namespace prima::sim

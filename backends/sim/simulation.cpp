@@ -30,6 +30,7 @@ SimOptions parse_sim_options(const config::Scenario& sc) {
   o.analytic_intra_node_collectives =
       r.boolean("analytic_intra_node_collectives", o.analytic_intra_node_collectives);
   o.exclusive_links_analytic = r.boolean("exclusive_links_analytic", o.exclusive_links_analytic);
+  o.timer_stages = r.boolean("timer_stages", o.timer_stages);
   r.finish();
   return o;
 }

@@ -184,8 +184,49 @@ TEST(SimExecutor, HostOffMidStepFailsTheStep) {
   StepResult r = run_one(h, ex);
   EXPECT_FALSE(r.status.ok());
   EXPECT_EQ(r.status.code(), StatusCode::kUnavailable);
-  EXPECT_NE(r.status.message().find("gpu2"), std::string::npos) << r.status.message();
+  EXPECT_NE(r.status.message().find("gpu2 failed"), std::string::npos) << r.status.message();
   EXPECT_NEAR(r.end_s, 0.004, 1e-9);
+}
+
+// The same two with the stage as an Exec instead of a timer (timer_stages off).
+TEST(SimExecutor, ThrottlingMidStepAsExec) {
+  Harness h(1);
+  SimOptions o;
+  o.timer_stages = false;
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), fixed({stage(0.010)}, 0.0), o);
+  h.rt->at(0.005, [&] { h.platform->host_of(0)->set_pstate(5); });
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_NEAR(r.end_s, 0.005 + 0.010, 1e-9);
+}
+
+TEST(SimExecutor, HostOffMidStepFailsTheStepAsExec) {
+  Harness h(1);
+  SimOptions o;
+  o.timer_stages = false;
+  SimExecutor ex(h.platform.get(), h.rt, placement({{2, 3}}), fixed({stage(0.010)}, 0.0), o);
+  h.rt->at(0.004, [&] { h.platform->host_of(2)->turn_off(); });
+  StepResult r = run_one(h, ex);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("gpu2 failed"), std::string::npos) << r.status.message();
+  EXPECT_NEAR(r.end_s, 0.004, 1e-9);
+}
+
+// Timer stages follow several speed changes within one step.
+TEST(SimExecutor, TimerStageFollowsSpeedChanges) {
+  Harness h(1);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {1}}),
+                 fixed({stage(0.010), stage(0.010)}, 0.0));
+  h.rt->at(0.002, [&] { h.platform->host_of(0)->set_pstate(5); });  // 50%
+  h.rt->at(0.004, [&] { h.platform->host_of(0)->set_pstate(0); });  // back to 100%
+  h.rt->at(0.012, [&] { h.platform->host_of(1)->set_pstate(7); });  // 30%, stage 1
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  // Stage 0: 2 ms at full, 2 ms at half (1 ms of work), 7 ms at full: ends at 0.011.
+  // Stage 1: 1 ms at full, then 9 ms of work at 30%: 30 ms; ends at 0.042.
+  EXPECT_NEAR(r.stage_busy_s[0], 0.011, 1e-9);
+  EXPECT_NEAR(r.end_s, 0.012 + 0.009 / 0.3, 1e-9);
+  EXPECT_EQ(ex.activities_started(), 2u);
 }
 
 TEST(SimExecutor, HostAlreadyOffFailsWithoutCrashing) {
