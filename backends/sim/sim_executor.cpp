@@ -157,7 +157,10 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
   Step* st = acquire();
   if (platform_->claims_version() != claims_seen_) refresh_exclusive();
   st->step_id = step.step_id;
-  st->cost = costs_.step(step.shape);
+  if (costs_.step_into)
+    costs_.step_into(step.shape, &st->cost);
+  else
+    st->cost = costs_.step(step.shape);
   st->done = std::move(done);
   st->stage = 0;
   st->pending = 0;

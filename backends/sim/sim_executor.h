@@ -51,6 +51,8 @@ namespace prima::sim {
 // The cost functions the executor needs (a CostModel, or fixed costs in tests).
 struct SimCostFns {
   std::function<perf::StepCost(const BatchShape&)> step;
+  // Optional: the same into *out, reusing its storage (used instead of step when set).
+  std::function<void(const BatchShape&, perf::StepCost*)> step_into;
   // Ring all-reduce time of `bytes` over p ranks on links of (bw, lat); with bytes = 0 it is
   // the latency term only. Default: 2(p-1)/p x bytes / bw + 2(p-1) x lat.
   std::function<double(double bytes, int p, double bw_Bps, double lat_s)> allreduce_s;

@@ -99,10 +99,17 @@ void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
 
 StepCost CostModel::step(const BatchShape& b) const {
   StepCost out;
+  step(b, &out);
+  return out;
+}
+
+void CostModel::step(const BatchShape& b, StepCost* result) const {
+  StepCost& out = *result;
   const int pp = p_.pipeline_parallel, tp = p_.tensor_parallel;
-  out.stages.resize(pp);
+  out.stages.assign(pp, StageCost{});
   out.tensor_parallel = tp;
-  if (b.tokens() <= 0) return out;
+  out.overhead_s = 0;
+  if (b.tokens() <= 0) return;
   out.overhead_s = eff_.step_overhead_s;
   const double T = static_cast<double>(b.tokens()), h = m_.hidden;
   const int base = m_.layers / pp, extra = m_.layers % pp;
@@ -145,7 +152,6 @@ StepCost CostModel::step(const BatchShape& b) const {
       }
     }
   }
-  return out;
 }
 
 double CostModel::allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const {
