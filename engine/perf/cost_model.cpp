@@ -121,7 +121,9 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
     const int n = base + (s < extra ? 1 : 0);
     if (s == 0)  // embedding gather: read and write one hidden row per token
       c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
-    // Layers of one kind cost the same: cost one dense and one MoE layer, then multiply.
+    // Layers of one kind cost the same: cost one dense and one MoE layer, then add them up
+    // layer by layer (in registers: same sums, same rounding, as adding into c).
+    double compute_s = c.compute_s, flops = c.flops, hbm_bytes = c.hbm_bytes;
     for (int l = first; l < first + n; ++l) {
       const bool dense = m_.is_dense_layer(l);
       StageCost& one = dense ? dense_layer : moe_layer;
@@ -130,10 +132,13 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
         add_layer(l, b, &one);
         known = true;
       }
-      c.compute_s += one.compute_s;
-      c.flops += one.flops;
-      c.hbm_bytes += one.hbm_bytes;
+      compute_s += one.compute_s;
+      flops += one.flops;
+      hbm_bytes += one.hbm_bytes;
     }
+    c.compute_s = compute_s;
+    c.flops = flops;
+    c.hbm_bytes = hbm_bytes;
     first += n;
     if (tp > 1) {
       c.allreduces = 2 * n;
