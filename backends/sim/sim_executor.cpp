@@ -86,13 +86,13 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
       for (int i = 0; i < p; ++i) st.ring.push_back(make_path(st.hosts[i], st.hosts[(i + 1) % p]));
     if (st.send_flow) st.send = make_path(st.lead, st.next_lead);
   }
-  if (options_.timer_stages && options_.aggregate_stage_execs)
-    for (const auto& d : dev) platform_->watch_host(d.at(0), this);
+  for (const auto& d : dev)
+    for (DeviceId g : d) platform_->watch_host(g, this);
 }
 
 SimExecutor::~SimExecutor() {
-  if (options_.timer_stages && options_.aggregate_stage_execs)
-    for (const auto& d : placement_.devices) platform_->unwatch_host(d.at(0), this);
+  for (const auto& d : placement_.devices)
+    for (DeviceId g : d) platform_->unwatch_host(g, this);
   for (Stage& st : stages_) {
     if (st.timer != nullptr) st.timer->remove();
     st.timer = nullptr;
@@ -200,7 +200,7 @@ void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host*
 
 void SimExecutor::start_compute(Step* st) {
   st->phase = Step::Phase::kCompute;
-  const Stage& stage = stages_[st->stage];
+  Stage& stage = stages_[st->stage];
   static const perf::StageCost kNone;
   const perf::StageCost& c =
       st->stage < static_cast<int>(st->cost.stages.size()) ? st->cost.stages[st->stage] : kNone;
@@ -229,26 +229,24 @@ void SimExecutor::start_compute(Step* st) {
     }
   }
 
-  for (sg4::Host* h : stage.hosts) {
-    if (!h->is_on()) {
-      fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
-                               std::to_string(placement_.replica) + ", step " +
-                               std::to_string(st->step_id) + ", stage " +
-                               std::to_string(st->stage) + ")"));
-      return;
-    }
+  if (!stage.hosts_known) refresh_hosts(stage);
+  if (sg4::Host* h = stage.down) {
+    fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
+                             std::to_string(placement_.replica) + ", step " +
+                             std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) +
+                             ")"));
+    return;
   }
   const double nominal = platform_->nominal_speed();
   if (options_.aggregate_stage_execs) {
-    double slowest = std::numeric_limits<double>::infinity();
-    for (sg4::Host* h : stage.hosts) slowest = std::min(slowest, SimPlatform::current_speed(h));
-    const double lead = SimPlatform::current_speed(stage.lead);
+    const double slowest = stage.slowest_speed;
+    const double lead = stage.lead_speed;
     const double flops = c.compute_s * nominal * (lead / slowest) + analytic_s * lead;
     const bool flows_follow =
         (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
         (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
     if (options_.timer_stages && !flows_follow) {
-      start_timer(stages_[st->stage], st, std::max(0.0, flops));
+      start_timer(stage, st, std::max(0.0, flops));
       return;
     }
     track(st, sg4::Exec::init()->set_host(stage.lead)->set_flops_amount(std::max(0.0, flops)),
@@ -286,7 +284,28 @@ void SimExecutor::on_timer(Stage& stage) {
   if (st != nullptr) phase_done(st);
 }
 
+void SimExecutor::refresh_hosts(Stage& stage) {
+  stage.down = nullptr;
+  for (sg4::Host* h : stage.hosts)
+    if (!h->is_on()) {
+      stage.down = h;
+      break;
+    }
+  stage.slowest_speed = std::numeric_limits<double>::infinity();
+  for (sg4::Host* h : stage.hosts)
+    stage.slowest_speed = std::min(stage.slowest_speed, SimPlatform::current_speed(h));
+  stage.lead_speed = SimPlatform::current_speed(stage.lead);
+  stage.hosts_known = true;
+}
+
+void SimExecutor::forget_hosts(sg4::Host* h) {
+  for (Stage& stage : stages_)
+    if (std::find(stage.hosts.begin(), stage.hosts.end(), h) != stage.hosts.end())
+      stage.hosts_known = false;
+}
+
 void SimExecutor::on_host_speed_change(sg4::Host* h) {
+  forget_hosts(h);
   // Re-time the stages computing on h: the work done so far at the old rate, the rest at the
   // new one (what SimGrid does to an Exec).
   const double now = runtime_->now();
@@ -301,6 +320,7 @@ void SimExecutor::on_host_speed_change(sg4::Host* h) {
 }
 
 void SimExecutor::on_host_state_change(sg4::Host* h) {
+  forget_hosts(h);
   if (h->is_on()) return;
   for (Stage& stage : stages_) {
     if (stage.lead != h || stage.timed == nullptr) continue;

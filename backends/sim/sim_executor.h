@@ -112,7 +112,15 @@ class SimExecutor : public Executor, private HostWatcher {
     double rate = 0;
     double since_s = 0;
     simgrid::kernel::timer::Timer* timer = nullptr;
+    // The stage's GPUs as of the last speed or state change (host watchers keep it fresh):
+    // the first GPU that is off, the lead's speed and the slowest speed.
+    bool hosts_known = false;
+    simgrid::s4u::Host* down = nullptr;
+    double lead_speed = 0;
+    double slowest_speed = 0;
   };
+  void refresh_hosts(Stage& stage);
+  void forget_hosts(simgrid::s4u::Host* h);
   void start_timer(Stage& stage, Step* st, double flops);
   void arm_timer(Stage& stage);
   void on_timer(Stage& stage);
