@@ -263,7 +263,7 @@ void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
   ++activities_started_;
   stage.timed = st;
   stage.remaining_flops = flops;
-  stage.rate = SimPlatform::current_speed(stage.lead);
+  stage.rate = stage.lead_speed;  // fresh: start_compute refreshed it
   stage.since_s = runtime_->now();
   arm_timer(stage);
 }
