@@ -38,10 +38,12 @@ void BM_SchedulerStep(benchmark::State& state) {
     (void)sched.complete(sched.schedule(0), ok, 0);
 
   std::int64_t seqs_scheduled = 0;
+  sched::ScheduledStep step;  // reused, as Replica does
+  sched::StepOutcome out;
   for (auto _ : state) {
-    sched::ScheduledStep step = sched.schedule(0);
+    sched.schedule(0, &step);
     seqs_scheduled += static_cast<std::int64_t>(step.seqs.size());
-    sched::StepOutcome out = sched.complete(step, ok, 0);
+    sched.complete(step, ok, 0, &out);
     for (Sequence* s : out.finished) {  // back to the queue: keeps the load steady
       s->num_computed = 0;
       s->num_generated = 0;
