@@ -1,5 +1,6 @@
 #include "backends/sim/platform.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
@@ -233,6 +234,74 @@ void SimPlatform::build(const PlatformOptions& opt) {
   }
   fabric->seal();
   engine_->seal_platform();
+  // One platform per process: these static signals are connected once.
+  sg4::Link::on_bandwidth_change_cb([this](const sg4::Link& l) { mark_shared(&l); });
+  sg4::Link::on_state_change_cb([this](const sg4::Link& l) { mark_shared(&l); });
+  watchers_.resize(gpus_.size());
+  auto watched = [this](const sg4::Host& h) -> const std::vector<HostWatcher*>* {
+    auto* info = h.get_data<HostInfo>();
+    if (info == nullptr || info->device < 0) return nullptr;
+    return &watchers_[info->device];
+  };
+  sg4::Host::on_speed_change_cb([this, watched](const sg4::Host& h) {
+    if (auto* ws = watched(h))
+      for (HostWatcher* w : std::vector<HostWatcher*>(*ws))
+        w->on_host_speed_change(gpus_[h.get_data<HostInfo>()->device]);
+  });
+  sg4::Host::on_state_change_cb([this, watched](const sg4::Host& h) {
+    if (auto* ws = watched(h))
+      for (HostWatcher* w : std::vector<HostWatcher*>(*ws))
+        w->on_host_state_change(gpus_[h.get_data<HostInfo>()->device]);
+  });
+}
+
+void SimPlatform::watch_host(DeviceId d, HostWatcher* w) {
+  watchers_.at(d).push_back(w);
+}
+
+void SimPlatform::unwatch_host(DeviceId d, HostWatcher* w) {
+  auto& v = watchers_.at(d);
+  v.erase(std::remove(v.begin(), v.end(), w), v.end());
+}
+
+void SimPlatform::claim_links(int slot, const std::vector<sg4::Link*>& links) {
+  for (const sg4::Link* l : links) link_claims_[l].slots.push_back(slot);
+  ++claims_version_;
+}
+
+void SimPlatform::release_links(int slot, const std::vector<sg4::Link*>& links) {
+  for (const sg4::Link* l : links) {
+    auto it = link_claims_.find(l);
+    if (it == link_claims_.end()) continue;
+    auto& v = it->second.slots;
+    auto pos = std::find(v.begin(), v.end(), slot);
+    if (pos != v.end()) v.erase(pos);
+  }
+  ++claims_version_;
+}
+
+bool SimPlatform::exclusive_to(int slot, const std::vector<sg4::Link*>& links) const {
+  if (all_shared_) return false;
+  for (const sg4::Link* l : links) {
+    auto it = link_claims_.find(l);
+    if (it == link_claims_.end() || it->second.changed) return false;
+    for (int s : it->second.slots)
+      if (s != slot) return false;
+  }
+  return true;
+}
+
+void SimPlatform::mark_shared(const sg4::Link* l) {
+  LinkClaims& c = link_claims_[l];
+  if (c.changed) return;
+  c.changed = true;
+  ++claims_version_;
+}
+
+void SimPlatform::mark_all_shared() {
+  if (all_shared_) return;
+  all_shared_ = true;
+  ++claims_version_;
 }
 
 void SimPlatform::run() {

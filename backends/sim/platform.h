@@ -18,8 +18,10 @@
 // stay valid for the life of the process.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -50,6 +52,14 @@ inline constexpr PathFactors kPathFactors{};
 // The bandwidth and latency factors applied to an inter-node flow under `s`.
 double inter_node_bandwidth_factor(const plan::NetworkSettings& s);
 double inter_node_latency_factor(const plan::NetworkSettings& s);
+
+// Told when a GPU host's speed (pstate, speed profile) or state changes. See watch_host().
+class HostWatcher {
+ public:
+  virtual ~HostWatcher() = default;
+  virtual void on_host_speed_change(simgrid::s4u::Host* h) = 0;
+  virtual void on_host_state_change(simgrid::s4u::Host* h) = 0;
+};
 
 struct PlatformOptions {
   // Extra SimGrid arguments ("--cfg=name:value"), appended to the defaults.
@@ -102,6 +112,26 @@ class SimPlatform {
   // empty when the whole path is up.
   std::string first_failed_element(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
 
+  // Link claims, for analytic shortcuts on links that only one flow can ever use.
+  // A flow slot (a stream of flows that never overlap each other, e.g. one stage's PP sends)
+  // gets an id from new_flow_slot() and claims the links of its route. A link is exclusive
+  // to a slot while no other slot claimed it, its bandwidth never changed and it never went
+  // off (Link::on_bandwidth_change / on_state_change mark it shared for good: faults and
+  // drift need the flow model). mark_all_shared() gives up exclusivity everywhere (for
+  // components whose flows cannot be claimed up front, e.g. SimFabric). claims_version()
+  // changes whenever any of this changes, so users can cache their verdicts.
+  int new_flow_slot() { return next_flow_slot_++; }
+  // Host watchers: `w` hears of speed and state changes of GPU `d` (synchronously, from
+  // inside the call that changed it) until unwatch_host().
+  void watch_host(DeviceId d, HostWatcher* w);
+  void unwatch_host(DeviceId d, HostWatcher* w);
+  void claim_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
+  void release_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
+  bool exclusive_to(int slot, const std::vector<simgrid::s4u::Link*>& links) const;
+  void mark_shared(const simgrid::s4u::Link* l);
+  void mark_all_shared();
+  std::uint64_t claims_version() const { return claims_version_; }
+
  private:
   explicit SimPlatform(const plan::Topology& t);
   void build(const PlatformOptions& opt);
@@ -114,9 +144,18 @@ class SimPlatform {
   std::vector<simgrid::s4u::SplitDuplexLink*> pcies_;
   simgrid::s4u::Host* storage_ = nullptr;
   simgrid::s4u::Link* storage_link_ = nullptr;
-  std::vector<HostInfo> host_infos_;  // sized once; hosts point into it
+  std::vector<HostInfo> host_infos_;                 // sized once; hosts point into it
+  std::vector<std::vector<HostWatcher*>> watchers_;  // per GPU
   double nominal_speed_ = 0;
   std::string fat_tree_desc_;
+  struct LinkClaims {
+    std::vector<int> slots;  // one entry per claim
+    bool changed = false;    // bandwidth or state changed at least once
+  };
+  std::unordered_map<const simgrid::s4u::Link*, LinkClaims> link_claims_;
+  bool all_shared_ = false;
+  int next_flow_slot_ = 0;
+  std::uint64_t claims_version_ = 0;
 };
 
 // Fat-tree parameters for `leaves` leaves when the FabricSpec gives none: one level up to

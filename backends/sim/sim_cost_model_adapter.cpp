@@ -8,6 +8,7 @@ SimCostFns cost_fns_from(const perf::CostModel& m) {
   SimCostFns f;
   const perf::CostModel* cm = &m;
   f.step = [cm](const BatchShape& b) { return cm->step(b); };
+  f.step_into = [cm](const BatchShape& b, perf::StepCost* out) { cm->step(b, out); };
   f.allreduce_s = [cm](double bytes, int p, double bw, double lat) {
     return cm->allreduce_time_s(bytes, p, bw, lat);
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "backends/sim/activity_dispatch.h"
@@ -31,6 +32,18 @@ struct SimExecutor::Step final : CompletionTarget {
   void on_activity_end(const sg4::Activity& a, bool ok) override { ex->on_end(this, a, ok); }
 };
 
+namespace {
+// Payload of each ring flow of a flow-modelled all-reduce, and of a PP send flow (whole bytes,
+// as the flows carry them).
+double ring_flow_bytes(const perf::StageCost& c, int p) {
+  return static_cast<double>(
+      static_cast<uint64_t>(2.0 * (p - 1) / p * c.allreduce_bytes * c.allreduces));
+}
+double send_flow_bytes(const perf::StageCost& c) {
+  return static_cast<double>(static_cast<uint64_t>(c.send_bytes));
+}
+}  // namespace
+
 SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> step) {
   SimCostFns f;
   f.step = std::move(step);
@@ -55,6 +68,7 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
   stages_.resize(dev.size());
   for (size_t s = 0; s < dev.size(); ++s) {
     Stage& st = stages_[s];
+    st.index = static_cast<int>(s);
     for (DeviceId d : dev[s]) st.hosts.push_back(platform_->host_of(d));
     st.lead = st.hosts.at(0);
     const int node = topo.node_of(dev[s][0]);
@@ -64,10 +78,64 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
       st.next_lead = platform_->host_of(dev[s + 1].at(0));
       st.send_intra_node = topo.node_of(dev[s + 1][0]) == node;
     }
+    const int p = static_cast<int>(st.hosts.size());
+    st.ring_flows = p > 1 && !(st.tp_intra_node && options_.analytic_intra_node_collectives);
+    st.send_flow = st.next_lead != nullptr &&
+                   !(st.send_intra_node && options_.analytic_intra_node_collectives);
+    if (st.ring_flows)
+      for (int i = 0; i < p; ++i) st.ring.push_back(make_path(st.hosts[i], st.hosts[(i + 1) % p]));
+    if (st.send_flow) st.send = make_path(st.lead, st.next_lead);
+  }
+  for (const auto& d : dev)
+    for (DeviceId g : d) platform_->watch_host(g, this);
+}
+
+SimExecutor::~SimExecutor() {
+  for (const auto& d : placement_.devices)
+    for (DeviceId g : d) platform_->unwatch_host(g, this);
+  for (Stage& st : stages_) {
+    if (st.timer != nullptr) st.timer->remove();
+    st.timer = nullptr;
+    for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
+    if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
 }
 
-SimExecutor::~SimExecutor() = default;
+SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
+  FlowPath f;
+  f.slot = platform_->new_flow_slot();
+  f.links = platform_->route(src, dst);
+  platform_->claim_links(f.slot, f.links);
+  const bool inter = src->get_data<HostInfo>()->node != dst->get_data<HostInfo>()->node;
+  const auto& settings = platform_->topology().settings;
+  const double bwf = inter ? inter_node_bandwidth_factor(settings) : 1.0;
+  const double latf = inter ? inter_node_latency_factor(settings) : 1.0;
+  double min_bw = std::numeric_limits<double>::infinity();
+  for (const sg4::Link* l : f.links) min_bw = std::min(min_bw, l->get_bandwidth());
+  f.latency_s = platform_->route_latency(src, dst) * latf;
+  // A factor above 1 would be capped by the links: keep such flows simulated (rate 0).
+  f.rate_Bps = bwf <= 1.0 && !f.links.empty() ? min_bw * bwf : 0.0;
+  return f;
+}
+
+void SimExecutor::refresh_exclusive() {
+  claims_seen_ = platform_->claims_version();
+  auto exclusive = [&](const FlowPath& f) {
+    return options_.exclusive_links_analytic && f.rate_Bps > 0 &&
+           platform_->exclusive_to(f.slot, f.links);
+  };
+  for (Stage& st : stages_) {
+    st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);
+    st.send_analytic = st.send_flow && exclusive(st.send);
+  }
+}
+
+double SimExecutor::ring_analytic_s(const Stage& stage, double bytes_per_flow) const {
+  // The flows run side by side, each alone on its links: the phase lasts the slowest.
+  double t = 0;
+  for (const FlowPath& f : stage.ring) t = std::max(t, f.latency_s + bytes_per_flow / f.rate_Bps);
+  return t;
+}
 
 SimExecutor::Step* SimExecutor::acquire() {
   if (free_steps_.empty()) {
@@ -87,8 +155,12 @@ void SimExecutor::release(Step* st) {
 
 void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResult&)> done) {
   Step* st = acquire();
+  if (platform_->claims_version() != claims_seen_) refresh_exclusive();
   st->step_id = step.step_id;
-  st->cost = costs_.step(step.shape);
+  if (costs_.step_into)
+    costs_.step_into(step.shape, &st->cost);
+  else
+    st->cost = costs_.step(step.shape);
   st->done = std::move(done);
   st->stage = 0;
   st->pending = 0;
@@ -128,7 +200,7 @@ void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host*
 
 void SimExecutor::start_compute(Step* st) {
   st->phase = Step::Phase::kCompute;
-  const Stage& stage = stages_[st->stage];
+  Stage& stage = stages_[st->stage];
   static const perf::StageCost kNone;
   const perf::StageCost& c =
       st->stage < static_cast<int>(st->cost.stages.size()) ? st->cost.stages[st->stage] : kNone;
@@ -143,30 +215,40 @@ void SimExecutor::start_compute(Step* st) {
     } else {
       const plan::LinkSpec& l = stage.tp_intra_node ? nvlink_ : nic;
       analytic_s += c.allreduces * costs_.allreduce_s(0, tp, l.bandwidth_Bps, l.latency_s);
+      if (stage.ring_analytic && c.allreduce_bytes > 0)
+        analytic_s += ring_analytic_s(stage, ring_flow_bytes(c, tp));
     }
   }
   if (stage.next_lead != nullptr && c.send_bytes > 0) {
-    if (stage.send_intra_node && options_.analytic_intra_node_collectives)
+    if (stage.send_intra_node && options_.analytic_intra_node_collectives) {
       analytic_s += costs_.send_s(c.send_bytes, nvlink_.bandwidth_Bps, nvlink_.latency_s);
-    else
+    } else {
       analytic_s += costs_.send_s(0, 1.0, 0.0);
+      if (stage.send_analytic)
+        analytic_s += stage.send.latency_s + send_flow_bytes(c) / stage.send.rate_Bps;
+    }
   }
 
-  for (sg4::Host* h : stage.hosts) {
-    if (!h->is_on()) {
-      fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
-                               std::to_string(placement_.replica) + ", step " +
-                               std::to_string(st->step_id) + ", stage " +
-                               std::to_string(st->stage) + ")"));
-      return;
-    }
+  if (!stage.hosts_known) refresh_hosts(stage);
+  if (sg4::Host* h = stage.down) {
+    fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
+                             std::to_string(placement_.replica) + ", step " +
+                             std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) +
+                             ")"));
+    return;
   }
   const double nominal = platform_->nominal_speed();
   if (options_.aggregate_stage_execs) {
-    double slowest = std::numeric_limits<double>::infinity();
-    for (sg4::Host* h : stage.hosts) slowest = std::min(slowest, SimPlatform::current_speed(h));
-    const double lead = SimPlatform::current_speed(stage.lead);
+    const double slowest = stage.slowest_speed;
+    const double lead = stage.lead_speed;
     const double flops = c.compute_s * nominal * (lead / slowest) + analytic_s * lead;
+    const bool flows_follow =
+        (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
+        (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
+    if (options_.timer_stages && !flows_follow) {
+      start_timer(stage, st, std::max(0.0, flops));
+      return;
+    }
     track(st, sg4::Exec::init()->set_host(stage.lead)->set_flops_amount(std::max(0.0, flops)),
           stage.lead, nullptr);
   } else {
@@ -177,17 +259,93 @@ void SimExecutor::start_compute(Step* st) {
   }
 }
 
+void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
+  ++activities_started_;
+  stage.timed = st;
+  stage.remaining_flops = flops;
+  stage.rate = stage.lead_speed;  // fresh: start_compute refreshed it
+  stage.since_s = runtime_->now();
+  arm_timer(stage);
+}
+
+void SimExecutor::arm_timer(Stage& stage) {
+  if (stage.timer != nullptr) stage.timer->remove();
+  stage.timer = nullptr;
+  if (stage.rate <= 0) return;  // stalled until the speed changes, like an Exec
+  Stage* sp = &stage;
+  stage.timer = simgrid::kernel::timer::Timer::set(
+      stage.since_s + stage.remaining_flops / stage.rate, [this, sp] { on_timer(*sp); });
+}
+
+void SimExecutor::on_timer(Stage& stage) {
+  stage.timer = nullptr;  // SimGrid deletes a fired timer
+  Step* st = stage.timed;
+  stage.timed = nullptr;
+  if (st != nullptr) phase_done(st);
+}
+
+void SimExecutor::refresh_hosts(Stage& stage) {
+  stage.down = nullptr;
+  for (sg4::Host* h : stage.hosts)
+    if (!h->is_on()) {
+      stage.down = h;
+      break;
+    }
+  stage.slowest_speed = std::numeric_limits<double>::infinity();
+  for (sg4::Host* h : stage.hosts)
+    stage.slowest_speed = std::min(stage.slowest_speed, SimPlatform::current_speed(h));
+  stage.lead_speed = SimPlatform::current_speed(stage.lead);
+  stage.hosts_known = true;
+}
+
+void SimExecutor::forget_hosts(sg4::Host* h) {
+  for (Stage& stage : stages_)
+    if (std::find(stage.hosts.begin(), stage.hosts.end(), h) != stage.hosts.end())
+      stage.hosts_known = false;
+}
+
+void SimExecutor::on_host_speed_change(sg4::Host* h) {
+  forget_hosts(h);
+  // Re-time the stages computing on h: the work done so far at the old rate, the rest at the
+  // new one (what SimGrid does to an Exec).
+  const double now = runtime_->now();
+  for (Stage& stage : stages_) {
+    if (stage.lead != h || stage.timed == nullptr) continue;
+    stage.remaining_flops =
+        std::max(0.0, stage.remaining_flops - (now - stage.since_s) * stage.rate);
+    stage.since_s = now;
+    stage.rate = SimPlatform::current_speed(h);
+    arm_timer(stage);
+  }
+}
+
+void SimExecutor::on_host_state_change(sg4::Host* h) {
+  forget_hosts(h);
+  if (h->is_on()) return;
+  for (Stage& stage : stages_) {
+    if (stage.lead != h || stage.timed == nullptr) continue;
+    if (stage.timer != nullptr) stage.timer->remove();
+    stage.timer = nullptr;
+    Step* st = stage.timed;
+    stage.timed = nullptr;
+    // As a failed Exec on the lead GPU: reported on the loop, at this instant.
+    fail_now(st, unavailable("sim: " + h->get_name() + " failed (replica " +
+                             std::to_string(placement_.replica) + ", step " +
+                             std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) +
+                             ")"));
+  }
+}
+
 void SimExecutor::start_allreduce(Step* st) {
   st->phase = Step::Phase::kAllreduce;
   const Stage& stage = stages_[st->stage];
   const perf::StageCost& c = st->cost.stages[st->stage];
   const int p = static_cast<int>(stage.hosts.size());
-  const double bytes = 2.0 * (p - 1) / p * c.allreduce_bytes * c.allreduces;
+  const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, p));
   for (int i = 0; i < p; ++i) {
     sg4::Host* src = stage.hosts[i];
     sg4::Host* dst = stage.hosts[(i + 1) % p];
-    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(bytes)), src,
-          dst);
+    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(bytes), src, dst);
   }
 }
 
@@ -197,7 +355,7 @@ void SimExecutor::start_send(Step* st) {
   const perf::StageCost& c = st->cost.stages[st->stage];
   track(st,
         sg4::Comm::sendto_init(stage.lead, stage.next_lead)
-            ->set_payload_size(static_cast<uint64_t>(c.send_bytes)),
+            ->set_payload_size(static_cast<uint64_t>(send_flow_bytes(c))),
         stage.lead, stage.next_lead);
 }
 
@@ -237,11 +395,10 @@ void SimExecutor::phase_done(Step* st) {
   const Stage& stage = stages_[st->stage];
   const perf::StageCost* c =
       st->stage < static_cast<int>(st->cost.stages.size()) ? &st->cost.stages[st->stage] : nullptr;
-  const bool flow_allreduce = c != nullptr && stage.hosts.size() > 1 && c->allreduces > 0 &&
-                              c->allreduce_bytes > 0 &&
-                              !(stage.tp_intra_node && options_.analytic_intra_node_collectives);
-  const bool flow_send = c != nullptr && stage.next_lead != nullptr && c->send_bytes > 0 &&
-                         !(stage.send_intra_node && options_.analytic_intra_node_collectives);
+  const bool flow_allreduce = c != nullptr && stage.ring_flows && !stage.ring_analytic &&
+                              c->allreduces > 0 && c->allreduce_bytes > 0;
+  const bool flow_send =
+      c != nullptr && stage.send_flow && !stage.send_analytic && c->send_bytes > 0;
   if (st->phase == Step::Phase::kCompute && flow_allreduce) return start_allreduce(st);
   if (st->phase != Step::Phase::kSend && flow_send) return start_send(st);
   stage_done(st);

@@ -11,6 +11,13 @@
 //      one flow per GPU to its ring neighbour of 2(p-1)/p x bytes x count.
 //   3. PP send flow of send_bytes from this stage's lead GPU to the next stage's lead GPU,
 //      when they are on different nodes or analytic collectives are off.
+//   With timer_stages (and aggregate_stage_execs), a stage left with only its compute Exec
+//   runs as a SimGrid timer on the lead GPU's current speed instead (re-timed on speed
+//   changes, failed when the lead GPU goes off, like the Exec); it counts as an activity.
+//   With exclusive_links_analytic, a flow of 2. or 3. whose route no other flow of the
+//   simulation can use (SimPlatform link claims; links whose bandwidth or state never
+//   changed) is costed as a lone flow on that route (latency x factor + bytes / (min
+//   bandwidth x factor)) and rides on the compute Exec like the analytic terms above.
 // Each stage runs one step at a time; steps wait in a FIFO per stage, so stage s of step k+1
 // overlaps stage s+1 of step k (max_inflight() = pipeline depth). StepResult: start_s = when
 // stage 0 began, end_s = when the last stage ended, stage_busy_s = time each stage spent on
@@ -23,6 +30,7 @@
 
 #include <simgrid/forward.h>
 
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -34,11 +42,17 @@
 #include "engine/plan/parallel_plan.h"
 #include "engine/runtime.h"
 
+namespace simgrid::kernel::timer {
+class Timer;
+}
+
 namespace prima::sim {
 
 // The cost functions the executor needs (a CostModel, or fixed costs in tests).
 struct SimCostFns {
   std::function<perf::StepCost(const BatchShape&)> step;
+  // Optional: the same into *out, reusing its storage (used instead of step when set).
+  std::function<void(const BatchShape&, perf::StepCost*)> step_into;
   // Ring all-reduce time of `bytes` over p ranks on links of (bw, lat); with bytes = 0 it is
   // the latency term only. Default: 2(p-1)/p x bytes / bw + 2(p-1) x lat.
   std::function<double(double bytes, int p, double bw_Bps, double lat_s)> allreduce_s;
@@ -52,7 +66,7 @@ SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> ste
 // sim_cost_model_adapter.cpp.
 SimCostFns cost_fns_from(const perf::CostModel& m);
 
-class SimExecutor : public Executor {
+class SimExecutor : public Executor, private HostWatcher {
  public:
   SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaPlacement placement,
               SimCostFns costs, SimOptions options = {});
@@ -68,15 +82,54 @@ class SimExecutor : public Executor {
 
  private:
   struct Step;
+  // A stream of flows between two GPUs that never overlap each other (one ring position of a
+  // stage's TP all-reduce, or a stage's PP send), with what a lone flow on its route costs.
+  struct FlowPath {
+    int slot = -1;  // SimPlatform flow slot
+    std::vector<simgrid::s4u::Link*> links;
+    double latency_s = 0;  // route latency x latency factor
+    double rate_Bps = 0;   // lone-flow rate: min bandwidth x bandwidth factor
+  };
   struct Stage {
+    int index = 0;
     std::vector<simgrid::s4u::Host*> hosts;  // TP ranks
     simgrid::s4u::Host* lead = nullptr;
     simgrid::s4u::Host* next_lead = nullptr;  // null for the last stage
     bool tp_intra_node = true;
     bool send_intra_node = true;
+    bool ring_flows = false;     // TP all-reduce modelled by flows (ring paths below)
+    bool send_flow = false;      // PP send modelled by a flow (send path below)
+    bool ring_analytic = false;  // ... but every ring path is exclusive: costed analytically
+    bool send_analytic = false;  // ... but the send path is exclusive: costed analytically
+    std::vector<FlowPath> ring;  // flow i: hosts[i] -> hosts[(i + 1) % p]
+    FlowPath send;
     bool busy = false;
     std::deque<Step*> waiting;
+    // Timer stage (SimOptions::timer_stages): the step computing, its remaining flops as of
+    // `since_s` at `rate` flop/s (the lead's current speed), and the pending timer.
+    Step* timed = nullptr;
+    double remaining_flops = 0;
+    double rate = 0;
+    double since_s = 0;
+    simgrid::kernel::timer::Timer* timer = nullptr;
+    // The stage's GPUs as of the last speed or state change (host watchers keep it fresh):
+    // the first GPU that is off, the lead's speed and the slowest speed.
+    bool hosts_known = false;
+    simgrid::s4u::Host* down = nullptr;
+    double lead_speed = 0;
+    double slowest_speed = 0;
   };
+  void refresh_hosts(Stage& stage);
+  void forget_hosts(simgrid::s4u::Host* h);
+  void start_timer(Stage& stage, Step* st, double flops);
+  void arm_timer(Stage& stage);
+  void on_timer(Stage& stage);
+  void on_host_speed_change(simgrid::s4u::Host* h) override;
+  void on_host_state_change(simgrid::s4u::Host* h) override;
+  FlowPath make_path(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
+  // Re-decides ring_analytic / send_analytic when the platform's link claims changed.
+  void refresh_exclusive();
+  double ring_analytic_s(const Stage& stage, double bytes_per_flow) const;
 
   void start_stage(Step* st);
   void start_compute(Step* st);
@@ -102,6 +155,7 @@ class SimExecutor : public Executor {
   std::vector<std::unique_ptr<Step>> all_steps_;
   std::vector<Step*> free_steps_;
   std::uint64_t activities_started_ = 0;
+  std::uint64_t claims_seen_ = ~std::uint64_t{0};
 };
 
 }  // namespace prima::sim

@@ -18,7 +18,10 @@ struct SimFabric::Transfer final : CompletionTarget {
 };
 
 SimFabric::SimFabric(SimPlatform* platform, Runtime* runtime)
-    : platform_(platform), runtime_(runtime) {}
+    : platform_(platform), runtime_(runtime) {
+  // Transfers go anywhere and are not claimed up front: no link is exclusive to a flow slot.
+  platform_->mark_all_shared();
+}
 
 SimFabric::~SimFabric() = default;
 

@@ -2,6 +2,7 @@
 // flows (Comm::sendto) between GPU hosts, contending with every other flow on shared links.
 // done(ok) on completion; done(unavailable naming the host or link that is down) on failure.
 // A transfer to the same device completes at once (on the loop, not inside transfer()).
+// Creating one turns off the executors' exclusive-link shortcut (SimPlatform::mark_all_shared).
 //
 // Thread-safety: simulation loop only. Ownership: borrows the platform and runtime (they must
 // outlive it); owns in-flight transfer records, which must complete before it is destroyed.

@@ -11,6 +11,20 @@ struct SimOptions {
   // TP all-reduces that stay inside one node are costed analytically (no flows) when the
   // replica is the only user of those NVLink links.
   bool analytic_intra_node_collectives = true;
+  // Flows (inter-node TP all-reduces, PP sends) whose links no other flow of the simulation
+  // can use are costed as a lone flow (same time as the flow: it gets the full bandwidth)
+  // and ride on the compute Exec, with no flow activity. Exclusivity comes from the links
+  // every executor claims (SimPlatform::claim_links); a link whose bandwidth or state changes
+  // (drift, faults) stops being exclusive from then on, so faults on such links turn the
+  // shortcut off there (a step already running keeps its analytic time). Components whose
+  // flows are not claimed (SimFabric) turn it off everywhere.
+  bool exclusive_links_analytic = true;
+  // With aggregate_stage_execs: a stage whose work is all on its lead GPU (no flows left)
+  // runs as a SimGrid timer instead of an Exec: flops / current speed of the lead GPU,
+  // re-timed when its speed changes (pstate, speed profile) and failed when it goes off,
+  // as the Exec would be. Same timing; far cheaper than an Exec. Assumes nothing else
+  // computes on the lead GPU (replicas' GPUs are disjoint).
+  bool timer_stages = true;
 };
 
 }  // namespace prima::sim

@@ -1,8 +1,9 @@
 #include "backends/sim/simulation.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "backends/sim/platform.h"
 #include "backends/sim/sim_executor.h"
@@ -18,7 +19,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using OJson = nlohmann::ordered_json;
 
-double gb(double bytes) { return bytes / 1e9; }
+double gb(double bytes) {
+  return bytes / 1e9;
+}
 
 SimOptions parse_sim_options(const config::Scenario& sc) {
   SimOptions o;
@@ -26,6 +29,8 @@ SimOptions parse_sim_options(const config::Scenario& sc) {
   o.aggregate_stage_execs = r.boolean("aggregate_stage_execs", o.aggregate_stage_execs);
   o.analytic_intra_node_collectives =
       r.boolean("analytic_intra_node_collectives", o.analytic_intra_node_collectives);
+  o.exclusive_links_analytic = r.boolean("exclusive_links_analytic", o.exclusive_links_analytic);
+  o.timer_stages = r.boolean("timer_stages", o.timer_stages);
   r.finish();
   return o;
 }
@@ -48,8 +53,8 @@ OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int
   double usage_peak = 0;
   for (const auto& r : eng.replicas()) {
     peak_blocks = std::max(peak_blocks, r->kv().peak_used_blocks());
-    usage_peak = std::max(usage_peak, double(r->kv().peak_used_blocks()) /
-                                          std::max(1, r->kv().num_blocks()));
+    usage_peak = std::max(usage_peak,
+                          double(r->kv().peak_used_blocks()) / std::max(1, r->kv().num_blocks()));
   }
   j["kv_cache"] = OJson{{"block_size", sc.scheduler.block_size},
                         {"blocks_per_replica", kv_blocks},
@@ -68,7 +73,8 @@ OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int
 
 Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc) {
   auto placed = plan::place(sc.plan, sc.topology);
-  if (!placed.ok()) return invalid_argument(sc.file + ": /deployment: " + placed.status().message());
+  if (!placed.ok())
+    return invalid_argument(sc.file + ": /deployment: " + placed.status().message());
   auto fit = plan::check_plan(sc.model, sc.quantization, sc.topology, sc.plan, sc.memory,
                               sc.scheduler.max_num_batched_tokens, sc.max_model_len);
   if (!fit.ok()) return invalid_argument(sc.file + ": /deployment: " + fit.status().message());
@@ -76,8 +82,7 @@ Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc) {
   return fit;
 }
 
-Result<SimulationOutput> run_simulation(const config::Scenario& sc,
-                                        const SimulationOptions& opts) {
+Result<SimulationOutput> run_simulation(const config::Scenario& sc, const SimulationOptions& opts) {
   const auto wall_start = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
 

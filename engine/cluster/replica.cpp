@@ -41,8 +41,14 @@ void Replica::request_kick() {
 
 void Replica::kick() {
   while (inflight_ < exec_->max_inflight()) {
-    auto step = std::make_shared<sched::ScheduledStep>(sched_.schedule(rt_->now()));
+    if (free_steps_.empty()) {
+      all_steps_.push_back(std::make_unique<sched::ScheduledStep>());
+      free_steps_.push_back(all_steps_.back().get());
+    }
+    sched::ScheduledStep* step = free_steps_.back();
+    sched_.schedule(rt_->now(), step);
     if (step->empty()) return;
+    free_steps_.pop_back();
     step->plan.replica = id_;
     ++inflight_;
     ++steps_;
@@ -50,9 +56,10 @@ void Replica::kick() {
   }
 }
 
-void Replica::on_step_done(const std::shared_ptr<sched::ScheduledStep>& step, const StepResult& r) {
+void Replica::on_step_done(sched::ScheduledStep* step, const StepResult& r) {
   --inflight_;
-  sched::StepOutcome out = sched_.complete(*step, r, rt_->now());
+  sched::StepOutcome& out = outcome_;
+  sched_.complete(*step, r, rt_->now(), &out);
   for (const Sequence* s : out.finished) outstanding_tokens_ -= s->max_tokens();
   for (const Sequence* s : out.failed) outstanding_tokens_ -= s->max_tokens();
   if (events_ && events_->on_step) events_->on_step(id_, *step, r);
@@ -64,6 +71,7 @@ void Replica::on_step_done(const std::shared_ptr<sched::ScheduledStep>& step, co
     for (Sequence* s : out.failed)
       if (events_->on_failed) events_->on_failed(s);
   }
+  free_steps_.push_back(step);
   kick();
 }
 

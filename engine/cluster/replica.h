@@ -50,7 +50,7 @@ class Replica {
  private:
   void request_kick();
   void kick();
-  void on_step_done(const std::shared_ptr<sched::ScheduledStep>& step, const StepResult& r);
+  void on_step_done(sched::ScheduledStep* step, const StepResult& r);
 
   ReplicaId id_;
   int gpus_;
@@ -63,6 +63,10 @@ class Replica {
   bool kick_pending_ = false;
   std::int64_t outstanding_tokens_ = 0;
   std::int64_t steps_ = 0;
+  // Steps in flight are owned by all_steps_; finished ones are reused (no allocation per step).
+  std::vector<std::unique_ptr<sched::ScheduledStep>> all_steps_;
+  std::vector<sched::ScheduledStep*> free_steps_;
+  sched::StepOutcome outcome_;  // reused by on_step_done (used before it kicks again)
 };
 
 }  // namespace prima::cluster

@@ -68,9 +68,16 @@ std::int64_t Recorder::count(Outcome o) const {
   return 0;
 }
 
+double& Recorder::busy_bin(std::int64_t sec) {
+  if (sec < busy_base_) return busy_dropped_;  // dropped already: never read again
+  const auto i = static_cast<std::size_t>(sec - busy_base_);
+  if (i >= busy_by_second_.size()) busy_by_second_.resize(i + 1, 0.0);
+  return busy_by_second_[i];
+}
+
 void Recorder::add_busy(Time start, Time end, double gpu_seconds) {
   if (end <= start) {
-    busy_by_second_[static_cast<std::int64_t>(std::floor(end))] += gpu_seconds;
+    busy_bin(static_cast<std::int64_t>(std::floor(end))) += gpu_seconds;
     return;
   }
   // Spread the busy time uniformly over [start, end], split at whole seconds.
@@ -79,7 +86,7 @@ void Recorder::add_busy(Time start, Time end, double gpu_seconds) {
   while (t < end) {
     double sec = std::floor(t);
     double stop = std::min(end, sec + 1.0);
-    busy_by_second_[static_cast<std::int64_t>(sec)] += rate * (stop - t);
+    busy_bin(static_cast<std::int64_t>(sec)) += rate * (stop - t);
     t = stop;
   }
 }
@@ -102,12 +109,19 @@ void Recorder::sample(Time t, int running, int waiting, int replicas_up, double 
   row.replicas_up = replicas_up;
   row.kv_usage = kv_usage;
   const auto sec = static_cast<std::int64_t>(std::llround(t)) - 1;
-  auto it = busy_by_second_.find(sec);
-  if (it != busy_by_second_.end()) {
-    row.gpu_utilization = gpus_ > 0 ? std::min(1.0, it->second / gpus_) : 0;
+  if (sec >= busy_base_ && sec - busy_base_ < std::int64_t(busy_by_second_.size())) {
+    const double busy = busy_by_second_[static_cast<std::size_t>(sec - busy_base_)];
+    row.gpu_utilization = gpus_ > 0 ? std::min(1.0, busy / gpus_) : 0;
   }
   // Busy time of steps that finish later is binned when they finish; drop old bins.
-  busy_by_second_.erase(busy_by_second_.begin(), busy_by_second_.upper_bound(sec - 600));
+  while (busy_base_ <= sec - 600) {
+    if (!busy_by_second_.empty()) busy_by_second_.pop_front();
+    ++busy_base_;
+    if (busy_by_second_.empty()) {
+      busy_base_ = std::max(busy_base_, sec - 599);
+      break;
+    }
+  }
   if (!window_e2e_.empty()) {
     std::sort(window_e2e_.begin(), window_e2e_.end());
     row.e2e_p50_s = percentile_sorted(window_e2e_, 50);

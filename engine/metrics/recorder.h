@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -87,7 +87,11 @@ class Recorder {
   // Current window accumulators.
   TimelineRow window_;
   std::vector<double> window_e2e_;
-  std::map<std::int64_t, double> busy_by_second_;  // second index -> busy GPU-seconds
+  // Busy GPU-seconds per second: busy_by_second_[i] is second busy_base_ + i.
+  double& busy_bin(std::int64_t sec);
+  std::deque<double> busy_by_second_;
+  std::int64_t busy_base_ = 0;
+  double busy_dropped_ = 0;  // sink for bins already closed and dropped
 };
 
 }  // namespace prima::metrics

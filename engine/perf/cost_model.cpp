@@ -99,10 +99,17 @@ void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
 
 StepCost CostModel::step(const BatchShape& b) const {
   StepCost out;
+  step(b, &out);
+  return out;
+}
+
+void CostModel::step(const BatchShape& b, StepCost* result) const {
+  StepCost& out = *result;
   const int pp = p_.pipeline_parallel, tp = p_.tensor_parallel;
-  out.stages.resize(pp);
+  out.stages.assign(pp, StageCost{});
   out.tensor_parallel = tp;
-  if (b.tokens() <= 0) return out;
+  out.overhead_s = 0;
+  if (b.tokens() <= 0) return;
   out.overhead_s = eff_.step_overhead_s;
   const double T = static_cast<double>(b.tokens()), h = m_.hidden;
   const int base = m_.layers / pp, extra = m_.layers % pp;
@@ -114,7 +121,9 @@ StepCost CostModel::step(const BatchShape& b) const {
     const int n = base + (s < extra ? 1 : 0);
     if (s == 0)  // embedding gather: read and write one hidden row per token
       c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
-    // Layers of one kind cost the same: cost one dense and one MoE layer, then multiply.
+    // Layers of one kind cost the same: cost one dense and one MoE layer, then add them up
+    // layer by layer (in registers: same sums, same rounding, as adding into c).
+    double compute_s = c.compute_s, flops = c.flops, hbm_bytes = c.hbm_bytes;
     for (int l = first; l < first + n; ++l) {
       const bool dense = m_.is_dense_layer(l);
       StageCost& one = dense ? dense_layer : moe_layer;
@@ -123,10 +132,13 @@ StepCost CostModel::step(const BatchShape& b) const {
         add_layer(l, b, &one);
         known = true;
       }
-      c.compute_s += one.compute_s;
-      c.flops += one.flops;
-      c.hbm_bytes += one.hbm_bytes;
+      compute_s += one.compute_s;
+      flops += one.flops;
+      hbm_bytes += one.hbm_bytes;
     }
+    c.compute_s = compute_s;
+    c.flops = flops;
+    c.hbm_bytes = hbm_bytes;
     first += n;
     if (tp > 1) {
       c.allreduces = 2 * n;
@@ -145,7 +157,6 @@ StepCost CostModel::step(const BatchShape& b) const {
       }
     }
   }
-  return out;
 }
 
 double CostModel::allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const {

@@ -41,6 +41,8 @@ class CostModel {
             Efficiency eff, double kv_bytes_per_element = 2);
 
   StepCost step(const BatchShape& b) const;
+  // The same into *out, reusing its storage (no allocation once warm).
+  void step(const BatchShape& b, StepCost* out) const;
 
   // Ring all-reduce of `bytes` over p ranks on links of bandwidth bw (each way) and latency
   // lat: 2(p-1)/p * bytes / (bw * eff) + 2(p-1) * (lat + eff.allreduce_latency_s).

@@ -51,6 +51,13 @@ Sequence* Scheduler::pick_victim(const std::vector<Sequence*>& batch, Sequence* 
 
 ScheduledStep Scheduler::schedule(Time now) {
   ScheduledStep step;
+  schedule(now, &step);
+  return step;
+}
+
+void Scheduler::schedule(Time now, ScheduledStep* out) {
+  ScheduledStep& step = *out;
+  step.clear();
   int budget = opts_.max_num_batched_tokens;
   const int seq_cap = opts_.max_seqs_per_step > 0 ? opts_.max_seqs_per_step : opts_.max_num_seqs;
 
@@ -118,11 +125,21 @@ ScheduledStep Scheduler::schedule(Time now) {
   if (!step.empty()) {
     step.plan.step_id = next_step_++;
   }
-  return step;
 }
 
 StepOutcome Scheduler::complete(const ScheduledStep& step, const StepResult& result, Time now) {
   StepOutcome out;
+  complete(step, result, now, &out);
+  return out;
+}
+
+void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Time now,
+                         StepOutcome* outcome) {
+  StepOutcome& out = *outcome;
+  out.clear();
+  // Sequences leaving running_ are marked (running = false) and compacted out once at the
+  // end, keeping the others in admission order.
+  bool left = false;
   for (std::size_t i = 0; i < step.seqs.size(); ++i) {
     Sequence* s = step.seqs[i];
     const SeqWork& w = step.plan.seqs[i];
@@ -132,8 +149,7 @@ StepOutcome Scheduler::complete(const ScheduledStep& step, const StepResult& res
       s->step_failures++;
       kv_->release(*s);
       s->num_computed = 0;
-      auto it = std::find(running_.begin(), running_.end(), s);
-      if (it != running_.end()) running_.erase(it);
+      left = left || s->running;
       s->running = false;
       if (s->step_failures > opts_.max_step_retries) {
         s->reason = "step failed " + std::to_string(s->step_failures) +
@@ -152,12 +168,12 @@ StepOutcome Scheduler::complete(const ScheduledStep& step, const StepResult& res
     out.produced_token.push_back(s);
     if (s->num_generated >= s->req.max_output_tokens) {
       kv_->release(*s);
-      running_.erase(std::find(running_.begin(), running_.end(), s));
+      left = true;
       s->running = false;
       out.finished.push_back(s);
     }
   }
-  return out;
+  if (left) std::erase_if(running_, [](const Sequence* s) { return !s->running; });
 }
 
 bool Scheduler::remove(Sequence* seq) {

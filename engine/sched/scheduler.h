@@ -37,6 +37,15 @@ struct ScheduledStep {
   std::vector<Sequence*> seqs;  // parallel to plan.seqs
   int preempted = 0;            // sequences preempted to make room for this step
   bool empty() const { return seqs.empty(); }
+  // Empties the step, keeping the vectors' storage for reuse.
+  void clear() {
+    plan.replica = 0;
+    plan.step_id = 0;
+    plan.seqs.clear();
+    plan.shape = BatchShape{};
+    seqs.clear();
+    preempted = 0;
+  }
 };
 
 // What one finished step did to its sequences.
@@ -44,6 +53,11 @@ struct StepOutcome {
   std::vector<Sequence*> produced_token;  // sampled a token this step
   std::vector<Sequence*> finished;        // reached their output length (blocks released)
   std::vector<Sequence*> failed;          // exhausted their step retries (blocks released)
+  void clear() {
+    produced_token.clear();
+    finished.clear();
+    failed.clear();
+  }
 };
 
 class Scheduler {
@@ -55,8 +69,12 @@ class Scheduler {
   void add(Sequence* seq);
   // Forms the next step; empty when nothing can run now.
   ScheduledStep schedule(Time now);
+  // The same into *out (cleared first; its storage is reused: no allocation once warm).
+  void schedule(Time now, ScheduledStep* out);
   // Applies a finished step. A failed step resets its sequences for recompute.
   StepOutcome complete(const ScheduledStep& step, const StepResult& result, Time now);
+  // The same into *out (cleared first; storage reused).
+  void complete(const ScheduledStep& step, const StepResult& result, Time now, StepOutcome* out);
   // Removes a sequence wherever it is (cancel); releases its blocks. False if not found.
   bool remove(Sequence* seq);
 

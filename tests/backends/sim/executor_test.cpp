@@ -91,6 +91,7 @@ TEST(SimExecutor, TensorParallelAsFlowsWhenAnalyticIsOff) {
   Harness h(1);
   SimOptions o;
   o.analytic_intra_node_collectives = false;
+  o.exclusive_links_analytic = false;  // these NVLinks carry only this ring: flows on request
   SimExecutor ex(h.platform.get(), h.rt, placement({{0, 1}}), fixed({stage(0.010, 4, 1e8)}, 0.0),
                  o);
   StepResult r = run_one(h, ex);
@@ -183,8 +184,49 @@ TEST(SimExecutor, HostOffMidStepFailsTheStep) {
   StepResult r = run_one(h, ex);
   EXPECT_FALSE(r.status.ok());
   EXPECT_EQ(r.status.code(), StatusCode::kUnavailable);
-  EXPECT_NE(r.status.message().find("gpu2"), std::string::npos) << r.status.message();
+  EXPECT_NE(r.status.message().find("gpu2 failed"), std::string::npos) << r.status.message();
   EXPECT_NEAR(r.end_s, 0.004, 1e-9);
+}
+
+// The same two with the stage as an Exec instead of a timer (timer_stages off).
+TEST(SimExecutor, ThrottlingMidStepAsExec) {
+  Harness h(1);
+  SimOptions o;
+  o.timer_stages = false;
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), fixed({stage(0.010)}, 0.0), o);
+  h.rt->at(0.005, [&] { h.platform->host_of(0)->set_pstate(5); });
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_NEAR(r.end_s, 0.005 + 0.010, 1e-9);
+}
+
+TEST(SimExecutor, HostOffMidStepFailsTheStepAsExec) {
+  Harness h(1);
+  SimOptions o;
+  o.timer_stages = false;
+  SimExecutor ex(h.platform.get(), h.rt, placement({{2, 3}}), fixed({stage(0.010)}, 0.0), o);
+  h.rt->at(0.004, [&] { h.platform->host_of(2)->turn_off(); });
+  StepResult r = run_one(h, ex);
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_NE(r.status.message().find("gpu2 failed"), std::string::npos) << r.status.message();
+  EXPECT_NEAR(r.end_s, 0.004, 1e-9);
+}
+
+// Timer stages follow several speed changes within one step.
+TEST(SimExecutor, TimerStageFollowsSpeedChanges) {
+  Harness h(1);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {1}}),
+                 fixed({stage(0.010), stage(0.010)}, 0.0));
+  h.rt->at(0.002, [&] { h.platform->host_of(0)->set_pstate(5); });  // 50%
+  h.rt->at(0.004, [&] { h.platform->host_of(0)->set_pstate(0); });  // back to 100%
+  h.rt->at(0.012, [&] { h.platform->host_of(1)->set_pstate(7); });  // 30%, stage 1
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok());
+  // Stage 0: 2 ms at full, 2 ms at half (1 ms of work), 7 ms at full: ends at 0.011.
+  // Stage 1: 1 ms at full, then 9 ms of work at 30%: 30 ms; ends at 0.042.
+  EXPECT_NEAR(r.stage_busy_s[0], 0.011, 1e-9);
+  EXPECT_NEAR(r.end_s, 0.012 + 0.009 / 0.3, 1e-9);
+  EXPECT_EQ(ex.activities_started(), 2u);
 }
 
 TEST(SimExecutor, HostAlreadyOffFailsWithoutCrashing) {
@@ -202,8 +244,10 @@ TEST(SimExecutor, HostAlreadyOffFailsWithoutCrashing) {
 
 TEST(SimExecutor, LinkOffDuringSendFailsNamingTheLink) {
   Harness h(2);
+  SimOptions o;
+  o.exclusive_links_analytic = false;  // an analytic send would not see the link go off
   SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {8}}),
-                 fixed({stage(0.010, 0, 0, 1e9), stage(0.010)}, 0.0));
+                 fixed({stage(0.010, 0, 0, 1e9), stage(0.010)}, 0.0), o);
   h.rt->at(0.020, [&] {
     h.platform->nic_of(0)->get_link_up()->turn_off();
     h.platform->nic_of(0)->get_link_down()->turn_off();
@@ -211,6 +255,82 @@ TEST(SimExecutor, LinkOffDuringSendFailsNamingTheLink) {
   StepResult r = run_one(h, ex);
   EXPECT_FALSE(r.status.ok());
   EXPECT_NE(r.status.message().find("node0_nic"), std::string::npos) << r.status.message();
+}
+
+// exclusive_links_analytic: flows whose links no other flow uses ride on the compute Exec and
+// take the lone-flow time; the flow-modelled run of the same step agrees.
+TEST(SimExecutor, ExclusiveFlowsAreAnalyticWithTheFlowTime) {
+  Harness h(2);
+  struct Case {
+    std::vector<std::vector<DeviceId>> devices;
+    std::vector<perf::StageCost> stages;
+    std::uint64_t flow_activities, analytic_activities;
+    double by_hand_s;
+  };
+  const double ring = 2 * 2 * 2e-6 + 8e-6 + 2e8 / 25e9;  // latency terms + flows both ways
+  const double send = 8e-6 + 1e8 / 25e9;
+  const std::vector<Case> cases = {
+      // TP2 across two nodes: Exec + 2 ring flows, or 1 Exec.
+      {{{0, 8}}, {stage(0.010, 2, 1e8)}, 3, 1, 0.001 + 0.010 + ring},
+      // PP2 across two nodes: Exec + send + Exec, or 2 Execs.
+      {{{0}, {8}}, {stage(0.010, 0, 0, 1e8), stage(0.020)}, 3, 2, 0.001 + 0.010 + send + 0.020},
+  };
+  for (const Case& c : cases) {
+    StepResult flows, analytic;
+    {
+      SimOptions o;
+      o.exclusive_links_analytic = false;
+      SimExecutor ex(h.platform.get(), h.rt, placement(c.devices), fixed(c.stages, 0.001), o);
+      flows = run_one(h, ex, h.rt->now());
+      EXPECT_EQ(ex.activities_started(), c.flow_activities);
+    }
+    {
+      SimExecutor ex(h.platform.get(), h.rt, placement(c.devices), fixed(c.stages, 0.001));
+      analytic = run_one(h, ex, h.rt->now());
+      EXPECT_EQ(ex.activities_started(), c.analytic_activities);
+    }
+    ASSERT_TRUE(flows.status.ok());
+    ASSERT_TRUE(analytic.status.ok());
+    EXPECT_NEAR(flows.end_s - flows.start_s, c.by_hand_s, 1e-9);
+    EXPECT_NEAR(analytic.end_s - analytic.start_s, c.by_hand_s, 1e-9);
+    for (size_t s = 0; s < c.stages.size(); ++s)
+      EXPECT_NEAR(analytic.stage_busy_s[s], flows.stage_busy_s[s], 1e-9);
+  }
+}
+
+// Two replicas whose sends leave through the same NIC: those flows share links and stay flows.
+TEST(SimExecutor, SharedLinksKeepFlows) {
+  Harness h(2);
+  auto costs = fixed({stage(0.010, 0, 0, 1e8), stage(0.010)}, 0.0);
+  SimExecutor a(h.platform.get(), h.rt, placement({{0}, {8}}), costs);
+  SimExecutor b(h.platform.get(), h.rt, placement({{1}, {9}}), costs);
+  StepResult ra, rb;
+  h.rt->at(0, [&] {
+    a.launch(StepPlan{}, [&](const StepResult& r) { ra = r; });
+    b.launch(StepPlan{}, [&](const StepResult& r) { rb = r; });
+  });
+  h.platform->run();
+  EXPECT_EQ(a.activities_started(), 3u);
+  EXPECT_EQ(b.activities_started(), 3u);
+  // Both sends share the NIC: 12.5 GB/s each.
+  EXPECT_NEAR(ra.end_s, 0.010 + 8e-6 + 1e8 / 12.5e9 + 0.010, 1e-9);
+  EXPECT_NEAR(rb.end_s, ra.end_s, 1e-9);
+}
+
+// A link whose bandwidth changes (drift, faults) is no longer exclusive: later steps use flows
+// and see the new bandwidth.
+TEST(SimExecutor, LinkChangeTurnsTheShortcutOff) {
+  Harness h(2);
+  SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {8}}),
+                 fixed({stage(0.010, 0, 0, 1e8), stage(0.010)}, 0.0));
+  StepResult r1 = run_one(h, ex);
+  EXPECT_EQ(ex.activities_started(), 2u);
+  EXPECT_NEAR(r1.end_s, 0.020 + 8e-6 + 1e8 / 25e9, 1e-9);
+  h.platform->nic_of(0)->get_link_up()->set_bandwidth(12.5e9);
+  h.platform->nic_of(0)->get_link_down()->set_bandwidth(12.5e9);
+  StepResult r2 = run_one(h, ex, h.rt->now());
+  EXPECT_EQ(ex.activities_started(), 5u);
+  EXPECT_NEAR(r2.end_s - r2.start_s, 0.020 + 8e-6 + 1e8 / 12.5e9, 1e-9);
 }
 
 }  // namespace
