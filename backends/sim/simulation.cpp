@@ -108,6 +108,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     rs.gpus = sc.plan.gpus_per_replica();
     rs.stage_gpus = sc.plan.tensor_parallel;
     rs.num_kv_blocks = kv_blocks;
+    rs.devices = pl.devices;
     setups.push_back(rs);
   }
 
@@ -205,6 +206,10 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   in.gpu_hbm_bytes = sc.topology.gpu.hbm_bytes;
   in.wall_seconds = out.wall_seconds;
   in.extra = extra_sections(sc, fit, kv_blocks, engine);
+  for (const auto& pl : placements)
+    for (std::size_t s = 0; s < pl.devices.size(); ++s)
+      for (DeviceId d : pl.devices[s])
+        in.gpu_labels.push_back({d, sc.topology.node_of(d), pl.replica, static_cast<int>(s)});
   out.report = metrics::build_report(rec, in);
   return out;
 }

@@ -18,6 +18,9 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
   events_.on_step = [this](ReplicaId id, const sched::ScheduledStep& step, const StepResult& r) {
     double gpu_s = 0;
     for (double b : r.stage_busy_s) gpu_s += b * stage_gpus_[id];
+    const auto& devs = devices_[id];
+    for (std::size_t s = 0; s < r.stage_busy_s.size() && s < devs.size(); ++s)
+      for (DeviceId d : devs[s]) recorder_->on_device_busy(d, r.stage_busy_s[s]);
     recorder_->on_step(r.start_s, r.end_s, gpu_s, r.flops);
     if (step.preempted) recorder_->on_preemptions(step.preempted);
   };
@@ -29,6 +32,7 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
                                                   &events_));
     replica_ptrs_.push_back(replicas_.back().get());
     stage_gpus_.push_back(rs.stage_gpus);
+    devices_.push_back(rs.devices);
     total_gpus += rs.gpus;
   }
   if (recorder_->gpus() == 0) recorder_->set_gpus(total_gpus);

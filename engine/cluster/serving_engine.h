@@ -24,6 +24,8 @@ struct ReplicaSetup {
   int gpus = 1;                  // GPUs of this replica (tp * pp)
   int num_kv_blocks = 0;
   int stage_gpus = 1;  // GPUs per pipeline stage (tp): busy time per stage x this
+  // Device ids per pipeline stage (for per-GPU utilization); may be empty.
+  std::vector<std::vector<DeviceId>> devices;
 };
 
 struct EngineOptions {
@@ -71,6 +73,7 @@ class ServingEngine {
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<Replica*> replica_ptrs_;
   std::vector<int> stage_gpus_;
+  std::vector<std::vector<std::vector<DeviceId>>> devices_;  // [replica][stage][rank]
   Router router_;
   RequestId next_id_ = 1;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> live_;

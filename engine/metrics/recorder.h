@@ -57,6 +57,12 @@ class Recorder {
   void on_end(const Sequence& s, Time t);  // completed, rejected or failed
   // A step that kept `gpu_seconds` of GPU time busy between start and end, doing `flops`.
   void on_step(Time start, Time end, double gpu_seconds, double flops);
+  // Busy seconds of one GPU (by global device id) during a step.
+  void on_device_busy(DeviceId d, double seconds) {
+    if (d < 0) return;
+    if (static_cast<std::size_t>(d) >= device_busy_s_.size()) device_busy_s_.resize(d + 1, 0.0);
+    device_busy_s_[d] += seconds;
+  }
   void on_preemptions(int n) { preemptions_ += n; }
   // Appends the state sample for second [t-1, t) and closes that window.
   void sample(Time t, int running, int waiting, int replicas_up, double kv_usage);
@@ -69,6 +75,7 @@ class Recorder {
   std::int64_t preemptions() const { return preemptions_; }
   std::int64_t output_tokens() const { return output_tokens_; }
   double busy_gpu_seconds() const { return busy_gpu_s_; }
+  const std::vector<double>& device_busy_seconds() const { return device_busy_s_; }
   double flops() const { return flops_; }
   double memory_fraction_max() const { return memory_fraction_max_; }
   double first_arrival_s() const { return first_arrival_s_; }
@@ -83,6 +90,7 @@ class Recorder {
   std::int64_t submitted_ = 0, completed_ = 0, rejected_ = 0, failed_ = 0;
   std::int64_t preemptions_ = 0, output_tokens_ = 0;
   double busy_gpu_s_ = 0, flops_ = 0, memory_fraction_max_ = 0;
+  std::vector<double> device_busy_s_;  // by DeviceId
   double first_arrival_s_ = -1, last_finish_s_ = 0;
   // Current window accumulators.
   TimelineRow window_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -86,6 +87,25 @@ OJson build_report(const Recorder& rec, const ReportInputs& in) {
                     {"utilization_mean", gpu_time > 0 ? rec.busy_gpu_seconds() / gpu_time : 0},
                     {"tflops_mean", gpu_time > 0 ? rec.flops() / gpu_time / 1e12 : 0},
                     {"memory_used_fraction_max", rec.memory_fraction_max()}};
+  if (!in.gpu_labels.empty() && T > 0) {
+    const auto& busy = rec.device_busy_seconds();
+    OJson per_gpu = OJson::array();
+    double lo = 1e300, hi = 0;
+    for (const auto& g : in.gpu_labels) {
+      const double b = static_cast<std::size_t>(g.device) < busy.size() ? busy[g.device] : 0.0;
+      const double u = b / T;
+      lo = std::min(lo, u);
+      hi = std::max(hi, u);
+      per_gpu.push_back(OJson{{"device", g.device},
+                              {"node", g.node},
+                              {"replica", g.replica},
+                              {"stage", g.stage},
+                              {"utilization", u}});
+    }
+    j["gpus"]["utilization_min"] = lo;
+    j["gpus"]["utilization_max"] = hi;
+    j["gpus"]["per_gpu"] = per_gpu;
+  }
   OJson by_priority = OJson::object();
   for (int c = 0; c < kNumPriorities; ++c) {
     if (by_class[c].total == 0) continue;

@@ -15,6 +15,14 @@ struct SloBounds {
   double ttft_s = 0, tpot_s = 0, e2e_s = 0;  // 0 = not set
 };
 
+// Where a GPU sits, for the per-GPU section of the report.
+struct GpuLabel {
+  DeviceId device = 0;
+  int node = 0;
+  ReplicaId replica = 0;
+  int stage = 0;
+};
+
 struct ReportInputs {
   std::string scenario;
   std::uint64_t seed = 0;
@@ -23,6 +31,7 @@ struct ReportInputs {
   int gpus = 0;
   double gpu_hbm_bytes = 0;
   double wall_seconds = 0;
+  std::vector<GpuLabel> gpu_labels;  // the deployment's GPUs (per-GPU utilization)
   nlohmann::ordered_json extra;  // more sections (plan, kv, model...) merged at the top level
 };
 

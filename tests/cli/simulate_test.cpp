@@ -54,6 +54,12 @@ TEST(Simulate, DefaultScenarioReportHasTheDocumentedKeys) {
     EXPECT_GT(r["gpus"][k].get<double>(), 0) << k;
     EXPECT_LE(r["gpus"][k].get<double>(), k == std::string("tflops_mean") ? 624.0 : 1.0) << k;
   }
+  ASSERT_EQ(r["gpus"]["per_gpu"].size(), 8u);
+  double sum = 0;
+  for (const auto& g : r["gpus"]["per_gpu"]) sum += g["utilization"].get<double>();
+  EXPECT_NEAR(sum / 8, r["gpus"]["utilization_mean"].get<double>(), 1e-9);
+  EXPECT_EQ(r["gpus"]["per_gpu"][7]["node"], 1);
+  EXPECT_EQ(r["gpus"]["per_gpu"][7]["stage"], 1);
   EXPECT_GT(r["run"]["wall_seconds"].get<double>(), 0);
   EXPECT_GT(r["run"]["sim_speedup"].get<double>(), 0);
   expect_conservation(r);
