@@ -12,6 +12,9 @@ struct Scheduler::Budget {
   int prefill = 0;      // prefill tokens left (max_prefill_tokens_per_step)
   int decode = 0;       // decode sequences left (max_decode_seqs_per_step)
   int long_tokens = 0;  // tokens long prompts may still take this step
+  // With a decode cap: decodes whose last token is older than this go first (fairness).
+  Time decode_cutoff = Scheduler::kNever;
+  int cutoff_ties = 0;  // decodes at exactly the cutoff still allowed
 };
 
 Scheduler::Scheduler(SchedulerOptions opts, kv::BlockManager* kv) : opts_(opts), kv_(kv) {
@@ -86,14 +89,44 @@ void Scheduler::preempt(Sequence* victim, ScheduledStep* step) {
 }
 
 Sequence* Scheduler::pick_victim(const std::vector<Sequence*>& batch, Sequence* requester) {
-  // The most recently admitted sequence that is neither on the devices nor in this batch.
-  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-    Sequence* s = *it;
-    if (s == requester || s->in_flight) continue;
-    if (std::find(batch.begin(), batch.end(), s) != batch.end()) continue;
-    return s;
+  // The most recently admitted sequence that is neither on the devices nor in this batch;
+  // with priorities, of the lowest class first and never of a class above the requester's.
+  const int lowest = opts_.priority_scheduling ? kNumPriorities - 1 : 0;
+  const int highest = opts_.priority_scheduling ? static_cast<int>(requester->req.priority) : 0;
+  for (int c = lowest; c >= highest; --c) {
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+      Sequence* s = *it;
+      if (s == requester || s->in_flight) continue;
+      if (opts_.priority_scheduling && static_cast<int>(s->req.priority) != c) continue;
+      if (std::find(batch.begin(), batch.end(), s) != batch.end()) continue;
+      return s;
+    }
   }
   return nullptr;
+}
+
+void Scheduler::make_room_for_high(ScheduledStep* step) {
+  // Before running sequences take the step: preempt lower classes (not on the devices) so
+  // that the high-class requests at the head of the queues can be admitted now.
+  int seats = 0, blocks = 0, tokens = 0;
+  for (std::deque<Sequence*>* q : {&waiting_, &long_waiting_}) {
+    for (const Sequence* s : *q) {
+      if (s->req.priority != Priority::kHigh) break;
+      const int n = std::min(s->remaining(), opts_.max_num_batched_tokens);
+      if (seats > 0 && tokens + n > opts_.max_num_batched_tokens) return;
+      tokens += n;
+      ++seats;
+      blocks += kv_->blocks_for(s->num_computed + n);
+      while (static_cast<int>(running_.size()) + seats > opts_.max_num_seqs ||
+             !kv_->can_admit(blocks)) {
+        Sequence* v = pick_priority_victim(Priority::kHigh);
+        if (!v) return;
+        preempt(v, step);
+        ++step->preempted;
+        ++priority_preemptions_;
+      }
+    }
+  }
 }
 
 Sequence* Scheduler::pick_priority_victim(Priority requester) const {
@@ -134,7 +167,11 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
     if (opts_.long_prompt_queue && (pass == 1) != (!decode && is_long(s))) continue;
     int n = std::min(s->remaining(), b.tokens);
     if (decode) {
-      if (b.decode <= 0) continue;
+      if (b.decode <= 0 || s->last_token_s > b.decode_cutoff) continue;
+      if (s->last_token_s == b.decode_cutoff && b.decode_cutoff != kNever) {
+        if (b.cutoff_ties <= 0) continue;
+        --b.cutoff_ties;
+      }
     } else {
       n = std::min(n, b.prefill);
       if (is_long(s)) n = std::min(n, b.long_tokens);
@@ -315,6 +352,21 @@ void Scheduler::schedule(Time now, ScheduledStep* out) {
   b.prefill = opts_.max_prefill_tokens_per_step > 0 ? opts_.max_prefill_tokens_per_step : INT_MAX;
   b.decode = opts_.max_decode_seqs_per_step > 0 ? opts_.max_decode_seqs_per_step : INT_MAX;
   b.long_tokens = INT_MAX;
+  if (opts_.max_decode_seqs_per_step > 0) {
+    // Decodes over the cap: those that waited longest for their last token go first.
+    decode_scratch_.clear();
+    for (const Sequence* s : running_)
+      if (!s->in_flight && s->decoding()) decode_scratch_.push_back(s->last_token_s);
+    const int cap = opts_.max_decode_seqs_per_step;
+    if (static_cast<int>(decode_scratch_.size()) > cap) {
+      std::nth_element(decode_scratch_.begin(), decode_scratch_.begin() + (cap - 1),
+                       decode_scratch_.end());
+      b.decode_cutoff = decode_scratch_[cap - 1];
+      b.cutoff_ties =
+          cap - static_cast<int>(std::count_if(decode_scratch_.begin(), decode_scratch_.end(),
+                                               [&](Time t) { return t < b.decode_cutoff; }));
+    }
+  }
   if (opts_.long_prompt_queue) {
     // Long prompts get at most their share while short work waits or prefills.
     bool short_work = !waiting_.empty();
@@ -333,12 +385,14 @@ void Scheduler::schedule(Time now, ScheduledStep* out) {
     }
     run_running(b, 0, &step, now);
   } else {
+    if (opts_.priority_scheduling) make_room_for_high(&step);
+    const int priority_preempted = step.preempted;
     // 1. Running sequences, oldest first (long prefills last, within their share).
     run_running(b, 0, &step, now);
     if (opts_.long_prompt_queue) run_running(b, 1, &step, now);
     // 2. Waiting sequences in queue order; none when this step had to preempt. Short
     // prompts first; long ones only when every short one was admitted.
-    if (step.preempted == 0) {
+    if (step.preempted == priority_preempted) {
       admit_queue(waiting_, b, false, &step, now);
       if (waiting_.empty() && !long_waiting_.empty())
         admit_queue(long_waiting_, b, true, &step, now);

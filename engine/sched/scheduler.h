@@ -122,6 +122,7 @@ class Scheduler {
   void preempt(Sequence* victim, ScheduledStep* step);
   Sequence* pick_victim(const std::vector<Sequence*>& batch, Sequence* requester);
   Sequence* pick_priority_victim(Priority requester) const;
+  void make_room_for_high(ScheduledStep* step);
   void enqueue(Sequence* s, bool front);  // waiting queue by policy
   bool is_long(const Sequence* s) const;
   bool before(const Sequence* a, const Sequence* b) const;  // priority order
@@ -148,6 +149,7 @@ class Scheduler {
   std::int64_t batches_formed_ = 0;
   std::int64_t finished_ = 0;
   std::vector<Sequence*> batch_scratch_;
+  std::vector<Time> decode_scratch_;
 };
 
 }  // namespace prima::sched
