@@ -445,7 +445,7 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
       continue;
     }
     s->num_computed += w.num_tokens;
-    kv_->commit(*s, s->num_computed);
+    if (kv_->prefix_caching()) kv_->commit(*s, s->num_computed);
     if (s->num_computed < s->known_tokens()) continue;  // more prefill chunks to go
     s->num_generated++;
     if (s->first_token_s < 0) s->first_token_s = now;
