@@ -50,6 +50,21 @@ void Scheduler::enqueue(Sequence* s, bool front) {
   q.insert(it, s);
 }
 
+bool Scheduler::can_ever_fit(const Sequence& s) const {
+  const int usable = kv_->num_blocks() - kv_->watermark_blocks();
+  if (kv_->blocks_for(s.max_tokens()) > usable) return false;
+  if (!opts_.chunked_prefill && s.req.prompt_tokens > opts_.max_num_batched_tokens) return false;
+  if (opts_.priority_scheduling && s.req.priority != Priority::kHigh) {
+    int chunk = std::min(s.req.prompt_tokens, opts_.max_num_batched_tokens);
+    if (opts_.max_prefill_tokens_per_step > 0)
+      chunk = std::min(chunk, opts_.max_prefill_tokens_per_step);
+    if (!opts_.chunked_prefill) chunk = s.req.prompt_tokens;
+    const int reserved = static_cast<int>(opts_.reserved_high_share * kv_->num_blocks());
+    if (kv_->blocks_for(std::max(1, chunk)) > usable - reserved) return false;
+  }
+  return true;
+}
+
 void Scheduler::add(Sequence* seq) {
   seq->running = false;
   enqueue(seq, false);

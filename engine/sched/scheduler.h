@@ -81,6 +81,11 @@ class Scheduler {
   Scheduler(SchedulerOptions opts, kv::BlockManager* kv);
 
   const SchedulerOptions& options() const { return opts_; }
+  // Whether `s` can ever be admitted on this replica under these options: its whole KV
+  // footprint fits above the watermark; without chunked prefill its prompt fits the step's
+  // token budget; with priority scheduling a non-high sequence's first chunk fits outside the
+  // high-class reserve. (Replica::can_ever_fit should call this.)
+  bool can_ever_fit(const Sequence& s) const;
   // Queues a sequence (waiting). The caller checked that it can ever fit.
   void add(Sequence* seq);
   // Forms the next step; empty when nothing can run now.

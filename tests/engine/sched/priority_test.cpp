@@ -179,5 +179,20 @@ TEST(Priority, SwapFallsBackToRecomputeWhenHostSpaceIsFull) {
   EXPECT_EQ(l->num_computed, 0);
 }
 
+TEST(Priority, CanEverFitAccountsForTheHighReserve) {
+  kv::BlockManager kv(10, 4, 0.0);  // 40 tokens; 5 blocks reserved for the high class
+  SchedulerOptions o = prio_opts();
+  o.reserved_high_share = 0.5;
+  o.max_num_batched_tokens = 32;
+  Scheduler sch(o, &kv);
+  auto normal = make_seq(1, 24, 4), high = make_seq(2, 24, 4, Priority::kHigh);
+  EXPECT_FALSE(sch.can_ever_fit(*normal));  // its first chunk needs 6 > 5 blocks
+  EXPECT_TRUE(sch.can_ever_fit(*high));
+  auto small = make_seq(3, 16, 20);  // chunk of 16: 4 blocks; whole footprint 9 blocks
+  EXPECT_TRUE(sch.can_ever_fit(*small));
+  auto huge = make_seq(4, 16, 40, Priority::kHigh);
+  EXPECT_FALSE(sch.can_ever_fit(*huge));  // 56 tokens > 40
+}
+
 }  // namespace
 }  // namespace prima::sched
