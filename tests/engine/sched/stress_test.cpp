@@ -145,13 +145,14 @@ TEST(DynamicBatching, ReplicaStyleDriverWakesUpAtTheTimeout) {
   std::function<void()> kick = [&] {
     ScheduledStep st = sch.schedule(rt.now());
     if (st.empty()) {
-      const Time w = sch.next_wakeup();
+      Time w = sch.next_wakeup();
+      if (w <= rt.now()) w = Scheduler::kNever;  // not a timeout that blocks: wait for events
       if (w != timer_at) {
         if (timer) rt.cancel(timer);
         timer = 0;
         timer_at = w;
         if (w != Scheduler::kNever)
-          timer = rt.at(std::max(w, rt.now()), [&] {
+          timer = rt.at(w, [&] {
             timer = 0;
             timer_at = Scheduler::kNever;
             kick();
