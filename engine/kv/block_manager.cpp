@@ -62,6 +62,7 @@ void BlockManager::release(Sequence& seq) {
   // Last block first: with the prefix cache, a chain's tail is evicted before its head.
   for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {
     const int b = *it;
+    if (refs_[b] > 1) --shared_extra_refs_;
     if (--refs_[b] > 0) continue;  // still shared by another sequence
     if (hash_[b] != 0) {
       lru_pos_[b] = lru_.insert(lru_.end(), b);
@@ -109,6 +110,7 @@ int BlockManager::match_prefix(Sequence& seq) {
       lru_.erase(lru_pos_[b]);
       in_lru_[b] = 0;
     }
+    if (refs_[b] > 0) ++shared_extra_refs_;
     ++refs_[b];
     seq.blocks.push_back(b);
   }

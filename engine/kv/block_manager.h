@@ -84,6 +84,9 @@ class BlockManager {
   int cached_blocks() const { return static_cast<int>(lru_.size()); }  // evictable now
   std::int64_t evictions() const { return evictions_; }
   int ref_count(int block) const { return refs_[block]; }
+  // References beyond the first over all blocks: tokens_stored for internal_fragmentation()
+  // must count a shared (full) block once, i.e. subtract shared_extra_refs() * block_size.
+  int shared_extra_refs() const { return shared_extra_refs_; }
 
   // Drops every evictable cached block to the free list and sorts the free list (lowest ids
   // on top). Returns the blocks dropped. See the header note: nothing to defragment.
@@ -110,6 +113,7 @@ class BlockManager {
   std::vector<char> in_lru_;
   std::int64_t lookups_ = 0, lookup_tokens_ = 0, hit_tokens_ = 0, hits_ = 0;
   std::int64_t evictions_ = 0, compactions_ = 0;
+  int shared_extra_refs_ = 0;
 };
 
 }  // namespace prima::kv

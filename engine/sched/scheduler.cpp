@@ -73,7 +73,12 @@ void Scheduler::add(Sequence* seq) {
 std::int64_t Scheduler::tokens_in_kv() const {
   std::int64_t n = 0;
   for (const Sequence* s : running_) n += s->num_computed;
-  return n;
+  return n - std::int64_t(kv_->shared_extra_refs()) * kv_->block_size();
+}
+
+double Scheduler::kv_token_utilization() const {
+  const std::int64_t cap = kv_->capacity_tokens();
+  return cap > 0 ? double(tokens_in_kv()) / double(cap) : 0.0;
 }
 
 double Scheduler::bytes_of(int blocks) const {

@@ -107,8 +107,11 @@ class Scheduler {
   std::size_t num_waiting() const { return waiting_.size() + long_waiting_.size(); }
   std::size_t num_running() const { return running_.size(); }
   std::int64_t total_preemptions() const { return preemptions_; }
-  // Tokens held in KV by running sequences (for fragmentation metrics).
+  // Tokens held in KV by running sequences, a shared prefix block counted once (for
+  // fragmentation metrics: kv.internal_fragmentation(tokens_in_kv())).
   std::int64_t tokens_in_kv() const;
+  // KV utilization: tokens held / token capacity of the cache (usage() counts blocks).
+  double kv_token_utilization() const;
   std::int64_t swap_outs() const { return swap_outs_; }
   std::int64_t swap_ins() const { return swap_ins_; }
   std::int64_t priority_preemptions() const { return priority_preemptions_; }

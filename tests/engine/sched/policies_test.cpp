@@ -210,6 +210,12 @@ TEST(PrefixCache, HitsSkipComputationAndShareBlocks) {
   EXPECT_EQ(kv.prefix_lookups(), 2);
   EXPECT_EQ(kv.prefix_hit_tokens(), 64);
   EXPECT_DOUBLE_EQ(kv.prefix_hit_rate(), 64.0 / 200);
+  // Metrics count the shared blocks once: a holds 100 computed tokens in 7 blocks, b shares
+  // its 64 and got 3 blocks for the 36 it computes in this (in-flight) step.
+  EXPECT_EQ(sch.tokens_in_kv(), 100);
+  EXPECT_EQ(kv.used_blocks(), 10);
+  EXPECT_DOUBLE_EQ(kv.internal_fragmentation(sch.tokens_in_kv()), 1 - 100.0 / 160);
+  EXPECT_DOUBLE_EQ(sch.kv_token_utilization(), 100.0 / 1600);
 }
 
 TEST(PrefixCache, OffByDefault) {

@@ -73,6 +73,7 @@ Stats stress(SchedulerOptions o, unsigned seed, int kv_blocks) {
   }
   EXPECT_EQ(kv.used_blocks(), 0);
   EXPECT_EQ(sch.swapped_blocks(), 0);
+  EXPECT_EQ(kv.shared_extra_refs(), 0);
   for (int b = 0; b < kv.num_blocks(); ++b) EXPECT_EQ(kv.ref_count(b), 0);
   st.preemptions = sch.total_preemptions();
   st.swap_outs = sch.swap_outs();
