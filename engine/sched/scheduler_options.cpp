@@ -35,6 +35,13 @@ Status SchedulerOptions::validate() const {
   if (batch_timeout_s < 0) return invalid_argument("batch timeout must be >= 0");
   if (strategies.empty()) return invalid_argument("strategy must name at least one strategy");
   if (compact_every_requests < 0) return invalid_argument("compact_every_requests must be >= 0");
+  if (type == SchedulerType::kDynamicBatching) {
+    // Request-level batches take requests in arrival/length order, whole.
+    if (priority_scheduling)
+      return invalid_argument("priority_scheduling needs type continuous, not dynamic_batching");
+    if (long_prompt_queue)
+      return invalid_argument("long_prompt_queue needs type continuous, not dynamic_batching");
+  }
   return ok_status();
 }
 
@@ -137,6 +144,10 @@ void parse_scheduler_options(const config::JsonReader& r, SchedulerOptions* o) {
 
   r.consume("max_model_len");  // read by the scenario loader
   r.finish();
+  if (dynamic && o->priority_scheduling)
+    r.fail("priority_scheduling", "only valid with \"type\": \"continuous\"");
+  if (dynamic && o->long_prompt_queue)
+    r.fail("long_prompt_queue", "only valid with \"type\": \"continuous\"");
 }
 
 }  // namespace prima::sched

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 namespace prima::sched {
 namespace {
 
@@ -111,6 +113,29 @@ TEST(SchedulerOptionsParse, BadOptionsNameTheJsonPath) {
   expect_error(R"({"scheduler": {"type": "dynamic_batching", "timeout_ms": 5,
       "max_queue_delay_microseconds": 5}})",
                "/scheduler/max_queue_delay_microseconds", "not both");
+  expect_error(R"({"scheduler": {"type": "dynamic_batching", "priority_scheduling": true}})",
+               "/scheduler/priority_scheduling", "continuous");
+}
+
+TEST(SchedulerOptionsParse, EveryShippedScenarioParses) {
+  // The lead's loader will call parse_scheduler_options on each scenario's "scheduler".
+  int seen = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(PRIMA_SOURCE_DIR) +
+                                                                     "/scenarios")) {
+    if (e.path().extension() != ".json") continue;
+    auto j = config::read_json_file(e.path().string());
+    ASSERT_TRUE(j.ok()) << e.path();
+    if (!j->contains("scheduler")) continue;
+    SchedulerOptions o;
+    Status st = config::to_status([&] {
+      config::JsonReader root(*j, e.path().string());
+      parse_scheduler_options(root.object("scheduler"), &o);
+    });
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_TRUE(o.validate().ok()) << e.path();
+    ++seen;
+  }
+  EXPECT_GT(seen, 0);
 }
 
 }  // namespace
