@@ -1,7 +1,7 @@
 // Google Benchmark: one scheduling decision of a saturated replica: Scheduler::schedule then
 // Scheduler::complete with 256 running and 10,000 waiting sequences (the engine-side cost the
-// simulator pays on every step). Finished sequences go back to the queue, so the state stays
-// saturated across iterations.
+// simulator pays on every step), FIFO and with priority scheduling. Finished sequences go back to
+// the queue, so the state stays saturated across iterations.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -14,12 +14,14 @@ namespace {
 
 using namespace prima;
 
-void BM_SchedulerStep(benchmark::State& state) {
+void run_saturated(benchmark::State& state, bool priorities) {
   constexpr int kRunning = 256;
   constexpr int kWaiting = 10000;
   sched::SchedulerOptions opts;
   opts.max_num_seqs = kRunning;
   opts.max_num_batched_tokens = 4096;
+  opts.priority_scheduling = priorities;
+  opts.reserved_high_share = priorities ? 0.1 : 0;
   // Enough blocks for the running sequences, never for the whole queue.
   kv::BlockManager kv(kRunning * 200, opts.block_size, opts.watermark);
   sched::Scheduler sched(opts, &kv);
@@ -27,8 +29,15 @@ void BM_SchedulerStep(benchmark::State& state) {
   for (int i = 0; i < kRunning + kWaiting; ++i) {
     auto s = std::make_unique<Sequence>();
     s->req.id = RequestId(i + 1);
+    s->req.arrival_s = i * 1e-3;
     s->req.prompt_tokens = 64 + (i * 37) % 400;
     s->req.max_output_tokens = 16 + (i * 53) % 300;
+    if (priorities) {  // 20% high, 20% low; half of them with an SLA
+      s->req.priority = i % 5 == 0   ? Priority::kHigh
+                        : i % 5 == 1 ? Priority::kLow
+                                     : Priority::kNormal;
+      if (i % 2 == 0) s->req.sla_s = 0.2 + (i % 7) * 0.1;
+    }
     sched.add(s.get());
     seqs.push_back(std::move(s));
   }
@@ -56,7 +65,19 @@ void BM_SchedulerStep(benchmark::State& state) {
   state.counters["waiting"] = double(sched.num_waiting());
   state.counters["seqs_per_step"] =
       benchmark::Counter(double(seqs_scheduled), benchmark::Counter::kAvgIterations);
+  state.counters["preemptions"] = double(sched.total_preemptions());
+}
+
+void BM_SchedulerStep(benchmark::State& state) {
+  run_saturated(state, false);
 }
 BENCHMARK(BM_SchedulerStep);
+
+// The same with priority scheduling on: 20% high / 60% normal / 20% low, half with an SLA;
+// the queue is ordered by class and deadline, 10% of seats and blocks reserved for high.
+void BM_SchedulerStepPriority(benchmark::State& state) {
+  run_saturated(state, true);
+}
+BENCHMARK(BM_SchedulerStepPriority);
 
 }  // namespace

@@ -53,6 +53,10 @@ struct BatchShape {
   double attended_pairs = 0;
   // Sum over sequences of the context read from the KV cache (c per sequence per layer).
   double kv_tokens_read = 0;
+  // KV bytes moved between GPU and host memory for this step (swap preemption): sequences
+  // swapped out to make room, and swapped-out sequences resumed. Costed over PCIe.
+  double swap_out_bytes = 0;
+  double swap_in_bytes = 0;
 
   std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
   void add(const SeqWork& w);

@@ -41,6 +41,8 @@ struct Sequence {
   ReplicaId replica = -1;
   int preemptions = 0;
   int step_failures = 0;
+  int swapped_blocks = 0;    // KV blocks held in host memory while swapped out (swap mode)
+  int kv_cached_blocks = 0;  // leading blocks registered in (or taken from) the prefix cache
   Outcome outcome = Outcome::kPending;
   std::string reason;  // why rejected or failed
 

@@ -40,6 +40,12 @@ class CostModel {
   CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gpu, plan::ParallelPlan p,
             Efficiency eff, double kv_bytes_per_element = 2);
 
+  // PCIe bandwidth between a GPU and host memory, for KV swapping (BatchShape::swap_*_bytes):
+  // stage 0 pays (swap_in_bytes + swap_out_bytes) / bw. 0 (the default) ignores swaps. Set
+  // before the model is shared.
+  void set_pcie_bandwidth_Bps(double bw) { pcie_bw_Bps_ = bw; }
+  double pcie_bandwidth_Bps() const { return pcie_bw_Bps_; }
+
   StepCost step(const BatchShape& b) const;
   // The same into *out, reusing its storage (no allocation once warm).
   void step(const BatchShape& b, StepCost* out) const;
@@ -69,6 +75,7 @@ class CostModel {
   plan::ParallelPlan p_;
   Efficiency eff_;
   double kv_bytes_;
+  double pcie_bw_Bps_ = 0;
 
   // Compute cost of one transformer layer (index `layer`) on one GPU for batch b.
   void add_layer(int layer, const BatchShape& b, StageCost* c) const;

@@ -1,52 +1,360 @@
 #include "engine/sched/scheduler.h"
 
 #include <algorithm>
+#include <climits>
 #include <string>
 
 namespace prima::sched {
 
-Status SchedulerOptions::validate() const {
-  if (max_num_seqs <= 0) return invalid_argument("max_num_seqs must be > 0");
-  if (max_num_batched_tokens <= 0) return invalid_argument("max_num_batched_tokens must be > 0");
-  if (max_seqs_per_step < 0) return invalid_argument("max_seqs_per_step must be >= 0");
-  if (block_size <= 0) return invalid_argument("block_size must be > 0");
-  if (watermark < 0 || watermark >= 1) return invalid_argument("watermark must be in [0, 1)");
-  if (max_step_retries < 0) return invalid_argument("max_step_retries must be >= 0");
-  return ok_status();
+struct Scheduler::Budget {
+  int tokens = 0;       // the step's token budget left
+  int seq_cap = 0;      // sequences per step
+  int prefill = 0;      // prefill tokens left (max_prefill_tokens_per_step)
+  int decode = 0;       // decode sequences left (max_decode_seqs_per_step)
+  int long_tokens = 0;  // tokens long prompts may still take this step
+  // With a decode cap: decodes whose last token is older than this go first (fairness).
+  Time decode_cutoff = Scheduler::kNever;
+  int cutoff_ties = 0;  // decodes at exactly the cutoff still allowed
+};
+
+Scheduler::Scheduler(SchedulerOptions opts, kv::BlockManager* kv) : opts_(opts), kv_(kv) {
+  kv_->set_prefix_caching(opts_.enable_prefix_caching);
 }
 
-Scheduler::Scheduler(SchedulerOptions opts, kv::BlockManager* kv) : opts_(opts), kv_(kv) {}
+bool Scheduler::is_long(const Sequence* s) const {
+  return opts_.long_prompt_queue && opts_.type == SchedulerType::kContinuous &&
+         s->req.prompt_tokens > opts_.long_prompt_threshold;
+}
+
+bool Scheduler::before(const Sequence* a, const Sequence* b) const {
+  const int ca = static_cast<int>(a->req.priority), cb = static_cast<int>(b->req.priority);
+  if (ca != cb) return ca < cb;
+  const double da = a->req.arrival_s + (a->req.sla_s > 0 ? a->req.sla_s : kNoSlaDeadline_s);
+  const double db = b->req.arrival_s + (b->req.sla_s > 0 ? b->req.sla_s : kNoSlaDeadline_s);
+  if (da != db) return da < db;
+  if (a->req.arrival_s != b->req.arrival_s) return a->req.arrival_s < b->req.arrival_s;
+  return a->req.id < b->req.id;
+}
+
+void Scheduler::enqueue(Sequence* s, bool front) {
+  std::deque<Sequence*>& q = is_long(s) ? long_waiting_ : waiting_;
+  if (!opts_.priority_scheduling) {
+    if (front)
+      q.push_front(s);
+    else
+      q.push_back(s);
+    return;
+  }
+  auto it = std::upper_bound(q.begin(), q.end(), s,
+                             [this](const Sequence* a, const Sequence* b) { return before(a, b); });
+  q.insert(it, s);
+}
+
+bool Scheduler::can_ever_fit(const Sequence& s) const {
+  const int usable = kv_->num_blocks() - kv_->watermark_blocks();
+  if (kv_->blocks_for(s.max_tokens()) > usable) return false;
+  if (!opts_.chunked_prefill && s.req.prompt_tokens > opts_.max_num_batched_tokens) return false;
+  if (opts_.priority_scheduling && s.req.priority != Priority::kHigh) {
+    int chunk = std::min(s.req.prompt_tokens, opts_.max_num_batched_tokens);
+    if (opts_.max_prefill_tokens_per_step > 0)
+      chunk = std::min(chunk, opts_.max_prefill_tokens_per_step);
+    if (!opts_.chunked_prefill) chunk = s.req.prompt_tokens;
+    const int reserved = static_cast<int>(opts_.reserved_high_share * kv_->num_blocks());
+    if (kv_->blocks_for(std::max(1, chunk)) > usable - reserved) return false;
+  }
+  return true;
+}
 
 void Scheduler::add(Sequence* seq) {
   seq->running = false;
-  waiting_.push_back(seq);
+  enqueue(seq, false);
 }
 
 std::int64_t Scheduler::tokens_in_kv() const {
   std::int64_t n = 0;
   for (const Sequence* s : running_) n += s->num_computed;
-  return n;
+  return n - std::int64_t(kv_->shared_extra_refs()) * kv_->block_size();
 }
 
-void Scheduler::preempt(Sequence* victim) {
+double Scheduler::kv_token_utilization() const {
+  const std::int64_t cap = kv_->capacity_tokens();
+  return cap > 0 ? double(tokens_in_kv()) / double(cap) : 0.0;
+}
+
+double Scheduler::bytes_of(int blocks) const {
+  return double(blocks) * opts_.block_size * opts_.kv_bytes_per_token;
+}
+
+void Scheduler::preempt(Sequence* victim, ScheduledStep* step) {
+  const int nblocks = static_cast<int>(victim->blocks.size());
+  const bool swap =
+      opts_.preemption_mode == PreemptionMode::kSwap && victim->num_computed > 0 &&
+      (opts_.swap_space_blocks == 0 || swapped_blocks_ + nblocks <= opts_.swap_space_blocks);
   kv_->release(*victim);
-  victim->num_computed = 0;  // recompute: prompt and generated tokens are prefilled again
+  if (swap) {
+    // Its K/V go to host memory; it resumes where it was.
+    victim->swapped_blocks = nblocks;
+    swapped_blocks_ += nblocks;
+    step->plan.shape.swap_out_bytes += bytes_of(nblocks);
+    ++swap_outs_;
+  } else {
+    victim->num_computed = 0;  // recompute: prompt and generated tokens are prefilled again
+  }
   victim->running = false;
   victim->preemptions++;
   ++preemptions_;
+  if (victim->req.priority == Priority::kHigh) --running_high_;
   running_.erase(std::find(running_.begin(), running_.end(), victim));
-  waiting_.push_front(victim);
+  enqueue(victim, true);
 }
 
 Sequence* Scheduler::pick_victim(const std::vector<Sequence*>& batch, Sequence* requester) {
-  // The most recently admitted sequence that is neither on the devices nor in this batch.
-  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
-    Sequence* s = *it;
-    if (s == requester || s->in_flight) continue;
-    if (std::find(batch.begin(), batch.end(), s) != batch.end()) continue;
-    return s;
+  // The most recently admitted sequence that is neither on the devices nor in this batch;
+  // with priorities, of the lowest class first and never of a class above the requester's.
+  const int lowest = opts_.priority_scheduling ? kNumPriorities - 1 : 0;
+  const int highest = opts_.priority_scheduling ? static_cast<int>(requester->req.priority) : 0;
+  for (int c = lowest; c >= highest; --c) {
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+      Sequence* s = *it;
+      if (s == requester || s->in_flight) continue;
+      if (opts_.priority_scheduling && static_cast<int>(s->req.priority) != c) continue;
+      if (std::find(batch.begin(), batch.end(), s) != batch.end()) continue;
+      return s;
+    }
   }
   return nullptr;
+}
+
+void Scheduler::make_room_for_high(ScheduledStep* step) {
+  // Before running sequences take the step: preempt lower classes (not on the devices) so
+  // that the high-class requests at the head of the queues can be admitted now.
+  int seats = 0, blocks = 0, tokens = 0;
+  for (std::deque<Sequence*>* q : {&waiting_, &long_waiting_}) {
+    for (const Sequence* s : *q) {
+      if (s->req.priority != Priority::kHigh) break;
+      const int n = std::min(s->remaining(), opts_.max_num_batched_tokens);
+      if (seats > 0 && tokens + n > opts_.max_num_batched_tokens) return;
+      tokens += n;
+      ++seats;
+      blocks += kv_->blocks_for(s->num_computed + n);
+      while (static_cast<int>(running_.size()) + seats > opts_.max_num_seqs ||
+             !kv_->can_admit(blocks)) {
+        Sequence* v = pick_priority_victim(Priority::kHigh);
+        if (!v) return;
+        preempt(v, step);
+        ++step->preempted;
+        ++priority_preemptions_;
+      }
+    }
+  }
+}
+
+Sequence* Scheduler::pick_priority_victim(Priority requester) const {
+  // Lowest class first, newest first; never a sequence on the devices or in this step.
+  for (int c = kNumPriorities - 1; c > static_cast<int>(requester); --c)
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it)
+      if (static_cast<int>((*it)->req.priority) == c && !(*it)->in_flight) return *it;
+  return nullptr;
+}
+
+void Scheduler::add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now) {
+  SeqWork w;
+  w.request = s->req.id;
+  w.num_tokens = n;
+  w.context_len = s->num_computed + n;
+  w.is_prefill = !s->decoding();
+  w.samples = (s->num_computed + n == s->known_tokens());
+  step->plan.add_seq(w);
+  step->seqs.push_back(s);
+  s->in_flight = true;
+  if (s->first_scheduled_s < 0) s->first_scheduled_s = now;
+  b.tokens -= n;
+  if (w.is_prefill) {
+    b.prefill -= n;
+    if (is_long(s)) b.long_tokens -= n;
+  } else {
+    b.decode -= 1;
+  }
+}
+
+void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) {
+  for (std::size_t i = 0; i < running_.size() && b.tokens > 0; ++i) {
+    if (static_cast<int>(step->seqs.size()) >= b.seq_cap) break;
+    Sequence* s = running_[i];
+    if (s->in_flight) continue;
+    const bool decode = s->decoding();
+    // With the long-prompt queue: pass 0 runs all but long prefills, pass 1 those.
+    if (opts_.long_prompt_queue && (pass == 1) != (!decode && is_long(s))) continue;
+    int n = std::min(s->remaining(), b.tokens);
+    if (decode) {
+      if (b.decode <= 0 || s->last_token_s > b.decode_cutoff) continue;
+      if (s->last_token_s == b.decode_cutoff && b.decode_cutoff != kNever) {
+        if (b.cutoff_ties <= 0) continue;
+        --b.cutoff_ties;
+      }
+    } else {
+      n = std::min(n, b.prefill);
+      if (is_long(s)) n = std::min(n, b.long_tokens);
+      if (n <= 0) continue;
+    }
+    if (!opts_.chunked_prefill && n < s->remaining()) continue;
+    bool ok = kv_->grow(*s, s->num_computed + n);
+    while (!ok) {
+      Sequence* victim = pick_victim(step->seqs, s);
+      if (!victim) break;
+      const bool victim_before =
+          std::find(running_.begin(), running_.begin() + i, victim) != running_.begin() + i;
+      preempt(victim, step);
+      ++step->preempted;
+      if (victim_before) --i;  // running_ shifted left under us
+      ok = kv_->grow(*s, s->num_computed + n);
+    }
+    if (!ok) {
+      // Nobody left to preempt: this sequence itself yields its blocks.
+      if (s->blocks.empty() || step->seqs.empty()) continue;
+      preempt(s, step);
+      ++step->preempted;
+      --i;
+      continue;
+    }
+    add_work(s, n, b, step, now);
+  }
+}
+
+Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, ScheduledStep* step,
+                                      Time now) {
+  const bool reserve = opts_.priority_scheduling && s->req.priority != Priority::kHigh;
+  const int running = static_cast<int>(running_.size());
+  if (running >= opts_.max_num_seqs) return Admit::kNoSeat;
+  int reserved_blocks = 0;
+  if (reserve) {
+    const int seats = static_cast<int>(opts_.reserved_high_share * opts_.max_num_seqs);
+    if (running - running_high_ >= opts_.max_num_seqs - seats) return Admit::kNoSeat;
+    reserved_blocks = static_cast<int>(opts_.reserved_high_share * kv_->num_blocks());
+  }
+  // Prefix cache: share the cached blocks of its prompt (never the whole prompt).
+  const bool lookup =
+      kv_->prefix_caching() && s->swapped_blocks == 0 && s->num_computed == 0 && s->blocks.empty();
+  int hit = 0;
+  if (lookup) s->num_computed = hit = kv_->match_prefix(*s);
+  auto undo = [&] {
+    if (lookup) {
+      kv_->release(*s);
+      s->num_computed = 0;
+    }
+  };
+  int n = std::min(s->remaining(), b.tokens);
+  if (s->decoding()) {
+    if (b.decode <= 0) return undo(), Admit::kNoBudget;
+  } else {
+    n = std::min({n, b.prefill, cap});
+    if (n <= 0) return undo(), Admit::kNoBudget;
+  }
+  if (!opts_.chunked_prefill && n < s->remaining()) return undo(), Admit::kNoBudget;
+  if (!kv_->can_admit(kv_->extra_blocks(*s, s->num_computed + n), reserved_blocks))
+    return undo(), Admit::kNoBlocks;
+  kv_->grow(*s, s->num_computed + n);
+  if (lookup) kv_->note_lookup(s->req.prompt_tokens, hit);
+  if (s->swapped_blocks > 0) {
+    step->plan.shape.swap_in_bytes += bytes_of(s->swapped_blocks);
+    swapped_blocks_ -= s->swapped_blocks;
+    s->swapped_blocks = 0;
+    ++swap_ins_;
+  }
+  s->running = true;
+  running_.push_back(s);
+  if (s->req.priority == Priority::kHigh) ++running_high_;
+  add_work(s, n, b, step, now);
+  return Admit::kOk;
+}
+
+void Scheduler::admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, ScheduledStep* step,
+                            Time now) {
+  while (!q.empty() && b.tokens > 0 && static_cast<int>(step->seqs.size()) < b.seq_cap) {
+    Sequence* s = q.front();
+    const Admit a = try_admit(s, b, long_q ? b.long_tokens : INT_MAX, step, now);
+    if (a == Admit::kOk) {
+      q.pop_front();
+      continue;
+    }
+    if (opts_.priority_scheduling && s->req.priority == Priority::kHigh &&
+        (a == Admit::kNoSeat || a == Admit::kNoBlocks)) {
+      if (Sequence* v = pick_priority_victim(Priority::kHigh)) {
+        preempt(v, step);
+        ++step->preempted;
+        ++priority_preemptions_;
+        continue;
+      }
+    }
+    break;
+  }
+}
+
+int Scheduler::batch_ready(Time now) const {
+  const int w = static_cast<int>(waiting_.size());
+  if (w == 0) return 0;
+  const int cap = std::min(opts_.max_batch_size, opts_.max_num_seqs);
+  if (w >= cap) return cap;
+  for (auto it = opts_.preferred_batch_sizes.rbegin(); it != opts_.preferred_batch_sizes.rend();
+       ++it)
+    if (*it <= w) return *it;
+  return now >= next_wakeup() ? w : 0;
+}
+
+Time Scheduler::next_wakeup() const {
+  if (opts_.type != SchedulerType::kDynamicBatching || !running_.empty() || waiting_.empty())
+    return kNever;
+  Time oldest = waiting_.front()->req.arrival_s;
+  for (const Sequence* s : waiting_) oldest = std::min(oldest, s->req.arrival_s);
+  return oldest + opts_.batch_timeout_s;
+}
+
+void Scheduler::form_batch(int n) {
+  auto by_arrival = [](const Sequence* a, const Sequence* b) {
+    return a->req.arrival_s != b->req.arrival_s ? a->req.arrival_s < b->req.arrival_s
+                                                : a->req.id < b->req.id;
+  };
+  std::vector<Sequence*>& c = batch_scratch_;
+  c.assign(waiting_.begin(), waiting_.end());
+  for (BatchStrategy st : opts_.strategies) {
+    if (st == BatchStrategy::kFillFifo) {
+      std::stable_sort(c.begin(), c.end(), by_arrival);
+      continue;
+    }
+    // size_aware: the window of n requests of similar prompt length around the oldest one.
+    if (static_cast<int>(c.size()) <= n) continue;
+    const Sequence* oldest = *std::min_element(c.begin(), c.end(), by_arrival);
+    std::stable_sort(c.begin(), c.end(), [&](const Sequence* a, const Sequence* b) {
+      return a->req.prompt_tokens != b->req.prompt_tokens
+                 ? a->req.prompt_tokens < b->req.prompt_tokens
+                 : by_arrival(a, b);
+    });
+    const int p = static_cast<int>(std::find(c.begin(), c.end(), oldest) - c.begin());
+    int best = std::max(0, p - n + 1);
+    const int last = std::min(p, static_cast<int>(c.size()) - n);
+    for (int j = best + 1; j <= last; ++j)
+      if (c[j + n - 1]->req.prompt_tokens - c[j]->req.prompt_tokens <
+          c[best + n - 1]->req.prompt_tokens - c[best]->req.prompt_tokens)
+        best = j;
+    c.erase(c.begin() + best + n, c.end());
+    c.erase(c.begin(), c.begin() + best);
+  }
+  if (static_cast<int>(c.size()) > n) c.resize(n);
+  // Admit the batch as far as KV blocks allow (each needs its known tokens' blocks).
+  int need = 0;
+  bool any = false;
+  for (Sequence* s : c) {
+    const int blocks = kv_->extra_blocks(*s, s->known_tokens());
+    if (!kv_->can_admit(need + blocks)) continue;
+    need += blocks;
+    s->running = true;
+    running_.push_back(s);
+    if (s->req.priority == Priority::kHigh) ++running_high_;
+    any = true;
+  }
+  if (!any) return;
+  std::erase_if(waiting_, [](const Sequence* s) { return s->running; });
+  ++batches_formed_;
 }
 
 ScheduledStep Scheduler::schedule(Time now) {
@@ -58,68 +366,57 @@ ScheduledStep Scheduler::schedule(Time now) {
 void Scheduler::schedule(Time now, ScheduledStep* out) {
   ScheduledStep& step = *out;
   step.clear();
-  int budget = opts_.max_num_batched_tokens;
-  const int seq_cap = opts_.max_seqs_per_step > 0 ? opts_.max_seqs_per_step : opts_.max_num_seqs;
-
-  auto add_work = [&](Sequence* s, int n) {
-    SeqWork w;
-    w.request = s->req.id;
-    w.num_tokens = n;
-    w.context_len = s->num_computed + n;
-    w.is_prefill = !s->decoding();
-    w.samples = (s->num_computed + n == s->known_tokens());
-    step.plan.add_seq(w);
-    step.seqs.push_back(s);
-    s->in_flight = true;
-    if (s->first_scheduled_s < 0) s->first_scheduled_s = now;
-    budget -= n;
-  };
-
-  // 1. Running sequences, oldest first.
-  for (std::size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    if (static_cast<int>(step.seqs.size()) >= seq_cap) break;
-    Sequence* s = running_[i];
-    if (s->in_flight) continue;
-    int n = std::min(s->remaining(), budget);
-    if (!opts_.chunked_prefill && n < s->remaining()) continue;
-    bool ok = kv_->grow(*s, s->num_computed + n);
-    while (!ok) {
-      Sequence* victim = pick_victim(step.seqs, s);
-      if (!victim) break;
-      const bool victim_before =
-          std::find(running_.begin(), running_.begin() + i, victim) != running_.begin() + i;
-      preempt(victim);
-      ++step.preempted;
-      if (victim_before) --i;  // running_ shifted left under us
-      ok = kv_->grow(*s, s->num_computed + n);
+  Budget b;
+  b.tokens = opts_.max_num_batched_tokens;
+  b.seq_cap = opts_.max_seqs_per_step > 0 ? opts_.max_seqs_per_step : opts_.max_num_seqs;
+  b.prefill = opts_.max_prefill_tokens_per_step > 0 ? opts_.max_prefill_tokens_per_step : INT_MAX;
+  b.decode = opts_.max_decode_seqs_per_step > 0 ? opts_.max_decode_seqs_per_step : INT_MAX;
+  b.long_tokens = INT_MAX;
+  if (opts_.max_decode_seqs_per_step > 0) {
+    // Decodes over the cap: those that waited longest for their last token go first.
+    decode_scratch_.clear();
+    for (const Sequence* s : running_)
+      if (!s->in_flight && s->decoding()) decode_scratch_.push_back(s->last_token_s);
+    const int cap = opts_.max_decode_seqs_per_step;
+    if (static_cast<int>(decode_scratch_.size()) > cap) {
+      std::nth_element(decode_scratch_.begin(), decode_scratch_.begin() + (cap - 1),
+                       decode_scratch_.end());
+      b.decode_cutoff = decode_scratch_[cap - 1];
+      b.cutoff_ties =
+          cap - static_cast<int>(std::count_if(decode_scratch_.begin(), decode_scratch_.end(),
+                                               [&](Time t) { return t < b.decode_cutoff; }));
     }
-    if (!ok) {
-      // Nobody left to preempt: this sequence itself yields its blocks.
-      if (s->blocks.empty() || step.seqs.empty()) continue;
-      preempt(s);
-      ++step.preempted;
-      --i;
-      continue;
+  }
+  if (opts_.long_prompt_queue) {
+    // Long prompts get at most their share while short work waits or prefills.
+    bool short_work = !waiting_.empty();
+    for (std::size_t i = 0; i < running_.size() && !short_work; ++i) {
+      const Sequence* s = running_[i];
+      short_work = !s->in_flight && !s->decoding() && !is_long(s);
     }
-    add_work(s, n);
+    if (short_work)
+      b.long_tokens = std::max(1, static_cast<int>(opts_.long_prompt_budget_share * b.tokens));
   }
 
-  // 2. Waiting sequences in queue order; none when this step had to preempt.
-  while (step.preempted == 0 && !waiting_.empty() && budget > 0 &&
-         static_cast<int>(running_.size()) < opts_.max_num_seqs &&
-         static_cast<int>(step.seqs.size()) < seq_cap) {
-    Sequence* s = waiting_.front();
-    int n = s->remaining();
-    if (n > budget) {
-      if (!opts_.chunked_prefill) break;
-      n = budget;
+  if (opts_.type == SchedulerType::kDynamicBatching) {
+    // Request-level batching: a new batch only once the previous one fully finished.
+    if (running_.empty()) {
+      if (int n = batch_ready(now); n > 0) form_batch(n);
     }
-    if (!kv_->can_admit(kv_->extra_blocks(*s, s->num_computed + n))) break;
-    kv_->grow(*s, s->num_computed + n);
-    waiting_.pop_front();
-    s->running = true;
-    running_.push_back(s);
-    add_work(s, n);
+    run_running(b, 0, &step, now);
+  } else {
+    if (opts_.priority_scheduling) make_room_for_high(&step);
+    const int priority_preempted = step.preempted;
+    // 1. Running sequences, oldest first (long prefills last, within their share).
+    run_running(b, 0, &step, now);
+    if (opts_.long_prompt_queue) run_running(b, 1, &step, now);
+    // 2. Waiting sequences in queue order; none when this step had to preempt. Short
+    // prompts first; long ones only when every short one was admitted.
+    if (step.preempted == priority_preempted) {
+      admit_queue(waiting_, b, false, &step, now);
+      if (waiting_.empty() && !long_waiting_.empty())
+        admit_queue(long_waiting_, b, true, &step, now);
+    }
   }
 
   if (!step.empty()) {
@@ -131,6 +428,12 @@ StepOutcome Scheduler::complete(const ScheduledStep& step, const StepResult& res
   StepOutcome out;
   complete(step, result, now, &out);
   return out;
+}
+
+void Scheduler::on_finished() {
+  ++finished_;
+  if (opts_.compact_every_requests > 0 && finished_ % opts_.compact_every_requests == 0)
+    kv_->compact();
 }
 
 void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Time now,
@@ -150,17 +453,19 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
       kv_->release(*s);
       s->num_computed = 0;
       left = left || s->running;
+      if (s->running && s->req.priority == Priority::kHigh) --running_high_;
       s->running = false;
       if (s->step_failures > opts_.max_step_retries) {
         s->reason = "step failed " + std::to_string(s->step_failures) +
                     " times: " + result.status.message();
         out.failed.push_back(s);
       } else {
-        waiting_.push_front(s);
+        enqueue(s, true);
       }
       continue;
     }
     s->num_computed += w.num_tokens;
+    if (kv_->prefix_caching()) kv_->commit(*s, s->num_computed);
     if (s->num_computed < s->known_tokens()) continue;  // more prefill chunks to go
     s->num_generated++;
     if (s->first_token_s < 0) s->first_token_s = now;
@@ -169,24 +474,30 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
     if (s->num_generated >= s->req.max_output_tokens) {
       kv_->release(*s);
       left = true;
+      if (s->req.priority == Priority::kHigh) --running_high_;
       s->running = false;
       out.finished.push_back(s);
+      on_finished();
     }
   }
   if (left) std::erase_if(running_, [](const Sequence* s) { return !s->running; });
 }
 
 bool Scheduler::remove(Sequence* seq) {
-  auto w = std::find(waiting_.begin(), waiting_.end(), seq);
-  if (w != waiting_.end()) {
-    waiting_.erase(w);
+  for (std::deque<Sequence*>* q : {&waiting_, &long_waiting_}) {
+    auto w = std::find(q->begin(), q->end(), seq);
+    if (w == q->end()) continue;
+    q->erase(w);
     kv_->release(*seq);
+    swapped_blocks_ -= seq->swapped_blocks;
+    seq->swapped_blocks = 0;
     return true;
   }
   auto r = std::find(running_.begin(), running_.end(), seq);
   if (r != running_.end()) {
     running_.erase(r);
     kv_->release(*seq);
+    if (seq->req.priority == Priority::kHigh) --running_high_;
     seq->running = false;
     return true;
   }
