@@ -96,7 +96,9 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
 
   SimRuntime rt;
   perf::CostModel cost(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
-                       sc.calibration.for_gpu(sc.topology.gpu.name));
+                       sc.calibration.for_gpu(sc.topology.gpu.name), sc.memory.kv_bytes_per_element);
+  // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
+  cost.set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
   std::vector<std::unique_ptr<SimExecutor>> executors;
   std::vector<cluster::ReplicaSetup> setups;
   const int kv_blocks = static_cast<int>(fit.kv_tokens / sc.scheduler.block_size);
@@ -118,6 +120,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   metrics::Recorder& rec = *out.recorder;
   cluster::EngineOptions eopts;
   eopts.scheduler = sc.scheduler;
+  eopts.scheduler.kv_bytes_per_token = fit.kv_bytes_per_token;  // per GPU: swap traffic
   eopts.routing = sc.routing;
   eopts.max_model_len = sc.max_model_len;
   cluster::ServingEngine engine(&rt, eopts, setups, &rec);

@@ -12,10 +12,7 @@ Replica::Replica(ReplicaId id, int gpus, Runtime* rt, Executor* exec, sched::Sch
       sched_(opts, &kv_),
       events_(events) {}
 
-bool Replica::can_ever_fit(const Sequence& s) const {
-  return kv_.blocks_for(s.max_tokens()) <=
-         kv_.num_blocks() - int(kv_.num_blocks() * sched_.options().watermark);
-}
+bool Replica::can_ever_fit(const Sequence& s) const { return sched_.can_ever_fit(s); }
 
 void Replica::submit(Sequence* s) {
   s->replica = id_;
@@ -28,6 +25,22 @@ bool Replica::cancel(Sequence* s) {
   if (s->in_flight || !sched_.remove(s)) return false;
   outstanding_tokens_ -= s->max_tokens();
   return true;
+}
+
+void Replica::arm_wakeup() {
+  // Dynamic batching waits for a batch to fill or its timeout: wake up then. A wake-up time
+  // that is not in the future means something else blocks: wait for the next event instead.
+  const Time w = sched_.next_wakeup();
+  if (w == sched::Scheduler::kNever || w <= rt_->now()) return;
+  if (wakeup_ != kNoTimer) {
+    if (wakeup_at_ == w) return;
+    rt_->cancel(wakeup_);
+  }
+  wakeup_at_ = w;
+  wakeup_ = rt_->at(w, [this] {
+    wakeup_ = kNoTimer;
+    kick();
+  });
 }
 
 void Replica::request_kick() {
@@ -47,7 +60,10 @@ void Replica::kick() {
     }
     sched::ScheduledStep* step = free_steps_.back();
     sched_.schedule(rt_->now(), step);
-    if (step->empty()) return;
+    if (step->empty()) {
+      arm_wakeup();
+      return;
+    }
     free_steps_.pop_back();
     step->plan.replica = id_;
     ++inflight_;

@@ -49,6 +49,7 @@ class Replica {
 
  private:
   void request_kick();
+  void arm_wakeup();
   void kick();
   void on_step_done(sched::ScheduledStep* step, const StepResult& r);
 
@@ -61,6 +62,8 @@ class Replica {
   const ReplicaEvents* events_;
   int inflight_ = 0;
   bool kick_pending_ = false;
+  TimerId wakeup_ = kNoTimer;  // dynamic batching: batch timeout
+  Time wakeup_at_ = 0;
   std::int64_t outstanding_tokens_ = 0;
   std::int64_t steps_ = 0;
   // Steps in flight are owned by all_steps_; finished ones are reused (no allocation per step).

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "engine/config/embedded.h"
+#include "engine/sched/scheduler_options.h"
 
 namespace prima::config {
 namespace fs = std::filesystem;
@@ -40,18 +41,8 @@ Status apply_set(Json* j, const std::string& assignment) {
 }
 
 static void parse_scheduler(const JsonReader& r, Scenario* s) {
-  r.one_of("type", {"continuous"}, "continuous");
-  auto& o = s->scheduler;
-  o.max_num_seqs = static_cast<int>(r.positive_integer("max_num_seqs", o.max_num_seqs));
-  o.max_num_batched_tokens =
-      static_cast<int>(r.positive_integer("max_num_batched_tokens", o.max_num_batched_tokens));
-  o.chunked_prefill = r.boolean("chunked_prefill", o.chunked_prefill);
-  o.block_size = static_cast<int>(r.positive_integer("block_size", o.block_size));
-  o.watermark = r.fraction("watermark", o.watermark);
-  if (o.watermark >= 1) r.fail("watermark", "expected a number in [0, 1)");
-  o.max_step_retries = static_cast<int>(r.non_negative_integer("max_step_retries", o.max_step_retries));
   s->max_model_len = static_cast<int>(r.non_negative_integer("max_model_len", 0));
-  r.finish();
+  sched::parse_scheduler_options(r, &s->scheduler);  // reads the rest, then finish()
 }
 
 static void parse_slo(const JsonReader& r, SloSpec* slo) {
