@@ -36,7 +36,8 @@ SimOptions parse_sim_options(const config::Scenario& sc) {
 }
 
 OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
-                     const cluster::ServingEngine& eng) {
+                     const cluster::ServingEngine& eng, double kv_usage_mean,
+                     double fragmentation_mean) {
   OJson j;
   j["model"] = OJson{{"name", sc.model.name},
                      {"quantization", model::quantization_name(sc.quantization)},
@@ -61,6 +62,36 @@ OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int
                         {"tokens_per_replica", std::int64_t(kv_blocks) * sc.scheduler.block_size},
                         {"peak_used_blocks", peak_blocks},
                         {"peak_usage", usage_peak}};
+  // Prefix cache, KV memory and scheduler counters, summed over replicas.
+  std::int64_t lookups = 0, hits = 0, hit_tokens = 0, lookup_tokens = 0, evictions = 0,
+               compactions = 0, swap_outs = 0, swap_ins = 0, prio_preempt = 0, batches = 0;
+  for (const auto& r : eng.replicas()) {
+    const auto& kv = r->kv();
+    lookups += kv.prefix_lookups();
+    hits += kv.prefix_hits();
+    hit_tokens += kv.prefix_hit_tokens();
+    lookup_tokens += kv.prefix_lookup_tokens();
+    evictions += kv.evictions();
+    compactions += kv.compactions();
+    const auto& sch = r->scheduler();
+    swap_outs += sch.swap_outs();
+    swap_ins += sch.swap_ins();
+    prio_preempt += sch.priority_preemptions();
+    batches += sch.batches_formed();
+  }
+  j["kv_cache"]["usage_mean"] = kv_usage_mean;
+  j["kv_cache"]["internal_fragmentation_mean"] = fragmentation_mean;
+  j["kv_cache"]["compactions"] = compactions;
+  j["prefix_cache"] = OJson{{"enabled", sc.scheduler.enable_prefix_caching},
+                            {"lookups", lookups},
+                            {"hits", hits},
+                            {"hit_tokens", hit_tokens},
+                            {"hit_rate", lookup_tokens > 0 ? double(hit_tokens) / lookup_tokens : 0.0},
+                            {"evictions", evictions}};
+  j["scheduler"] = OJson{{"priority_preemptions", prio_preempt},
+                         {"swap_outs", swap_outs},
+                         {"swap_ins", swap_ins},
+                         {"batches_formed", batches}};
   j["memory_per_gpu_gb"] = OJson{{"hbm", gb(fit.hbm_bytes)},
                                  {"usable", gb(fit.usable_bytes)},
                                  {"weights", gb(fit.weight_bytes)},
@@ -152,8 +183,16 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     rt.post(maybe_finish);
   };
 
+  double kv_usage_sum = 0, fragmentation_sum = 0;
+  int samples = 0;
   std::function<void()> tick = [&] {
     auto st = engine.state();
+    ++samples;
+    kv_usage_sum += st.kv_usage;
+    double frag = 0;
+    for (const auto& r : engine.replicas())
+      frag += r->kv().internal_fragmentation(r->scheduler().tokens_in_kv());
+    fragmentation_sum += engine.replicas().empty() ? 0 : frag / engine.replicas().size();
     rec.sample(rt.now(), st.running, st.waiting, st.replicas_up, st.kv_usage);
     const double limit = sc.duration_s + sc.max_drain_s;
     if (rt.now() >= limit && engine.in_system() > 0) {
@@ -208,7 +247,8 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   in.gpus = rec.gpus();
   in.gpu_hbm_bytes = sc.topology.gpu.hbm_bytes;
   in.wall_seconds = out.wall_seconds;
-  in.extra = extra_sections(sc, fit, kv_blocks, engine);
+  in.extra = extra_sections(sc, fit, kv_blocks, engine, samples ? kv_usage_sum / samples : 0.0,
+                            samples ? fragmentation_sum / samples : 0.0);
   for (const auto& pl : placements)
     for (std::size_t s = 0; s < pl.devices.size(); ++s)
       for (DeviceId d : pl.devices[s])
