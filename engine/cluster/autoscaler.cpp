@@ -9,6 +9,10 @@ namespace prima::cluster {
 
 void Autoscaler::start() {
   stop();
+  // The count at start is the first recommendation: no scale-down before a full window.
+  if (history_.empty())
+    history_.emplace_back(
+        rt_->now(), engine_->count(ReplicaState::kActive) + engine_->count(ReplicaState::kLoading));
   timer_ = rt_->at(rt_->now() + opts_.interval_s, [this] {
     timer_ = kNoTimer;
     evaluate();
