@@ -84,16 +84,21 @@ cluster::ClusterOptions parse_cluster(const config::Scenario& sc) {
 
 // Report sections of the cluster policies that are on (none by default).
 void cluster_sections(const cluster::ClusterOptions& co, const cluster::ServingEngine& eng,
-                      int max_capped_from, OJson* j) {
+                      const metrics::Recorder& rec, int max_capped_from, OJson* j) {
   const auto& c = eng.counters();
   if (co.autoscaler.enabled) {
-    OJson a{{"scale_ups", c.scale_ups},
-            {"scale_downs", c.scale_downs},
-            {"replicas_min_seen", c.replicas_min_seen},
-            {"replicas_max_seen", c.replicas_max_seen},
-            {"load_failures", c.load_failures},
-            {"min_replicas", co.autoscaler.min_replicas},
-            {"max_replicas", co.autoscaler.max_replicas}};
+    OJson a{
+        {"scale_ups", c.scale_ups},
+        {"scale_downs", c.scale_downs},
+        {"replicas_min_seen", c.replicas_min_seen},
+        {"replicas_max_seen", c.replicas_max_seen},
+        {"load_failures", c.load_failures},
+        {"gpu_seconds_provisioned", eng.provisioned_gpu_seconds()},
+        {"utilization_of_provisioned", eng.provisioned_gpu_seconds() > 0
+                                           ? rec.busy_gpu_seconds() / eng.provisioned_gpu_seconds()
+                                           : 0.0},
+        {"min_replicas", co.autoscaler.min_replicas},
+        {"max_replicas", co.autoscaler.max_replicas}};
     if (max_capped_from > 0) a["max_replicas_requested"] = max_capped_from;
     (*j)["autoscaler"] = a;
   }
@@ -335,8 +340,11 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   in.gpu_hbm_bytes = sc.topology.gpu.hbm_bytes;
   in.wall_seconds = out.wall_seconds;
   in.extra = extra_sections(sc, fit, kv_blocks, engine);
-  cluster_sections(copts, engine, max_capped_from, &in.extra);
-  if (copts.autoscaler.enabled) placements = pool;  // every GPU a replica may have used
+  cluster_sections(copts, engine, rec, max_capped_from, &in.extra);
+  if (copts.autoscaler.enabled) {
+    placements = pool;  // every GPU a replica may have used
+    in.gpus = static_cast<int>(pool.size()) * sc.plan.gpus_per_replica();
+  }
   for (const auto& pl : placements)
     for (std::size_t s = 0; s < pl.devices.size(); ++s)
       for (DeviceId d : pl.devices[s])

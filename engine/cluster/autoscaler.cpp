@@ -56,9 +56,10 @@ void Autoscaler::evaluate() {
   int stabilized = desired;
   for (const auto& [t, d] : history_) stabilized = std::max(stabilized, d);
   if (loading > 0 || stabilized >= active) return;
-  std::vector<ReplicaLoad> idle;
+  std::vector<ReplicaLoad> idle;  // candidates: served most of the window
   for (const auto& l : loads)
-    if (l.utilization < opts_.scale_down_utilization && l.window_s >= 0.5 * opts_.interval_s)
+    if (l.window_s >= 0.5 * opts_.interval_s &&
+        (!opts_.scale_down_idle_only || l.utilization < opts_.scale_down_utilization))
       idle.push_back(l);
   std::stable_sort(idle.begin(), idle.end(), [](const ReplicaLoad& a, const ReplicaLoad& b) {
     return a.utilization < b.utilization || (a.utilization == b.utilization && a.id > b.id);

@@ -5,8 +5,8 @@
 //  - scales up at once: new replicas are created by the engine's ReplicaProvider and accept
 //    requests only once their weights are loaded (startup_s + the provider's load);
 //  - scales down to the highest desired count seen over the stabilization window, and only
-//    while no replica is loading, draining replicas whose own utilization was below
-//    scale_down_utilization (least utilized first).
+//    while no replica is loading, draining the least utilized replicas first (idle ones,
+//    below scale_down_utilization, go first; with scale_down_idle_only, only those).
 // Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it).
 #pragma once
 

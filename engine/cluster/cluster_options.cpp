@@ -35,6 +35,7 @@ void parse_autoscaler(const config::JsonReader& r, AutoscalerOptions* o) {
   if (o->scale_down_stabilization_s < 0)
     r.fail("scale_down_stabilization", "expected a duration >= 0");
   o->scale_down_utilization = r.fraction("scale_down_utilization", o->scale_down_utilization);
+  o->scale_down_idle_only = r.boolean("scale_down_idle_only", o->scale_down_idle_only);
   o->startup_s = r.duration_s("startup", o->startup_s);
   if (o->startup_s < 0) r.fail("startup", "expected a duration >= 0");
   r.finish();

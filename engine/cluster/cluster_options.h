@@ -30,10 +30,13 @@ struct AutoscalerOptions {
   int min_replicas = 4;
   int max_replicas = 32;
   double tolerance = 0.1;
-  // Scale-down: the highest desired count of this window is used (HPA's stabilization), and
-  // only replicas whose own utilization over the last interval is below this are drained.
+  // Scale-down: the highest desired count of this window is used (HPA's stabilization); the
+  // least utilized replicas are drained first. Replicas below scale_down_utilization over the
+  // last interval are idle; with scale_down_idle_only, only idle replicas are drained (then
+  // replicas sharing a moderate load evenly are never removed).
   double scale_down_stabilization_s = 300;
   double scale_down_utilization = 0.1;
+  bool scale_down_idle_only = false;
   // Fixed part of the scale-up delay (scheduling, process start), before weights load.
   double startup_s = 0;
 };

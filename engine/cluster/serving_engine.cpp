@@ -99,7 +99,29 @@ int ServingEngine::count(ReplicaState s) const {
   return n;
 }
 
+int ServingEngine::gpus_held() const {
+  int n = 0;
+  for (const auto& ri : info_)
+    if (ri.state != ReplicaState::kRemoved) n += ri.setup.gpus;
+  return n;
+}
+
+double ServingEngine::provisioned_gpu_seconds() const {
+  return counters_.provisioned_gpu_s + double(gpus_held_) * (rt_->now() - held_since_);
+}
+
 void ServingEngine::note_replica_count() {
+  counters_.provisioned_gpu_s += double(gpus_held_) * (rt_->now() - held_since_);
+  held_since_ = rt_->now();
+  gpus_held_ = gpus_held();
+  // With an autoscaler, timeline utilization is relative to the GPUs serving now.
+  if (opts_.cluster.autoscaler.enabled) {
+    int serving = 0;
+    for (const auto& ri : info_)
+      if (ri.state == ReplicaState::kActive || ri.state == ReplicaState::kDraining)
+        serving += ri.setup.gpus;
+    recorder_->set_gpus(std::max(1, serving));
+  }
   const int up = count(ReplicaState::kActive) + count(ReplicaState::kDraining);
   if (counters_.replicas_max_seen == 0 && counters_.replicas_min_seen == 0) {
     counters_.replicas_min_seen = counters_.replicas_max_seen = up;
@@ -141,11 +163,13 @@ ReplicaId ServingEngine::add_replica() {
   std::optional<ReplicaSetup> rs = provider_.create(id);
   if (!rs) return -1;
   make_replica(*rs, ReplicaState::kLoading, ReplicaRole::kBoth);
+  note_replica_count();
   auto loaded = [this, id](Status st) {
     if (info_[id].state != ReplicaState::kLoading) return;
     if (!st.ok()) {
       ++counters_.load_failures;
       info_[id].state = ReplicaState::kRemoved;
+      note_replica_count();
       if (provider_.release) provider_.release(id, info_[id].setup);
       return;
     }
@@ -180,6 +204,7 @@ bool ServingEngine::drain_replica(ReplicaId id) {
     return false;
   info_[id].state = ReplicaState::kDraining;
   rebuild_routing();
+  note_replica_count();
   maybe_remove(id);
   return true;
 }

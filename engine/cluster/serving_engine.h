@@ -89,6 +89,9 @@ struct ClusterCounters {
   std::int64_t handoffs = 0, handoff_retries = 0, handoff_failures = 0;
   double handoff_bytes = 0;
   std::int64_t warmup_requests = 0, warmup_completed = 0;
+  // GPUs held by replicas (loading, active or draining) integrated over time, up to the
+  // last change; see ServingEngine::provisioned_gpu_seconds().
+  double provisioned_gpu_s = 0;
 };
 
 class ServingEngine {
@@ -126,6 +129,10 @@ class ServingEngine {
   ReplicaState replica_state(ReplicaId id) const { return info_[id].state; }
   ReplicaRole replica_role(ReplicaId id) const { return info_[id].role; }
   int count(ReplicaState s) const;
+  // GPUs held by replicas that are loading, active or draining.
+  int gpus_held() const;
+  // GPU-seconds held by replicas from construction until now (autoscaling cost).
+  double provisioned_gpu_seconds() const;
   // Utilization of each active replica since the previous call (or since it became active).
   std::vector<ReplicaLoad> sample_utilization();
 
@@ -159,7 +166,9 @@ class ServingEngine {
   void activate(ReplicaId id);
   void rebuild_routing();
   void maybe_remove(ReplicaId id);
-  void note_replica_count();
+  void note_replica_count();  // call after any state change
+  Time held_since_ = 0;
+  int gpus_held_ = 0;
   void send_warmup(ReplicaId id);
   bool is_warmup(const Sequence* s) const { return s->req.id >= kWarmupIdBase; }
   void start_handoff(Sequence* s);

@@ -41,6 +41,10 @@ TEST(SimulationCluster, AutoscalerLoadsWeightsAndReports) {
   EXPECT_GE(a["scale_ups"].get<int>(), 1) << a.dump();
   EXPECT_GE(a["replicas_max_seen"].get<int>(), 2);
   EXPECT_LE(a["replicas_max_seen"].get<int>(), 2);
+  const double u = a["utilization_of_provisioned"].get<double>();
+  EXPECT_GT(u, 0);
+  EXPECT_LE(u, 1);
+  EXPECT_EQ(r["gpus"]["count"], 8);  // every GPU a replica may hold
   expect_conservation(r);
   // The second replica serves only after its 4 GPUs read their weights from storage (they
   // share the storage host's bandwidth), at least one interval after the start.

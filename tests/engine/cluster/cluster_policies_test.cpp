@@ -310,7 +310,32 @@ TEST(Autoscaler, DrainsIdleReplicasOnlyAfterTheStabilizationWindow) {
   EXPECT_EQ(eng.counters().replicas_max_seen, 3);
   rt.advance_to(20);
   EXPECT_EQ(eng.count(ReplicaState::kActive), 1);  // never below min_replicas
+  EXPECT_NEAR(eng.provisioned_gpu_seconds(), 3 * 4.0 + 1 * 16.0, 1e-9);
   eng.stop();
+}
+
+TEST(Autoscaler, IdleOnlyKeepsEvenlyLoadedReplicas) {
+  for (bool idle_only : {false, true}) {
+    ManualRuntime rt;
+    ManualExecutor a(&rt, [](const StepPlan&) { return 0.05; });
+    ManualExecutor b(&rt, [](const StepPlan&) { return 0.05; });
+    metrics::Recorder rec;
+    EngineOptions o = autoscaled(1, 2);
+    o.cluster.autoscaler.target_utilization = 0.9;
+    o.cluster.autoscaler.scale_down_idle_only = idle_only;
+    o.cluster.router.policy = RoutingPolicy::kRoundRobin;
+    ServingEngine eng(&rt, o, {setup(&a, 0), setup(&b, 1)}, &rec);
+    eng.start();
+    // Two short requests per second, in turn: each replica 25% busy, not idle.
+    for (int k = 0; k < 200; ++k) {
+      rt.advance_to(k * 0.5);
+      eng.submit(req(k * 0.5, 10, 5));
+    }
+    EXPECT_EQ(eng.count(ReplicaState::kActive), idle_only ? 2 : 1) << idle_only;
+    eng.stop();
+    rt.run_until_idle();
+    EXPECT_EQ(rec.count(Outcome::kCompleted), 200);
+  }
 }
 
 TEST(Autoscaler, DrainingReplicaFinishesItsWorkBeforeRemoval) {
