@@ -268,6 +268,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     rt.cancel(sampler);
     engine.stop();
     auto st = engine.state();
+    rec.note_replicas_loading(st.replicas_loading);
     rec.sample(std::ceil(rt.now() > 0 ? rt.now() : 1), st.running, st.waiting, st.replicas_up,
                st.kv_usage);
   };
@@ -284,6 +285,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
 
   std::function<void()> tick = [&] {
     auto st = engine.state();
+    rec.note_replicas_loading(st.replicas_loading);
     rec.sample(rt.now(), st.running, st.waiting, st.replicas_up, st.kv_usage);
     const double limit = sc.duration_s + sc.max_drain_s;
     if (rt.now() >= limit && engine.in_system() > 0) {

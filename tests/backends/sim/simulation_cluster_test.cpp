@@ -56,6 +56,10 @@ TEST(SimulationCluster, AutoscalerLoadsWeightsAndReports) {
       break;
     }
   ASSERT_GT(up_at, 0);
+  bool saw_loading = false;
+  for (const auto& row : out->recorder->timeline())
+    if (row.t_s < up_at && row.replicas_loading == 1) saw_loading = true;
+  EXPECT_TRUE(saw_loading);
   EXPECT_GE(up_at, 5 + load_s) << "weights: " << out->fit.weight_bytes << " B per GPU";
   std::printf("second replica up by t=%.0f s (load alone %.1f s)\n", up_at, load_s);
 }

@@ -62,6 +62,10 @@ TEST(ClusterOptions, ErrorsNameThePath) {
   EXPECT_NE(parse_error(R"({"disaggregation": {"prefill_replicas": 2}})")
                 .find("/disaggregation/decode_replicas"),
             std::string::npos);
+  EXPECT_NE(parse_error(R"({"autoscaler": {}, "disaggregation": {"prefill_replicas": 1,
+                                                                   "decode_replicas": 1}})")
+                .find("/autoscaler"),
+            std::string::npos);
   EXPECT_NE(parse_error(R"({"autoscaler": {"target_utilization": 1.5}})")
                 .find("/autoscaler/target_utilization"),
             std::string::npos);
