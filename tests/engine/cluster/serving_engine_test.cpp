@@ -24,7 +24,7 @@ TEST(ServingEngine, RunsRequestsToCompletionWithTimestamps) {
   ManualExecutor ex(&rt, [](const StepPlan& p) { return 0.010 + 1e-4 * p.shape.tokens(); });
   metrics::Recorder rec;
   EngineOptions opts;
-  ServingEngine eng(&rt, opts, {{&ex, 1, 1000, 1}}, &rec);
+  ServingEngine eng(&rt, opts, {{&ex, 1, 1000, 1, {}}}, &rec);
   int ended = 0;
   eng.on_end = [&](const Sequence& s) {
     ++ended;
@@ -47,7 +47,7 @@ TEST(ServingEngine, ConcurrentArrivalsShareSteps) {
   ManualRuntime rt;
   ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
   metrics::Recorder rec;
-  ServingEngine eng(&rt, EngineOptions{}, {{&ex, 1, 1000, 1}}, &rec);
+  ServingEngine eng(&rt, EngineOptions{}, {{&ex, 1, 1000, 1, {}}}, &rec);
   for (int i = 0; i < 8; ++i) eng.submit(req(0, 10, 5));
   rt.run_until_idle();
   EXPECT_EQ(rec.count(Outcome::kCompleted), 8);
@@ -60,7 +60,7 @@ TEST(ServingEngine, RejectsWhatCanNeverFitWithAReason) {
   metrics::Recorder rec;
   EngineOptions opts;
   opts.max_model_len = 2048;
-  ServingEngine eng(&rt, opts, {{&ex, 1, 10, 1}}, &rec);  // 160 tokens of KV
+  ServingEngine eng(&rt, opts, {{&ex, 1, 10, 1, {}}}, &rec);  // 160 tokens of KV
   eng.submit(req(0, 4000, 10));
   eng.submit(req(0, 150, 20));
   eng.submit(req(0, 0, 20));
@@ -77,7 +77,7 @@ TEST(ServingEngine, ConservationUnderPreemptionAndFailures) {
   metrics::Recorder rec;
   EngineOptions opts;
   opts.scheduler.max_step_retries = 0;
-  ServingEngine eng(&rt, opts, {{&ex, 1, 40, 1}}, &rec);  // small cache: forces preemption
+  ServingEngine eng(&rt, opts, {{&ex, 1, 40, 1, {}}}, &rec);  // small cache: forces preemption
   for (int i = 0; i < 50; ++i) {
     rt.advance_to(i * 0.003);
     eng.submit(req(rt.now(), 50 + (i * 37) % 200, 20 + (i * 13) % 60));
@@ -101,7 +101,7 @@ TEST(ServingEngine, PipelinedExecutorKeepsSeveralStepsInFlight) {
   metrics::Recorder rec;
   EngineOptions opts;
   opts.scheduler.max_seqs_per_step = 4;
-  ServingEngine eng(&rt, opts, {{&ex, 2, 1000, 1}}, &rec);
+  ServingEngine eng(&rt, opts, {{&ex, 2, 1000, 1, {}}}, &rec);
   for (int i = 0; i < 8; ++i) eng.submit(req(0, 10, 3));
   rt.run_until_idle();
   EXPECT_EQ(rec.count(Outcome::kCompleted), 8);
@@ -115,7 +115,7 @@ TEST(ServingEngine, RoundRobinAndLeastOutstanding) {
   metrics::Recorder rec;
   EngineOptions opts;
   opts.routing = RoutingPolicy::kLeastOutstandingTokens;
-  ServingEngine eng(&rt, opts, {{&ex, 1, 1000, 1}, {&ex, 1, 1000, 1}}, &rec);
+  ServingEngine eng(&rt, opts, {{&ex, 1, 1000, 1, {}}, {&ex, 1, 1000, 1, {}}}, &rec);
   eng.submit(req(0, 500, 10));
   eng.submit(req(0, 10, 10));
   eng.submit(req(0, 10, 10));
