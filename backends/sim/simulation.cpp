@@ -7,7 +7,10 @@
 
 #include "backends/sim/platform.h"
 #include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_fabric.h"
 #include "backends/sim/sim_runtime.h"
+#include "engine/cluster/autoscaler.h"
+#include "engine/cluster/cluster_options.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/report.h"
 #include "engine/perf/cost_model.h"
@@ -100,6 +103,44 @@ OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int
   return j;
 }
 
+// Report sections of the cluster policies that are on (none by default).
+void cluster_sections(const cluster::ClusterOptions& co, const cluster::ServingEngine& eng,
+                      const metrics::Recorder& rec, int max_capped_from, OJson* j) {
+  const auto& c = eng.counters();
+  if (co.autoscaler.enabled) {
+    OJson a{
+        {"scale_ups", c.scale_ups},
+        {"scale_downs", c.scale_downs},
+        {"replicas_min_seen", c.replicas_min_seen},
+        {"replicas_max_seen", c.replicas_max_seen},
+        {"load_failures", c.load_failures},
+        {"gpu_seconds_provisioned", eng.provisioned_gpu_seconds()},
+        {"utilization_of_provisioned", eng.provisioned_gpu_seconds() > 0
+                                           ? rec.busy_gpu_seconds() / eng.provisioned_gpu_seconds()
+                                           : 0.0},
+        {"min_replicas", co.autoscaler.min_replicas},
+        {"max_replicas", co.autoscaler.max_replicas}};
+    if (max_capped_from > 0) a["max_replicas_requested"] = max_capped_from;
+    (*j)["autoscaler"] = a;
+  }
+  if (co.disaggregation.enabled())
+    (*j)["disaggregation"] = OJson{{"prefill_replicas", co.disaggregation.prefill_replicas},
+                                   {"decode_replicas", co.disaggregation.decode_replicas},
+                                   {"handoffs", c.handoffs},
+                                   {"handoff_retries", c.handoff_retries},
+                                   {"handoff_failures", c.handoff_failures},
+                                   {"handoff_gb", gb(c.handoff_bytes)}};
+  if (co.response_cache.enabled) {
+    const auto& rc = eng.response_cache();
+    (*j)["response_cache"] =
+        OJson{{"lookups", rc.lookups()},
+              {"hits", rc.hits()},
+              {"hit_rate", rc.lookups() > 0 ? double(rc.hits()) / double(rc.lookups()) : 0.0}};
+  }
+  if (co.warmup.requests > 0)
+    (*j)["warmup"] = OJson{{"requests", c.warmup_requests}, {"completed", c.warmup_completed}};
+}
+
 }  // namespace
 
 Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc) {
@@ -125,6 +166,38 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   PRIMA_ASSIGN_OR_RETURN(auto driver, workload::make_workload(sc.workload, sc.seed, sc.duration_s));
   PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<SimPlatform> platform, SimPlatform::create(sc.topology));
 
+  cluster::ClusterOptions copts = sc.cluster;
+  if (copts.disaggregation.enabled() &&
+      copts.disaggregation.prefill_replicas + copts.disaggregation.decode_replicas !=
+          sc.plan.replicas)
+    return invalid_argument(fmt::format(
+        "{}: /disaggregation: prefill_replicas ({}) + decode_replicas ({}) must equal the "
+        "deployment's replicas ({})",
+        sc.file, copts.disaggregation.prefill_replicas, copts.disaggregation.decode_replicas,
+        sc.plan.replicas));
+  // Autoscaling: every replica the autoscaler may start needs its own GPUs. Place as many as
+  // the topology holds (capped at max_replicas); the first sc.plan.replicas start up.
+  int max_capped_from = 0;
+  std::vector<plan::ReplicaPlacement> pool;
+  if (copts.autoscaler.enabled) {
+    auto& as = copts.autoscaler;
+    const int fit_max = sc.topology.total_gpus() / std::max(1, sc.plan.gpus_per_replica());
+    if (as.max_replicas > fit_max) {
+      fmt::print(stderr,
+                 "{}: /autoscaler/max_replicas: {} replicas of {} GPUs do not fit on the {} "
+                 "GPUs of topology {}; capped at {}\n",
+                 sc.file, as.max_replicas, sc.plan.gpus_per_replica(), sc.topology.total_gpus(),
+                 sc.topology.name, fit_max);
+      max_capped_from = as.max_replicas;
+      as.max_replicas = fit_max;
+      as.min_replicas = std::min(as.min_replicas, fit_max);
+    }
+    plan::ParallelPlan all = sc.plan;
+    all.replicas = std::max(as.max_replicas, sc.plan.replicas);
+    PRIMA_ASSIGN_OR_RETURN(pool, plan::place(all, sc.topology));
+    placements.assign(pool.begin(), pool.begin() + sc.plan.replicas);
+  }
+
   SimRuntime rt;
   perf::CostModel cost(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
                        sc.calibration.for_gpu(sc.topology.gpu.name), sc.memory.kv_bytes_per_element);
@@ -133,7 +206,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   std::vector<std::unique_ptr<SimExecutor>> executors;
   std::vector<cluster::ReplicaSetup> setups;
   const int kv_blocks = static_cast<int>(fit.kv_tokens / sc.scheduler.block_size);
-  for (const auto& pl : placements) {
+  auto make_setup = [&](const plan::ReplicaPlacement& pl) {
     executors.push_back(
         std::make_unique<SimExecutor>(platform.get(), &rt, pl, cost_fns_from(cost), sim_opts));
     cluster::ReplicaSetup rs;
@@ -142,8 +215,9 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     rs.stage_gpus = sc.plan.tensor_parallel;
     rs.num_kv_blocks = kv_blocks;
     rs.devices = pl.devices;
-    setups.push_back(rs);
-  }
+    return rs;
+  };
+  for (const auto& pl : placements) setups.push_back(make_setup(pl));
 
   SimulationOutput out;
   out.fit = fit;
@@ -154,7 +228,54 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   eopts.scheduler.kv_bytes_per_token = fit.kv_bytes_per_token;  // per GPU: swap traffic
   eopts.routing = sc.routing;
   eopts.max_model_len = sc.max_model_len;
+  eopts.cluster = copts;
+  eopts.use_cluster_router = true;
+  eopts.kv_bytes_per_token = sc.model.kv_bytes_per_token(sc.memory.kv_bytes_per_element);
   cluster::ServingEngine engine(&rt, eopts, setups, &rec);
+
+  // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut).
+  std::unique_ptr<SimFabric> fabric;
+  if (copts.autoscaler.enabled || copts.disaggregation.enabled()) {
+    fabric = std::make_unique<SimFabric>(platform.get(), &rt);
+    engine.set_fabric(fabric.get());
+  }
+  // Free placements (indices into pool); replica id -> its placement.
+  std::vector<int> free_slots;
+  std::vector<int> slot_of_replica(placements.size());
+  for (std::size_t i = 0; i < placements.size(); ++i) slot_of_replica[i] = static_cast<int>(i);
+  for (int i = static_cast<int>(pool.size()) - 1; i >= static_cast<int>(placements.size()); --i)
+    free_slots.push_back(i);
+  if (copts.autoscaler.enabled) {
+    cluster::ReplicaProvider prov;
+    prov.create = [&](ReplicaId id) -> std::optional<cluster::ReplicaSetup> {
+      if (free_slots.empty()) return std::nullopt;
+      const int slot = free_slots.back();
+      free_slots.pop_back();
+      if (static_cast<std::size_t>(id) >= slot_of_replica.size())
+        slot_of_replica.resize(id + 1, -1);
+      slot_of_replica[id] = slot;
+      return make_setup(pool[slot]);  // a fresh executor (idle ones stay until the end)
+    };
+    // Each GPU reads its weight shard from the storage host, all at once (they contend).
+    prov.load = [&, weight_bytes = fit.weight_bytes](ReplicaId, const cluster::ReplicaSetup& rs,
+                                                     std::function<void(Status)> done) {
+      auto left = std::make_shared<int>(0);
+      auto first_error = std::make_shared<Status>();
+      for (const auto& st : rs.devices) *left += static_cast<int>(st.size());
+      if (*left == 0) return done(ok_status());
+      for (const auto& st : rs.devices)
+        for (DeviceId d : st)
+          fabric->load_from_storage(d, weight_bytes, [=](Status s) {
+            if (!s.ok() && first_error->ok()) *first_error = s;
+            if (--*left == 0) done(*first_error);
+          });
+    };
+    prov.release = [&](ReplicaId id, const cluster::ReplicaSetup&) {
+      free_slots.push_back(slot_of_replica[id]);
+    };
+    engine.set_replica_provider(std::move(prov));
+  }
+  engine.start();
 
   // Closed-loop workloads need each request's spec back when it ends.
   std::unordered_map<RequestId, workload::RequestSpec> specs;
@@ -168,7 +289,9 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     if (finished || !driver->done() || engine.in_system() > 0) return;
     finished = true;
     rt.cancel(sampler);
+    engine.stop();
     auto st = engine.state();
+    rec.note_replicas_loading(st.replicas_loading);
     rec.sample(std::ceil(rt.now() > 0 ? rt.now() : 1), st.running, st.waiting, st.replicas_up,
                st.kv_usage);
   };
@@ -187,6 +310,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   int samples = 0;
   std::function<void()> tick = [&] {
     auto st = engine.state();
+    rec.note_replicas_loading(st.replicas_loading);
     ++samples;
     kv_usage_sum += st.kv_usage;
     double frag = 0;
@@ -197,6 +321,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     const double limit = sc.duration_s + sc.max_drain_s;
     if (rt.now() >= limit && engine.in_system() > 0) {
       finished = true;
+      engine.stop();
       engine.fail_all(fmt::format("still in the system at the drain limit ({:.0f} s)", limit));
       return;
     }
@@ -249,6 +374,11 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   in.wall_seconds = out.wall_seconds;
   in.extra = extra_sections(sc, fit, kv_blocks, engine, samples ? kv_usage_sum / samples : 0.0,
                             samples ? fragmentation_sum / samples : 0.0);
+  cluster_sections(copts, engine, rec, max_capped_from, &in.extra);
+  if (copts.autoscaler.enabled) {
+    placements = pool;  // every GPU a replica may have used
+    in.gpus = static_cast<int>(pool.size()) * sc.plan.gpus_per_replica();
+  }
   for (const auto& pl : placements)
     for (std::size_t s = 0; s < pl.devices.size(); ++s)
       for (DeviceId d : pl.devices[s])

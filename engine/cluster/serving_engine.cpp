@@ -4,38 +4,235 @@
 
 #include <algorithm>
 
+#include "engine/cluster/autoscaler.h"
+
 namespace prima::cluster {
+namespace {
+
+RouterOptions router_options(const EngineOptions& o) {
+  RouterOptions r = o.cluster.router;
+  if (!o.use_cluster_router) r.policy = o.routing;
+  return r;
+}
+
+}  // namespace
 
 ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
                              const std::vector<ReplicaSetup>& replicas, metrics::Recorder* recorder)
-    : rt_(rt), opts_(opts), recorder_(recorder), router_(opts.routing) {
+    : rt_(rt),
+      opts_(opts),
+      recorder_(recorder),
+      router_(router_options(opts).policy, router_options(opts).seed,
+              router_options(opts).affinity_slack_tokens),
+      decode_router_(router_options(opts).policy, router_options(opts).seed + 1,
+                     router_options(opts).affinity_slack_tokens),
+      cache_(opts.cluster.response_cache) {
   events_.on_token = [this](Sequence* s) {
+    if (is_warmup(s)) return;
     recorder_->on_token(rt_->now());
     if (on_token) on_token(*s);
+    if (info_[s->replica].role == ReplicaRole::kPrefill && !decode_pool_.empty() &&
+        s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
+      start_handoff(s);
   };
   events_.on_finished = [this](Sequence* s) { end(s, Outcome::kCompleted, ""); };
   events_.on_failed = [this](Sequence* s) { end(s, Outcome::kFailed, s->reason); };
   events_.on_step = [this](ReplicaId id, const sched::ScheduledStep& step, const StepResult& r) {
+    ReplicaInfo& ri = info_[id];
     double gpu_s = 0;
-    for (double b : r.stage_busy_s) gpu_s += b * stage_gpus_[id];
-    const auto& devs = devices_[id];
+    for (double b : r.stage_busy_s) gpu_s += b * ri.setup.stage_gpus;
+    ri.busy_s += gpu_s / std::max(1, ri.setup.gpus);
+    const auto& devs = ri.setup.devices;
     for (std::size_t s = 0; s < r.stage_busy_s.size() && s < devs.size(); ++s)
       for (DeviceId d : devs[s]) recorder_->on_device_busy(d, r.stage_busy_s[s]);
     recorder_->on_step(r.start_s, r.end_s, gpu_s, r.flops);
     if (step.preempted) recorder_->on_preemptions(step.preempted);
+    if (ri.state == ReplicaState::kDraining) rt_->post([this, id] { maybe_remove(id); });
   };
+  const auto& dis = opts_.cluster.disaggregation;
   int total_gpus = 0;
   for (std::size_t i = 0; i < replicas.size(); ++i) {
-    const auto& rs = replicas[i];
-    replicas_.push_back(std::make_unique<Replica>(static_cast<ReplicaId>(i), rs.gpus, rt,
-                                                  rs.executor, opts_.scheduler, rs.num_kv_blocks,
-                                                  &events_));
-    replica_ptrs_.push_back(replicas_.back().get());
-    stage_gpus_.push_back(rs.stage_gpus);
-    devices_.push_back(rs.devices);
-    total_gpus += rs.gpus;
+    ReplicaRole role = ReplicaRole::kBoth;
+    if (dis.enabled())
+      role =
+          static_cast<int>(i) < dis.prefill_replicas ? ReplicaRole::kPrefill : ReplicaRole::kDecode;
+    make_replica(replicas[i], ReplicaState::kActive, role);
+    total_gpus += replicas[i].gpus;
   }
+  rebuild_routing();
+  note_replica_count();
   if (recorder_->gpus() == 0) recorder_->set_gpus(total_gpus);
+  if (opts_.cluster.autoscaler.enabled)
+    autoscaler_ = std::make_unique<Autoscaler>(rt_, this, opts_.cluster.autoscaler);
+}
+
+ServingEngine::~ServingEngine() = default;
+
+ReplicaId ServingEngine::make_replica(const ReplicaSetup& rs, ReplicaState st, ReplicaRole role) {
+  const auto id = static_cast<ReplicaId>(replicas_.size());
+  replicas_.push_back(std::make_unique<Replica>(id, rs.gpus, rt_, rs.executor, opts_.scheduler,
+                                                rs.num_kv_blocks, &events_));
+  ReplicaInfo ri;
+  ri.setup = rs;
+  ri.state = st;
+  ri.role = role;
+  ri.mark_s = rt_->now();
+  info_.push_back(std::move(ri));
+  return id;
+}
+
+void ServingEngine::rebuild_routing() {
+  accepting_.clear();
+  decode_pool_.clear();
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    if (info_[i].state != ReplicaState::kActive) continue;
+    if (info_[i].role == ReplicaRole::kDecode)
+      decode_pool_.push_back(replicas_[i].get());
+    else
+      accepting_.push_back(replicas_[i].get());
+  }
+}
+
+int ServingEngine::count(ReplicaState s) const {
+  int n = 0;
+  for (const auto& ri : info_) n += ri.state == s;
+  return n;
+}
+
+int ServingEngine::gpus_held() const {
+  int n = 0;
+  for (const auto& ri : info_)
+    if (ri.state != ReplicaState::kRemoved) n += ri.setup.gpus;
+  return n;
+}
+
+double ServingEngine::provisioned_gpu_seconds() const {
+  return counters_.provisioned_gpu_s + double(gpus_held_) * (rt_->now() - held_since_);
+}
+
+void ServingEngine::note_replica_count() {
+  counters_.provisioned_gpu_s += double(gpus_held_) * (rt_->now() - held_since_);
+  held_since_ = rt_->now();
+  gpus_held_ = gpus_held();
+  // With an autoscaler, timeline utilization is relative to the GPUs serving now.
+  if (opts_.cluster.autoscaler.enabled) {
+    int serving = 0;
+    for (const auto& ri : info_)
+      if (ri.state == ReplicaState::kActive || ri.state == ReplicaState::kDraining)
+        serving += ri.setup.gpus;
+    recorder_->set_gpus(std::max(1, serving));
+  }
+  const int up = count(ReplicaState::kActive) + count(ReplicaState::kDraining);
+  if (counters_.replicas_max_seen == 0 && counters_.replicas_min_seen == 0) {
+    counters_.replicas_min_seen = counters_.replicas_max_seen = up;
+    return;
+  }
+  counters_.replicas_min_seen = std::min(counters_.replicas_min_seen, up);
+  counters_.replicas_max_seen = std::max(counters_.replicas_max_seen, up);
+}
+
+void ServingEngine::start() {
+  for (std::size_t i = 0; i < replicas_.size(); ++i)
+    if (info_[i].state == ReplicaState::kActive) send_warmup(static_cast<ReplicaId>(i));
+  if (autoscaler_) autoscaler_->start();
+}
+
+void ServingEngine::stop() {
+  if (autoscaler_) autoscaler_->stop();
+}
+
+void ServingEngine::send_warmup(ReplicaId id) {
+  const WarmupOptions& w = opts_.cluster.warmup;
+  for (int k = 0; k < w.requests; ++k) {
+    auto seq = std::make_unique<Sequence>();
+    seq->req.id = next_warmup_id_++;
+    seq->req.arrival_s = rt_->now();
+    seq->req.prompt_tokens = w.prompt_tokens;
+    seq->req.max_output_tokens = w.output_tokens;
+    Sequence* s = seq.get();
+    if (!replicas_[id]->can_ever_fit(*s)) return;
+    warm_.emplace(s->req.id, std::move(seq));
+    ++counters_.warmup_requests;
+    replicas_[id]->submit(s);
+  }
+}
+
+ReplicaId ServingEngine::add_replica() {
+  if (!provider_.create) return -1;
+  const auto id = static_cast<ReplicaId>(replicas_.size());
+  std::optional<ReplicaSetup> rs = provider_.create(id);
+  if (!rs) return -1;
+  make_replica(*rs, ReplicaState::kLoading, ReplicaRole::kBoth);
+  note_replica_count();
+  auto loaded = [this, id](Status st) {
+    if (info_[id].state != ReplicaState::kLoading) return;
+    if (!st.ok()) {
+      ++counters_.load_failures;
+      info_[id].state = ReplicaState::kRemoved;
+      note_replica_count();
+      if (provider_.release) provider_.release(id, info_[id].setup);
+      return;
+    }
+    activate(id);
+  };
+  const double startup = opts_.cluster.autoscaler.startup_s;
+  auto do_load = [this, id, loaded] {
+    if (provider_.load)
+      provider_.load(id, info_[id].setup, loaded);
+    else
+      loaded(ok_status());
+  };
+  if (startup > 0)
+    rt_->at(rt_->now() + startup, do_load);
+  else
+    do_load();
+  return id;
+}
+
+void ServingEngine::activate(ReplicaId id) {
+  info_[id].state = ReplicaState::kActive;
+  info_[id].mark_s = rt_->now();
+  info_[id].busy_mark_s = info_[id].busy_s;
+  rebuild_routing();
+  note_replica_count();
+  send_warmup(id);
+}
+
+bool ServingEngine::drain_replica(ReplicaId id) {
+  if (id < 0 || id >= static_cast<ReplicaId>(info_.size()) ||
+      info_[id].state != ReplicaState::kActive)
+    return false;
+  info_[id].state = ReplicaState::kDraining;
+  rebuild_routing();
+  note_replica_count();
+  maybe_remove(id);
+  return true;
+}
+
+void ServingEngine::maybe_remove(ReplicaId id) {
+  ReplicaInfo& ri = info_[id];
+  if (ri.state != ReplicaState::kDraining || !replicas_[id]->idle() || ri.pending_handoffs > 0)
+    return;
+  ri.state = ReplicaState::kRemoved;
+  note_replica_count();
+  if (provider_.release) provider_.release(id, ri.setup);
+}
+
+std::vector<ReplicaLoad> ServingEngine::sample_utilization() {
+  std::vector<ReplicaLoad> out;
+  const Time now = rt_->now();
+  for (std::size_t i = 0; i < info_.size(); ++i) {
+    ReplicaInfo& ri = info_[i];
+    if (ri.state != ReplicaState::kActive) continue;
+    ReplicaLoad l;
+    l.id = static_cast<ReplicaId>(i);
+    l.window_s = now - ri.mark_s;
+    if (l.window_s > 0) l.utilization = std::min(1.0, (ri.busy_s - ri.busy_mark_s) / l.window_s);
+    ri.busy_mark_s = ri.busy_s;
+    ri.mark_s = now;
+    out.push_back(l);
+  }
+  return out;
 }
 
 RequestId ServingEngine::submit(Request r) {
@@ -64,23 +261,126 @@ RequestId ServingEngine::submit(Request r) {
                     s->req.prompt_tokens, s->req.max_output_tokens, opts_.max_model_len));
     return id;
   }
-  int idx = router_.pick(replica_ptrs_, *s);
-  if (idx < 0) {
-    end(s, Outcome::kRejected,
-        fmt::format("{} tokens exceed the KV cache of every replica", s->max_tokens()));
+  if (cache_.enabled() && cache_.lookup(s->req, rt_->now())) {
+    const Time t = rt_->now() + cache_.options().hit_latency_s;
+    s->first_scheduled_s = rt_->now();
+    s->first_token_s = t;
+    rt_->at(t, [this, id] {
+      auto it = live_.find(id);
+      if (it == live_.end()) return;
+      Sequence* c = it->second.get();
+      c->num_generated = c->req.max_output_tokens;
+      for (int k = 0; k < c->num_generated; ++k) recorder_->on_token(rt_->now());
+      end(c, Outcome::kCompleted, "response_cache");
+    });
     return id;
   }
-  replicas_[idx]->submit(s);
+  int idx = router_.pick(accepting_, *s);
+  if (idx < 0) {
+    end(s, Outcome::kRejected,
+        accepting_.empty()
+            ? std::string("no replica is accepting requests")
+            : fmt::format("{} tokens exceed the KV cache of every replica", s->max_tokens()));
+    return id;
+  }
+  accepting_[idx]->submit(s);
   return id;
 }
 
+void ServingEngine::start_handoff(Sequence* s) {
+  Replica* src = replicas_[s->replica].get();
+  if (!src->cancel(s)) return;  // still in a step (cannot happen after complete)
+  Handoff& h = handoffs_[s->req.id];
+  h.src = s->replica;
+  if (info_[h.src].state == ReplicaState::kDraining)
+    rt_->post([this, r = h.src] { maybe_remove(r); });
+  int idx = decode_router_.pick(decode_pool_, *s);
+  if (idx < 0) {
+    handoffs_.erase(s->req.id);
+    end(s, Outcome::kFailed, "no decode replica can hold the sequence");
+    return;
+  }
+  transfer_kv(s->req.id, decode_pool_[idx]->id());
+}
+
+void ServingEngine::transfer_kv(RequestId id, ReplicaId dst) {
+  Sequence* s = live_.at(id).get();
+  Handoff& h = handoffs_[id];
+  h.tried.push_back(dst);
+  h.status = ok_status();
+  ++info_[dst].pending_handoffs;
+  ++counters_.handoffs;
+  const double bytes = double(s->num_computed) * opts_.kv_bytes_per_token;
+  counters_.handoff_bytes += bytes;
+  std::vector<DeviceId> from, to;
+  for (const auto& st : info_[h.src].setup.devices) from.insert(from.end(), st.begin(), st.end());
+  for (const auto& st : info_[dst].setup.devices) to.insert(to.end(), st.begin(), st.end());
+  if (!fabric_ || bytes <= 0 || from.empty() || to.empty()) {
+    h.pending = 1;
+    rt_->post([this, id, dst] { on_transfer_done(id, dst, ok_status()); });
+    return;
+  }
+  // Each GPU holds its share of the KV (its layers and heads): one flow per GPU pair.
+  const std::size_t flows = std::max(from.size(), to.size());
+  h.pending = static_cast<int>(flows);
+  for (std::size_t k = 0; k < flows; ++k)
+    fabric_->transfer(from[k % from.size()], to[k % to.size()], bytes / double(flows),
+                      [this, id, dst](Status st) { on_transfer_done(id, dst, std::move(st)); });
+}
+
+void ServingEngine::on_transfer_done(RequestId id, ReplicaId dst, Status st) {
+  auto hit = handoffs_.find(id);
+  if (hit == handoffs_.end()) return;
+  Handoff& h = hit->second;
+  if (!st.ok() && h.status.ok()) h.status = std::move(st);
+  if (--h.pending > 0) return;
+  --info_[dst].pending_handoffs;
+  auto it = live_.find(id);
+  if (it == live_.end()) {  // ended meanwhile (fail_all)
+    handoffs_.erase(hit);
+    maybe_remove(dst);
+    return;
+  }
+  Sequence* s = it->second.get();
+  if (h.status.ok()) {
+    handoffs_.erase(hit);
+    replicas_[dst]->submit(s);
+    return;
+  }
+  ++counters_.handoff_retries;
+  std::vector<Replica*> others;
+  for (Replica* r : decode_pool_)
+    if (std::find(h.tried.begin(), h.tried.end(), r->id()) == h.tried.end()) others.push_back(r);
+  const int attempts = static_cast<int>(h.tried.size());
+  int idx = others.empty() ? -1 : decode_router_.pick(others, *s);
+  if (idx < 0 || attempts > opts_.cluster.disaggregation.max_transfer_retries) {
+    ++counters_.handoff_failures;
+    std::string why = h.status.message();
+    handoffs_.erase(hit);
+    end(s, Outcome::kFailed,
+        fmt::format("KV hand-off failed after {} attempts: {}", attempts, why));
+    return;
+  }
+  transfer_kv(id, others[idx]->id());
+}
+
 void ServingEngine::end(Sequence* s, Outcome o, std::string reason) {
+  if (is_warmup(s)) {
+    ++counters_.warmup_completed;
+    warm_.erase(s->req.id);
+    return;
+  }
   s->outcome = o;
   s->reason = std::move(reason);
   s->finish_s = rt_->now();
+  if (o == Outcome::kCompleted && s->reason.empty()) cache_.insert(s->req, s->finish_s);
   recorder_->on_end(*s, s->finish_s);
   if (on_end) on_end(*s);
+  const ReplicaId r = s->replica;
   live_.erase(s->req.id);
+  if (r >= 0 && r < static_cast<ReplicaId>(info_.size()) &&
+      info_[r].state == ReplicaState::kDraining)
+    rt_->post([this, r] { maybe_remove(r); });
 }
 
 void ServingEngine::fail_all(const std::string& reason) {
@@ -92,13 +392,18 @@ void ServingEngine::fail_all(const std::string& reason) {
 
 EngineState ServingEngine::state() const {
   EngineState st;
-  for (const auto& r : replicas_) {
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    const ReplicaState rs = info_[i].state;
+    if (rs == ReplicaState::kLoading) ++st.replicas_loading;
+    if (rs == ReplicaState::kDraining) ++st.replicas_draining;
+    if (rs != ReplicaState::kActive && rs != ReplicaState::kDraining) continue;
+    const auto& r = replicas_[i];
     st.running += r->num_running();
     st.waiting += r->num_waiting();
     st.kv_usage += r->kv().usage();
     ++st.replicas_up;
   }
-  if (!replicas_.empty()) st.kv_usage /= double(replicas_.size());
+  if (st.replicas_up > 0) st.kv_usage /= double(st.replicas_up);
   st.in_system = in_system();
   return st;
 }

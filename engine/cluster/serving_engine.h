@@ -1,50 +1,114 @@
 // ServingEngine: the serving engine both backends run. It owns the requests' sequences,
 // routes each new request to a replica, and reports every request's end exactly once
 // (completed, rejected with a reason, or failed with a reason) to the Recorder and to the
-// caller's hooks. Time and devices come only through the seam (Runtime, Executors).
+// caller's hooks. Time and devices come only through the seam (Runtime, Executors, Fabric).
+//
+// Cluster policies (ClusterOptions; all off by default):
+//  - replicas added and removed at run time (add_replica / drain_replica, driven by the
+//    Autoscaler): a new replica is created by the ReplicaProvider, loads its weights (the
+//    provider's `load`, e.g. from storage over the fabric) and only then accepts requests;
+//    a drained replica accepts nothing new, finishes its work, then is handed back;
+//  - disaggregated prefill/decode pools: requests go to a prefill replica; at its first token
+//    the sequence's KV (num_computed x kv_bytes_per_token) moves over the Fabric to a decode
+//    replica picked by the router, which decodes the rest (bounded retries on failure);
+//  - a response cache answering repeated short prompts without a replica;
+//  - warm-up requests per replica at start(), not reported as requests.
 // Not thread-safe: every call runs on the engine's loop (servers post into it).
-// Owns the sequences and the replicas; borrows the Runtime, Executors and Recorder.
+// Owns the sequences, the replicas and the autoscaler; borrows the Runtime, Executors,
+// Fabric and Recorder.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/cluster/cluster_options.h"
 #include "engine/cluster/replica.h"
+#include "engine/cluster/response_cache.h"
 #include "engine/cluster/router.h"
 #include "engine/metrics/recorder.h"
 #include "engine/sched/scheduler.h"
 
 namespace prima::cluster {
 
+class Autoscaler;
+
 struct ReplicaSetup {
   Executor* executor = nullptr;  // borrowed; outlives the engine
   int gpus = 1;                  // GPUs of this replica (tp * pp)
   int num_kv_blocks = 0;
   int stage_gpus = 1;  // GPUs per pipeline stage (tp): busy time per stage x this
-  // Device ids per pipeline stage (for per-GPU utilization); may be empty.
+  // Device ids per pipeline stage (for per-GPU utilization and KV transfers); may be empty.
   std::vector<std::vector<DeviceId>> devices;
+};
+
+// How the engine gets replicas at run time (autoscaling). Given by the wiring.
+struct ReplicaProvider {
+  // A replica on free GPUs, or nullopt when none are free.
+  std::function<std::optional<ReplicaSetup>(ReplicaId)> create;
+  // Loads the weights; done(ok) when the replica can serve. Null: ready at once.
+  std::function<void(ReplicaId, const ReplicaSetup&, std::function<void(Status)>)> load;
+  // The replica was removed (after draining) or failed to load: its GPUs are free again.
+  std::function<void(ReplicaId, const ReplicaSetup&)> release;
 };
 
 struct EngineOptions {
   sched::SchedulerOptions scheduler;
-  RoutingPolicy routing = RoutingPolicy::kRoundRobin;
+  RoutingPolicy routing = RoutingPolicy::kRoundRobin;  // overridden by cluster.router.policy
   int max_model_len = 0;  // prompt + output tokens at most (0 = no limit beyond KV capacity)
+  // When set, cluster.router is used as is (routing above is ignored).
+  bool use_cluster_router = false;
+  ClusterOptions cluster;
+  double kv_bytes_per_token = 0;  // whole replica (all layers, all KV heads): P/D hand-off size
 };
+
+enum class ReplicaState { kLoading, kActive, kDraining, kRemoved };
+enum class ReplicaRole { kBoth, kPrefill, kDecode };
 
 // A snapshot for timelines and gauges.
 struct EngineState {
-  int running = 0, waiting = 0, replicas_up = 0;
-  double kv_usage = 0;  // mean over replicas
+  int running = 0, waiting = 0, replicas_up = 0;  // up: active or draining
+  int replicas_loading = 0, replicas_draining = 0;
+  double kv_usage = 0;  // mean over replicas up
   std::int64_t in_system = 0;
+};
+
+// One replica's GPU utilization since the last sample (for the autoscaler).
+struct ReplicaLoad {
+  ReplicaId id = 0;
+  double utilization = 0;  // busy fraction of its GPUs
+  double window_s = 0;     // how long it was active in the window
+};
+
+struct ClusterCounters {
+  std::int64_t scale_ups = 0, scale_downs = 0, load_failures = 0;
+  int replicas_min_seen = 0, replicas_max_seen = 0;
+  std::int64_t handoffs = 0, handoff_retries = 0, handoff_failures = 0;
+  double handoff_bytes = 0;
+  std::int64_t warmup_requests = 0, warmup_completed = 0;
+  // GPUs held by replicas (loading, active or draining) integrated over time, up to the
+  // last change; see ServingEngine::provisioned_gpu_seconds().
+  double provisioned_gpu_s = 0;
 };
 
 class ServingEngine {
  public:
   ServingEngine(Runtime* rt, EngineOptions opts, const std::vector<ReplicaSetup>& replicas,
                 metrics::Recorder* recorder);
+  ~ServingEngine();
+
+  // Optional collaborators, set before start().
+  void set_fabric(Fabric* f) { fabric_ = f; }
+  void set_replica_provider(ReplicaProvider p) { provider_ = std::move(p); }
+
+  // Sends the warm-up requests and starts the autoscaler (when configured). Without it the
+  // engine serves as before (no warm-up, fixed replicas).
+  void start();
+  // Stops periodic work (the autoscaler's timer) so the loop can run dry.
+  void stop();
 
   // Submits a request (its id is assigned when 0). Returns the id. The request may end
   // immediately (rejected) if no replica can ever hold it.
@@ -58,25 +122,82 @@ class ServingEngine {
   // replicas are not touched: call this only when no further events will be processed.
   void fail_all(const std::string& reason);
 
+  // Run-time replicas. add_replica: -1 when the provider has no free GPUs (or none is set).
+  ReplicaId add_replica();
+  // Stops routing to an active replica; it is removed once idle. False if not active.
+  bool drain_replica(ReplicaId id);
+  ReplicaState replica_state(ReplicaId id) const { return info_[id].state; }
+  ReplicaRole replica_role(ReplicaId id) const { return info_[id].role; }
+  int count(ReplicaState s) const;
+  // GPUs held by replicas that are loading, active or draining.
+  int gpus_held() const;
+  // GPU-seconds held by replicas from construction until now (autoscaling cost).
+  double provisioned_gpu_seconds() const;
+  // Utilization of each active replica since the previous call (or since it became active).
+  std::vector<ReplicaLoad> sample_utilization();
+
   EngineState state() const;
   std::int64_t in_system() const { return static_cast<std::int64_t>(live_.size()); }
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
   const EngineOptions& options() const { return opts_; }
+  const ClusterCounters& counters() const { return counters_; }
+  ClusterCounters* mutable_counters() { return &counters_; }  // for the autoscaler
+  const ResponseCache& response_cache() const { return cache_; }
+  const Autoscaler* autoscaler() const { return autoscaler_.get(); }
 
  private:
+  struct ReplicaInfo {
+    ReplicaSetup setup;
+    ReplicaState state = ReplicaState::kActive;
+    ReplicaRole role = ReplicaRole::kBoth;
+    double busy_s = 0;         // GPU-busy seconds / gpus, all time
+    double busy_mark_s = 0;    // busy_s at the last sample
+    Time mark_s = 0;           // time of the last sample (or activation)
+    int pending_handoffs = 0;  // KV transfers heading to it
+  };
+  struct Handoff {
+    ReplicaId src = -1;
+    std::vector<ReplicaId> tried;
+    int pending = 0;
+    Status status;
+  };
+
+  ReplicaId make_replica(const ReplicaSetup& rs, ReplicaState st, ReplicaRole role);
+  void activate(ReplicaId id);
+  void rebuild_routing();
+  void maybe_remove(ReplicaId id);
+  void note_replica_count();  // call after any state change
+  Time held_since_ = 0;
+  int gpus_held_ = 0;
+  void send_warmup(ReplicaId id);
+  bool is_warmup(const Sequence* s) const { return s->req.id >= kWarmupIdBase; }
+  void start_handoff(Sequence* s);
+  void transfer_kv(RequestId id, ReplicaId dst);
+  void on_transfer_done(RequestId id, ReplicaId dst, Status st);
   void end(Sequence* s, Outcome o, std::string reason);
+
+  static constexpr RequestId kWarmupIdBase = RequestId(1) << 62;
 
   Runtime* rt_;
   EngineOptions opts_;
   metrics::Recorder* recorder_;
+  Fabric* fabric_ = nullptr;
+  ReplicaProvider provider_;
   ReplicaEvents events_;
-  std::vector<std::unique_ptr<Replica>> replicas_;
-  std::vector<Replica*> replica_ptrs_;
-  std::vector<int> stage_gpus_;
-  std::vector<std::vector<std::vector<DeviceId>>> devices_;  // [replica][stage][rank]
+  std::vector<std::unique_ptr<Replica>> replicas_;  // by id; removed ones stay (state kRemoved)
+  std::vector<ReplicaInfo> info_;                   // by id
+  std::vector<Replica*> accepting_;                 // active, takes new requests
+  std::vector<Replica*> decode_pool_;               // active decode replicas (disaggregated)
   Router router_;
+  Router decode_router_;
+  ResponseCache cache_;
+  std::unique_ptr<Autoscaler> autoscaler_;
+  ClusterCounters counters_;
   RequestId next_id_ = 1;
+  RequestId next_warmup_id_ = kWarmupIdBase;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> live_;
+  std::unordered_map<RequestId, std::unique_ptr<Sequence>> warm_;
+  std::unordered_map<RequestId, Handoff> handoffs_;
 };
 
 }  // namespace prima::cluster

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "engine/config/embedded.h"
+#include "engine/cluster/cluster_options.h"
 #include "engine/sched/scheduler_options.h"
 
 namespace prima::config {
@@ -74,11 +75,10 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
     if (auto sc = r.optional_object("scheduler")) parse_scheduler(*sc, &s);
     if (s.plan.micro_batch > 0 && s.plan.pipeline_parallel > 1)
       s.scheduler.max_seqs_per_step = s.plan.micro_batch;
-    if (auto rt = r.optional_object("router")) {
-      std::string p = rt->one_of("policy", cluster::routing_policy_names(), "round_robin");
-      cluster::parse_routing_policy(p, &s.routing);
-      rt->finish();
-    }
+    // router, autoscaler, disaggregation, response_cache, warmup (each optional).
+    s.cluster.router.seed = s.seed;
+    cluster::parse_cluster_options(r, &s.cluster);
+    s.routing = s.cluster.router.policy;
     s.workload = workload::parse_workload(r.object("workload"), base_dir);
     if (auto slo = r.optional_object("slo")) parse_slo(*slo, &s.slo);
     if (r.has("calibration")) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cluster/cluster_options.h"
 #include "engine/cluster/router.h"
 #include "engine/config/json_reader.h"
 #include "engine/model/model_spec.h"
@@ -41,7 +42,8 @@ struct Scenario {
   plan::MemoryOptions memory;
   sched::SchedulerOptions scheduler;
   int max_model_len = 0;  // 0: the model's max_context
-  cluster::RoutingPolicy routing = cluster::RoutingPolicy::kRoundRobin;
+  cluster::RoutingPolicy routing = cluster::RoutingPolicy::kRoundRobin;  // = cluster.router.policy
+  cluster::ClusterOptions cluster;  // router, autoscaler, disaggregation, caches, warm-up
   workload::WorkloadSpec workload;
   SloSpec slo;
   perf::Calibration calibration;

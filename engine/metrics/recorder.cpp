@@ -107,6 +107,7 @@ void Recorder::sample(Time t, int running, int waiting, int replicas_up, double 
   row.running = running;
   row.waiting = waiting;
   row.replicas_up = replicas_up;
+  row.replicas_loading = replicas_loading_;
   row.kv_usage = kv_usage;
   const auto sec = static_cast<std::int64_t>(std::llround(t)) - 1;
   if (sec >= busy_base_ && sec - busy_base_ < std::int64_t(busy_by_second_.size())) {

@@ -41,8 +41,9 @@ struct TimelineRow {
   std::int64_t tokens_generated = 0;
   int running = 0, waiting = 0;
   int replicas_up = 0;
-  double kv_usage = 0;                  // mean over replicas, 0..1
-  double gpu_utilization = 0;           // busy GPU-seconds in the window / (GPUs * window)
+  int replicas_loading = 0;    // autoscaling: replicas loading weights (not in timeline.csv yet)
+  double kv_usage = 0;         // mean over replicas, 0..1
+  double gpu_utilization = 0;  // busy GPU-seconds in the window / (GPUs * window)
   double e2e_p50_s = 0, e2e_p99_s = 0;  // of requests completed in the window
 };
 
@@ -67,6 +68,8 @@ class Recorder {
   // Appends the state sample for second [t-1, t) and closes that window.
   void sample(Time t, int running, int waiting, int replicas_up, double kv_usage);
   void note_memory_fraction(double f);
+  // Replicas loading weights, copied into the following samples (autoscaling).
+  void note_replicas_loading(int n) { replicas_loading_ = n; }
 
   const std::vector<RequestRecord>& records() const { return records_; }
   const std::vector<TimelineRow>& timeline() const { return timeline_; }
@@ -92,6 +95,7 @@ class Recorder {
   double busy_gpu_s_ = 0, flops_ = 0, memory_fraction_max_ = 0;
   std::vector<double> device_busy_s_;  // by DeviceId
   double first_arrival_s_ = -1, last_finish_s_ = 0;
+  int replicas_loading_ = 0;
   // Current window accumulators.
   TimelineRow window_;
   std::vector<double> window_e2e_;

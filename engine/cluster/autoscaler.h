@@ -1,0 +1,47 @@
+// Autoscaler: HPA-like replica count control (seed 004). Every interval_s on the Runtime it
+// samples the active replicas' GPU utilization since the last evaluation (step busy time),
+// computes desired = ceil(active * utilization / target) (unchanged within the tolerance),
+// clamps it to [min_replicas, max_replicas] and
+//  - scales up at once: new replicas are created by the engine's ReplicaProvider and accept
+//    requests only once their weights are loaded (startup_s + the provider's load);
+//  - scales down to the highest desired count seen over the stabilization window, and only
+//    while no replica is loading, draining the least utilized replicas first (idle ones,
+//    below scale_down_utilization, go first; with scale_down_idle_only, only those).
+// Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it).
+#pragma once
+
+#include <deque>
+#include <utility>
+
+#include "engine/cluster/cluster_options.h"
+#include "engine/runtime.h"
+
+namespace prima::cluster {
+
+class ServingEngine;
+
+class Autoscaler {
+ public:
+  Autoscaler(Runtime* rt, ServingEngine* engine, AutoscalerOptions o)
+      : rt_(rt), engine_(engine), opts_(o) {}
+  ~Autoscaler() { stop(); }
+  void start();  // first evaluation one interval from now
+  void stop();
+  // One evaluation (also called by the timer).
+  void evaluate();
+
+  const AutoscalerOptions& options() const { return opts_; }
+  double last_utilization() const { return last_utilization_; }
+  int last_desired() const { return last_desired_; }
+
+ private:
+  Runtime* rt_;
+  ServingEngine* engine_;
+  AutoscalerOptions opts_;
+  TimerId timer_ = kNoTimer;
+  std::deque<std::pair<Time, int>> history_;  // (time, desired) within the window
+  double last_utilization_ = 0;
+  int last_desired_ = 0;
+};
+
+}  // namespace prima::cluster

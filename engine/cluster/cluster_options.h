@@ -1,0 +1,82 @@
+// ClusterOptions: the scenario's cluster-level serving policies, read from its optional
+// top-level objects "router", "autoscaler", "disaggregation", "response_cache" and "warmup".
+// Every option has its default in the struct; an absent object keeps today's behaviour
+// (round-robin routing, a fixed set of colocated replicas, no cache, no warm-up).
+// parse_cluster_options is strict (unknown keys, bad names and negative limits are errors
+// naming the JSON path). Plain values; no threads.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/cluster/router.h"
+#include "engine/config/json_reader.h"
+
+namespace prima::cluster {
+
+struct RouterOptions {
+  RoutingPolicy policy = RoutingPolicy::kRoundRobin;
+  std::uint64_t seed = 1;  // power_of_two's generator
+  // prefix_affinity: a group stays on its replica while that replica's outstanding tokens
+  // are at most the least loaded replica's plus this slack.
+  std::int64_t affinity_slack_tokens = 8192;
+};
+
+// HPA-like autoscaler (seed 004). desired = ceil(active * utilization / target), unchanged
+// while |utilization / target - 1| <= tolerance, clamped to [min_replicas, max_replicas].
+struct AutoscalerOptions {
+  bool enabled = false;
+  double interval_s = 15;           // evaluation period (HPA's sync period)
+  double target_utilization = 0.8;  // of the replicas' GPU busy time
+  int min_replicas = 4;
+  int max_replicas = 32;
+  double tolerance = 0.1;
+  // Scale-down: the highest desired count of this window is used (HPA's stabilization); the
+  // least utilized replicas are drained first. Replicas below scale_down_utilization over the
+  // last interval are idle; with scale_down_idle_only, only idle replicas are drained (then
+  // replicas sharing a moderate load evenly are never removed).
+  double scale_down_stabilization_s = 300;
+  double scale_down_utilization = 0.1;
+  bool scale_down_idle_only = false;
+  // Fixed part of the scale-up delay (scheduling, process start), before weights load.
+  double startup_s = 0;
+};
+
+// Disaggregated prefill/decode pools; both 0 = colocated (off).
+struct DisaggregationOptions {
+  int prefill_replicas = 0;
+  int decode_replicas = 0;
+  int max_transfer_retries = 2;  // a failed KV hand-off is retried on another decode replica
+  bool enabled() const { return prefill_replicas > 0 || decode_replicas > 0; }
+};
+
+// Response cache for short, repeated prompts (seed 001). In simulation a prompt's identity
+// is (prefix_group, prompt_tokens), and only requests whose whole prompt is shared
+// (prefix_tokens == prompt_tokens, prefix_group != 0) can be cached.
+struct ResponseCacheOptions {
+  bool enabled = false;
+  int max_prompt_tokens = 128;
+  int capacity = 10000;  // entries (LRU)
+  double ttl_s = 300;    // 0 = entries never expire
+  double hit_latency_s = 0.001;
+};
+
+// Warm-up requests sent to every replica at start, before the workload (seed 001).
+struct WarmupOptions {
+  int requests = 0;  // per replica; 0 = off
+  int prompt_tokens = 16;
+  int output_tokens = 1;
+};
+
+struct ClusterOptions {
+  RouterOptions router;
+  AutoscalerOptions autoscaler;
+  DisaggregationOptions disaggregation;
+  ResponseCacheOptions response_cache;
+  WarmupOptions warmup;
+};
+
+// Reads the optional objects named above from the scenario's root object (marks them read;
+// other keys of the root are left to the caller). Throws config::ConfigError on bad input.
+void parse_cluster_options(const config::JsonReader& scenario_root, ClusterOptions* o);
+
+}  // namespace prima::cluster
