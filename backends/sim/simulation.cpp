@@ -85,12 +85,13 @@ OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int
   j["kv_cache"]["usage_mean"] = kv_usage_mean;
   j["kv_cache"]["internal_fragmentation_mean"] = fragmentation_mean;
   j["kv_cache"]["compactions"] = compactions;
-  j["prefix_cache"] = OJson{{"enabled", sc.scheduler.enable_prefix_caching},
-                            {"lookups", lookups},
-                            {"hits", hits},
-                            {"hit_tokens", hit_tokens},
-                            {"hit_rate", lookup_tokens > 0 ? double(hit_tokens) / lookup_tokens : 0.0},
-                            {"evictions", evictions}};
+  j["prefix_cache"] =
+      OJson{{"enabled", sc.scheduler.enable_prefix_caching},
+            {"lookups", lookups},
+            {"hits", hits},
+            {"hit_tokens", hit_tokens},
+            {"hit_rate", lookup_tokens > 0 ? double(hit_tokens) / lookup_tokens : 0.0},
+            {"evictions", evictions}};
   j["scheduler"] = OJson{{"priority_preemptions", prio_preempt},
                          {"swap_outs", swap_outs},
                          {"swap_ins", swap_ins},
@@ -200,7 +201,8 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
 
   SimRuntime rt;
   perf::CostModel cost(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
-                       sc.calibration.for_gpu(sc.topology.gpu.name), sc.memory.kv_bytes_per_element);
+                       sc.calibration.for_gpu(sc.topology.gpu.name),
+                       sc.memory.kv_bytes_per_element);
   // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
   cost.set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
   std::vector<std::unique_ptr<SimExecutor>> executors;

@@ -24,6 +24,10 @@ void parse_autoscaler(const config::JsonReader& r, AutoscalerOptions* o) {
   if (o->interval_s <= 0) r.fail("interval", "expected a duration > 0");
   o->target_utilization = r.fraction("target_utilization", o->target_utilization);
   if (o->target_utilization <= 0) r.fail("target_utilization", "expected a number in (0, 1]");
+  const std::string metric =
+      r.one_of("metric", {"gpu_utilization", "concurrency"}, "gpu_utilization");
+  o->metric = metric == "concurrency" ? AutoscalerOptions::Metric::kConcurrency
+                                      : AutoscalerOptions::Metric::kGpuUtilization;
   o->min_replicas = static_cast<int>(r.positive_integer("min_replicas", o->min_replicas));
   o->max_replicas = static_cast<int>(r.positive_integer("max_replicas", o->max_replicas));
   if (o->max_replicas < o->min_replicas)

@@ -26,7 +26,14 @@ struct RouterOptions {
 struct AutoscalerOptions {
   bool enabled = false;
   double interval_s = 15;           // evaluation period (HPA's sync period)
-  double target_utilization = 0.8;  // of the replicas' GPU busy time
+  double target_utilization = 0.8;  // target of the metric below
+  // What "utilization" means. kGpuUtilization: the replicas' GPU busy time over the interval
+  // (nvidia-smi's GPU-Util, what seed 004's HPA scales on). Under continuous batching a GPU is
+  // busy whenever any sequence runs, so this saturates at light load. kConcurrency: sequences
+  // running and waiting per replica / max_num_seqs, sampled at each evaluation (Knative/KServe
+  // style), which follows the load.
+  enum class Metric { kGpuUtilization, kConcurrency };
+  Metric metric = Metric::kGpuUtilization;
   int min_replicas = 4;
   int max_replicas = 32;
   double tolerance = 0.1;

@@ -12,7 +12,9 @@ Replica::Replica(ReplicaId id, int gpus, Runtime* rt, Executor* exec, sched::Sch
       sched_(opts, &kv_),
       events_(events) {}
 
-bool Replica::can_ever_fit(const Sequence& s) const { return sched_.can_ever_fit(s); }
+bool Replica::can_ever_fit(const Sequence& s) const {
+  return sched_.can_ever_fit(s);
+}
 
 void Replica::submit(Sequence* s) {
   s->replica = id_;

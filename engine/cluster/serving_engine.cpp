@@ -227,7 +227,13 @@ std::vector<ReplicaLoad> ServingEngine::sample_utilization() {
     ReplicaLoad l;
     l.id = static_cast<ReplicaId>(i);
     l.window_s = now - ri.mark_s;
-    if (l.window_s > 0) l.utilization = std::min(1.0, (ri.busy_s - ri.busy_mark_s) / l.window_s);
+    if (opts_.cluster.autoscaler.metric == AutoscalerOptions::Metric::kConcurrency) {
+      const Replica& r = *replicas_[i];
+      l.utilization =
+          double(r.num_running() + r.num_waiting()) / std::max(1, opts_.scheduler.max_num_seqs);
+    } else if (l.window_s > 0) {
+      l.utilization = std::min(1.0, (ri.busy_s - ri.busy_mark_s) / l.window_s);
+    }
     ri.busy_mark_s = ri.busy_s;
     ri.mark_s = now;
     out.push_back(l);

@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "engine/config/embedded.h"
 #include "engine/cluster/cluster_options.h"
+#include "engine/config/embedded.h"
 #include "engine/sched/scheduler_options.h"
 
 namespace prima::config {
@@ -25,7 +25,8 @@ Status apply_set(Json* j, const std::string& assignment) {
   std::size_t start = 0;
   while (true) {
     auto dot = path.find('.', start);
-    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string key =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (key.empty()) return invalid_argument("--set " + assignment + ": empty path component");
     if (!cur->is_object()) {
       return invalid_argument("--set " + assignment + ": \"" + path.substr(0, start - 1) +

@@ -72,8 +72,8 @@ OJson build_report(const Recorder& rec, const ReportInputs& in) {
                         {"rejected", rec.count(Outcome::kRejected)},
                         {"failed", rec.count(Outcome::kFailed)}};
   j["latency_s"] = latency_json(all);
-  j["throughput"] = OJson{{"requests_per_s", completed / T},
-                          {"output_tokens_per_s", rec.output_tokens() / T}};
+  j["throughput"] =
+      OJson{{"requests_per_s", completed / T}, {"output_tokens_per_s", rec.output_tokens() / T}};
   OJson slo_bounds;
   if (in.slo.ttft_s > 0) slo_bounds["ttft_s"] = in.slo.ttft_s;
   if (in.slo.tpot_s > 0) slo_bounds["tpot_s"] = in.slo.tpot_s;
@@ -109,18 +109,19 @@ OJson build_report(const Recorder& rec, const ReportInputs& in) {
   OJson by_priority = OJson::object();
   for (int c = 0; c < kNumPriorities; ++c) {
     if (by_class[c].total == 0) continue;
-    by_priority[priority_name(static_cast<Priority>(c))] = OJson{
-        {"requests", by_class[c].total},
-        {"latency_s", latency_json(by_class[c])},
-        {"slo_attainment", double(by_class[c].met) / by_class[c].total}};
+    by_priority[priority_name(static_cast<Priority>(c))] =
+        OJson{{"requests", by_class[c].total},
+              {"latency_s", latency_json(by_class[c])},
+              {"slo_attainment", double(by_class[c].met) / by_class[c].total}};
   }
   j["by_priority"] = by_priority;
   j["preemptions"] = rec.preemptions();
   for (auto it = in.extra.begin(); it != in.extra.end(); ++it) j[it.key()] = it.value();
-  j["run"] = OJson{{"wall_seconds", in.wall_seconds},
-                   {"sim_speedup", in.wall_seconds > 0 ? in.simulated_seconds / in.wall_seconds : 0},
-                   {"simulated_requests_per_wall_s",
-                    in.wall_seconds > 0 ? rec.submitted() / in.wall_seconds : 0}};
+  j["run"] =
+      OJson{{"wall_seconds", in.wall_seconds},
+            {"sim_speedup", in.wall_seconds > 0 ? in.simulated_seconds / in.wall_seconds : 0},
+            {"simulated_requests_per_wall_s",
+             in.wall_seconds > 0 ? rec.submitted() / in.wall_seconds : 0}};
   return j;
 }
 
@@ -148,9 +149,8 @@ Status write_requests_csv(const Recorder& rec, const std::string& path) {
                            r.id, priority_name(r.priority), r.replica, outcome_name(r.outcome),
                            r.prompt_tokens, r.output_tokens, r.preemptions, r.arrival_s,
                            r.first_scheduled_s, r.first_token_s, r.finish_s,
-                           done ? r.ttft_s() : 0.0, done ? r.tpot_s() : 0.0,
-                           done ? r.e2e_s() : 0.0, r.first_scheduled_s >= 0 ? r.queue_s() : 0.0,
-                           reason)
+                           done ? r.ttft_s() : 0.0, done ? r.tpot_s() : 0.0, done ? r.e2e_s() : 0.0,
+                           r.first_scheduled_s >= 0 ? r.queue_s() : 0.0, reason)
                    .c_str(),
                f);
   }
@@ -162,12 +162,12 @@ Status write_timeline_csv(const Recorder& rec, const std::string& path) {
   if (!f) return open_error(path);
   std::fputs(
       "t_s,arrivals,completions,rejections,failures,tokens_generated,running,waiting,"
-      "replicas_up,kv_usage,gpu_utilization,e2e_p50_s,e2e_p99_s\n",
+      "replicas_up,replicas_loading,kv_usage,gpu_utilization,e2e_p50_s,e2e_p99_s\n",
       f);
   for (const auto& t : rec.timeline()) {
-    std::fputs(fmt::format("{:.0f},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.6f},{:.6f}\n", t.t_s,
-                           t.arrivals, t.completions, t.rejections, t.failures,
-                           t.tokens_generated, t.running, t.waiting, t.replicas_up, t.kv_usage,
+    std::fputs(fmt::format("{:.0f},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.6f},{:.6f}\n", t.t_s,
+                           t.arrivals, t.completions, t.rejections, t.failures, t.tokens_generated,
+                           t.running, t.waiting, t.replicas_up, t.replicas_loading, t.kv_usage,
                            t.gpu_utilization, t.e2e_p50_s, t.e2e_p99_s)
                    .c_str(),
                f);

@@ -28,7 +28,8 @@ std::string scenario(const std::string& model = "\"llama-2-7b\"",
 
 void expect_bad(const RunResult& r, const std::vector<std::string>& needles) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+  for (const auto& n : needles)
+    EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
   EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
 }
 
@@ -44,8 +45,8 @@ TEST(BadInput, MalformedJsonNamesFileLineColumn) {
 }
 
 TEST(BadInput, UnknownFieldIsNotSilentlyIgnored) {
-  auto p = write("typo.json", scenario("\"llama-2-7b\"",
-                                       R"({"parallel_strategy": {"tensor_paralel": 1}})"));
+  auto p = write("typo.json",
+                 scenario("\"llama-2-7b\"", R"({"parallel_strategy": {"tensor_paralel": 1}})"));
   expect_bad(run_prima("simulate " + p + " -q"),
              {"typo.json", "/deployment/parallel_strategy/tensor_paralel", "unknown field",
               "tensor_parallel"});
@@ -70,8 +71,8 @@ TEST(BadInput, UnknownModelListsCatalog) {
 
 TEST(BadInput, TensorParallelMustDivideHeads) {
   // Llama-2-7B has 32 heads: TP 3 does not divide them.
-  auto p = write("tp.json", scenario("\"llama-2-7b\"",
-                                     R"({"parallel_strategy": {"tensor_parallel": 3}})"));
+  auto p = write("tp.json",
+                 scenario("\"llama-2-7b\"", R"({"parallel_strategy": {"tensor_parallel": 3}})"));
   expect_bad(run_prima("simulate " + p + " -q"), {"tp.json", "/deployment", "32"});
 }
 
@@ -134,12 +135,11 @@ TEST(BadInput, ValidateReportsEachFile) {
 }
 
 TEST(BadInput, ShippedScenariosAndTopologiesValidate) {
-  auto r = run_prima("validate " + source_path("scenarios/*.json") + " " +
-                     source_path("scenarios/bench/*.json") + " " +
-                     source_path("topologies/bitbrick_k1.json") + " " +
-                     source_path("topologies/dgx_a100.json") + " " +
-                     source_path("topologies/h200_node.json") + " " +
-                     source_path("topologies/domestic_32g_cluster.json"));
+  auto r = run_prima(
+      "validate " + source_path("scenarios/*.json") + " " + source_path("scenarios/bench/*.json") +
+      " " + source_path("topologies/bitbrick_k1.json") + " " +
+      source_path("topologies/dgx_a100.json") + " " + source_path("topologies/h200_node.json") +
+      " " + source_path("topologies/domestic_32g_cluster.json"));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 

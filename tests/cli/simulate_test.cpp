@@ -65,8 +65,10 @@ TEST(Simulate, DefaultScenarioReportHasTheDocumentedKeys) {
   expect_conservation(r);
   EXPECT_GT(r["requests"]["completed"].get<long>(), 50);
   // Latencies are ordered and TTFT is at least one prefill of the model.
-  EXPECT_LE(r["latency_s"]["ttft"]["p50"].get<double>(), r["latency_s"]["ttft"]["p99"].get<double>());
-  EXPECT_LE(r["latency_s"]["ttft"]["p99"].get<double>(), r["latency_s"]["e2e"]["p99"].get<double>());
+  EXPECT_LE(r["latency_s"]["ttft"]["p50"].get<double>(),
+            r["latency_s"]["ttft"]["p99"].get<double>());
+  EXPECT_LE(r["latency_s"]["ttft"]["p99"].get<double>(),
+            r["latency_s"]["e2e"]["p99"].get<double>());
   EXPECT_GT(r["latency_s"]["tpot"]["p50"].get<double>(), 0.010);  // 70B decode: > 10 ms/token
 
   const std::string dir = r["__dir"];
@@ -133,9 +135,10 @@ TEST(Simulate, ClosedLoopUsers) {
 }
 
 TEST(Simulate, SetOverridesAnyField) {
-  json r = simulate("--set duration=20s --set deployment.parallel_strategy.micro_batch=8 "
-                    "--set workload.arrival.rate_rps=0.5",
-                    "set");
+  json r = simulate(
+      "--set duration=20s --set deployment.parallel_strategy.micro_batch=8 "
+      "--set workload.arrival.rate_rps=0.5",
+      "set");
   ASSERT_FALSE(r.empty());
   EXPECT_EQ(r["deployment"]["micro_batch"], 8);
   EXPECT_LT(r["requests"]["submitted"].get<int>(), 25);
@@ -161,10 +164,12 @@ namespace {
 // host memory (gpu_direct_rdma=0) slow each decode step.
 TEST(Simulate, NetworkSettingsChangeTheInterNodePath) {
   auto tpot = [](const std::string& settings, const std::string& name) {
-    json r = simulate("--set duration=30s --set 'deployment={\"parallel_strategy\":"
-                      "{\"tensor_parallel\":8}}' --set 'topology={\"base\":\"bitbrick_k1\","
-                      "\"settings\":" + settings + "}'",
-                      name);
+    json r = simulate(
+        "--set duration=30s --set 'deployment={\"parallel_strategy\":"
+        "{\"tensor_parallel\":8}}' --set 'topology={\"base\":\"bitbrick_k1\","
+        "\"settings\":" +
+            settings + "}'",
+        name);
     return r.empty() ? 0.0 : r["latency_s"]["tpot"]["p50"].get<double>();
   };
   const double rdma = tpot(R"({"rdma.enable":1,"gpu_direct_rdma":1,"numa_aware":1})", "rdma");
