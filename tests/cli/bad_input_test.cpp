@@ -143,5 +143,23 @@ TEST(BadInput, ShippedScenariosAndTopologiesValidate) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+TEST(BadInput, PolicyOptionsNameTheField) {
+  expect_bad(run_prima("simulate -q --set scheduler.reserved_high_share=1.5"),
+             {"/scheduler/reserved_high_share"});
+  expect_bad(run_prima("simulate -q --set scheduler.preemption_mode=evict"),
+             {"/scheduler/preemption_mode", "recompute", "swap"});
+  expect_bad(run_prima("simulate -q --set scheduler.max_num_seqs=-4"), {"/scheduler/max_num_seqs"});
+  expect_bad(run_prima("simulate -q --set router.policy=random"),
+             {"/router/policy", "power_of_two"});
+  expect_bad(run_prima("simulate -q --set workload.priority_mix.urgent=0.1"),
+             {"/workload/priority_mix", "urgent"});
+  expect_bad(run_prima("simulate -q --set 'autoscaler={\"min_replicas\": 8, \"max_replicas\": 4}'"),
+             {"/autoscaler/max_replicas"});
+  expect_bad(
+      run_prima(
+          "simulate -q --set 'disaggregation={\"prefill_replicas\": 1, \"decode_replicas\": 2}'"),
+      {"/disaggregation"});
+}
+
 }  // namespace
 }  // namespace prima::testing
