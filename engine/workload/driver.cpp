@@ -8,7 +8,25 @@
 namespace prima::workload {
 namespace {
 
-class OpenLoopDriver : public WorkloadDriver {
+// What both drivers share: the runtime, the submit callback and the start time, bound once.
+class DriverBase : public WorkloadDriver {
+ protected:
+  Status bind(Runtime* rt, Submit submit) {
+    if (rt_) return failed_precondition("workload driver: start() called twice");
+    if (!rt || !submit)
+      return invalid_argument("workload driver: start() needs a runtime and a submit callback");
+    rt_ = rt;
+    submit_ = std::move(submit);
+    t0_ = rt_->now();
+    return ok_status();
+  }
+
+  Runtime* rt_ = nullptr;
+  Submit submit_;
+  Time t0_ = 0;
+};
+
+class OpenLoopDriver : public DriverBase {
  public:
   OpenLoopDriver(const WorkloadSpec& spec, std::unique_ptr<ArrivalProcess> process,
                  std::uint64_t seed, double duration_s)
@@ -25,12 +43,7 @@ class OpenLoopDriver : public WorkloadDriver {
   }
 
   Status start(Runtime* rt, Submit submit) override {
-    if (rt_) return failed_precondition("workload driver: start() called twice");
-    if (!rt || !submit)
-      return invalid_argument("workload driver: start() needs a runtime and a submit callback");
-    rt_ = rt;
-    submit_ = std::move(submit);
-    t0_ = rt_->now();
+    PRIMA_RETURN_IF_ERROR(bind(rt, std::move(submit)));
     schedule_next();
     return ok_status();
   }
@@ -71,9 +84,6 @@ class OpenLoopDriver : public WorkloadDriver {
   std::uint64_t max_requests_;
   double duration_s_;
   Rng prompt_g_, output_g_, prio_g_, prefix_g_;
-  Runtime* rt_ = nullptr;
-  Submit submit_;
-  Time t0_ = 0;
   Time next_s_ = 0;
   TraceRecord record_;
   bool has_record_ = false;
@@ -85,7 +95,7 @@ class OpenLoopDriver : public WorkloadDriver {
 // Locust-style users: user u (1..N) starts at ramp_up_s * (u-1) / N, sends a request, waits
 // for it to finish (on_finished), thinks, and sends again. Every user draws from its own
 // streams, so its k-th think time and request do not depend on the serving order.
-class ClosedLoopDriver : public WorkloadDriver {
+class ClosedLoopDriver : public DriverBase {
  public:
   ClosedLoopDriver(const WorkloadSpec& spec, std::uint64_t seed, double duration_s)
       : factory_(spec),
@@ -107,12 +117,7 @@ class ClosedLoopDriver : public WorkloadDriver {
   }
 
   Status start(Runtime* rt, Submit submit) override {
-    if (rt_) return failed_precondition("workload driver: start() called twice");
-    if (!rt || !submit)
-      return invalid_argument("workload driver: start() needs a runtime and a submit callback");
-    rt_ = rt;
-    submit_ = std::move(submit);
-    t0_ = rt_->now();
+    PRIMA_RETURN_IF_ERROR(bind(rt, std::move(submit)));
     active_ = users_.size();
     const double n = static_cast<double>(users_.size());
     for (std::size_t i = 0; i < users_.size(); ++i) {
@@ -189,9 +194,6 @@ class ClosedLoopDriver : public WorkloadDriver {
   std::uint64_t max_requests_;
   double duration_s_;
   std::vector<User> users_;
-  Runtime* rt_ = nullptr;
-  Submit submit_;
-  Time t0_ = 0;
   std::size_t active_ = 0;
   std::uint64_t submitted_ = 0;
   bool stopped_ = false;
