@@ -91,6 +91,10 @@ class Executor {
   virtual void launch(const StepPlan& step, std::function<void(const StepResult&)> done) = 0;
   // How many steps may be in flight at once (pipeline depth; 1 without pipelining).
   virtual int max_inflight() const { return 1; }
+  // Health probe of the replica's devices and links (the engine's health checks): done(ok)
+  // when every device answers, done(error naming the device or link) otherwise. It may answer
+  // late (an unresponsive device): the engine applies its own timeout. Runs done on the loop.
+  virtual void check_health(std::function<void(Status)> done) { done(ok_status()); }
 };
 
 class Fabric {

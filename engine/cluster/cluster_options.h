@@ -1,5 +1,6 @@
 // ClusterOptions: the scenario's cluster-level serving policies, read from its optional
-// top-level objects "router", "autoscaler", "disaggregation", "response_cache" and "warmup".
+// top-level objects "router", "autoscaler", "disaggregation", "response_cache", "warmup",
+// "health" and "migration".
 // Every option has its default in the struct; an absent object keeps today's behaviour
 // (round-robin routing, a fixed set of colocated replicas, no cache, no warm-up).
 // parse_cluster_options is strict (unknown keys, bad names and negative limits are errors
@@ -74,8 +75,46 @@ struct WarmupOptions {
   int output_tokens = 1;
 };
 
+// Health checks and failover (seed 001's PodDisruptionBudget, seed 000's incidents). On by
+// default: they only act when a step, transfer or probe fails, so fault-free runs are
+// unchanged. A replica whose steps fail `failures_to_mark_down` times in a row is taken out
+// of routing (state kUnhealthy); its requests are re-routed to healthy replicas and
+// re-prefilled there (a request re-routed more than max_request_retries times fails with the
+// reason). Unhealthy replicas are probed every probe_interval_s (Executor::check_health; a
+// probe not answered within probe_timeout_s fails); after probes_to_mark_up good probes the
+// replica reloads its weights (when reload_weights and a provider can load) and serves again.
+// Requests that find no healthy replica wait at the engine (bounded by pending_timeout_s).
+struct HealthOptions {
+  bool enabled = true;
+  int failures_to_mark_down = 1;
+  double probe_interval_s = 5;
+  double probe_timeout_s = 2;
+  int probes_to_mark_up = 1;
+  bool reload_weights = true;
+  int max_request_retries = 3;
+  double pending_timeout_s = 300;  // a request waiting for any healthy replica, then fails
+  // PodDisruptionBudget minAvailable: voluntary removals (autoscaler scale-down, migration
+  // drains) never leave fewer healthy active replicas; the report counts the seconds spent
+  // below it because of failures. 0 = no budget.
+  int min_available = 0;
+};
+
+// Dynamic load migration (seed 000: "enable prima's dynamic load migration" for hot nodes).
+// Every interval_s each replica's expected wait is estimated from its queue and its measured
+// speed (tokens per second over the last interval); waiting sequences (not yet started, or
+// preempted) move from replicas whose expected wait exceeds imbalance_ratio x the median to
+// the replicas with the shortest, and routing weighs replicas by measured speed.
+struct MigrationOptions {
+  bool enabled = false;
+  double interval_s = 1.0;
+  double imbalance_ratio = 1.5;
+  int max_moves_per_interval = 64;
+};
+
 struct ClusterOptions {
   RouterOptions router;
+  HealthOptions health;        // "health"
+  MigrationOptions migration;  // "migration"
   AutoscalerOptions autoscaler;
   DisaggregationOptions disaggregation;
   ResponseCacheOptions response_cache;

@@ -65,7 +65,9 @@ struct EngineOptions {
   double kv_bytes_per_token = 0;  // whole replica (all layers, all KV heads): P/D hand-off size
 };
 
-enum class ReplicaState { kLoading, kActive, kDraining, kRemoved };
+// kUnhealthy: out of routing after failures (health checks), probed until it recovers; then
+// kLoading (reloading weights) and kActive again.
+enum class ReplicaState { kLoading, kActive, kDraining, kRemoved, kUnhealthy };
 enum class ReplicaRole { kBoth, kPrefill, kDecode };
 
 // A snapshot for timelines and gauges.
@@ -92,6 +94,15 @@ struct ClusterCounters {
   // GPUs held by replicas (loading, active or draining) integrated over time, up to the
   // last change; see ServingEngine::provisioned_gpu_seconds().
   double provisioned_gpu_s = 0;
+  // Health checks and failover (HealthOptions), load migration (MigrationOptions).
+  std::int64_t replica_failures = 0;    // replicas taken out of routing (kActive -> kUnhealthy)
+  std::int64_t replica_recoveries = 0;  // back to kActive after probes (and reload)
+  std::int64_t probes = 0, probes_failed = 0;
+  std::int64_t step_failures = 0;      // failed steps seen (any replica)
+  std::int64_t reroutes = 0;           // requests moved off a failed replica
+  std::int64_t retries_exhausted = 0;  // requests failed after max_request_retries
+  std::int64_t migrations = 0;         // waiting sequences moved by load migration
+  double below_min_available_s = 0;    // time with fewer healthy replicas than min_available
 };
 
 class ServingEngine {

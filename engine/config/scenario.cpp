@@ -82,6 +82,8 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
     s.routing = s.cluster.router.policy;
     s.workload = workload::parse_workload(r.object("workload"), base_dir);
     if (auto slo = r.optional_object("slo")) parse_slo(*slo, &s.slo);
+    s.faults = faults::parse_faults(r, s.topology, s.duration_s, s.duration_s + s.max_drain_s);
+    s.env = faults::parse_env(r);
     if (r.has("calibration")) {
       const Json& c = r.value("calibration");
       if (c.is_string()) {

@@ -11,6 +11,7 @@
 #include "engine/cluster/cluster_options.h"
 #include "engine/cluster/router.h"
 #include "engine/config/json_reader.h"
+#include "engine/faults/fault_spec.h"
 #include "engine/model/model_spec.h"
 #include "engine/perf/calibration.h"
 #include "engine/plan/parallel_plan.h"
@@ -46,6 +47,8 @@ struct Scenario {
   cluster::ClusterOptions cluster;  // router, autoscaler, disaggregation, caches, warm-up
   workload::WorkloadSpec workload;
   SloSpec slo;
+  std::vector<faults::FaultSpec> faults;  // "faults": the fault timeline (docs/faults.md)
+  faults::CommEnv env;                    // "env": NCCL_TIMEOUT, UCX_MEMTYPE_CACHE
   perf::Calibration calibration;
   Json sim;       // the "sim" section, read by the sim backend
   Json resolved;  // the whole scenario JSON after --set overrides

@@ -167,6 +167,7 @@ Topology parse_topology(const JsonReader& r) {
                       config::describe(gpu));
   }
   t.nodes = static_cast<int>(r.positive_integer("nodes"));
+  t.nodes_per_rack = static_cast<int>(r.non_negative_integer("nodes_per_rack", 0));
 
   JsonReader n = r.object("node");
   t.node.gpus = static_cast<int>(n.positive_integer("gpus"));

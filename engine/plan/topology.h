@@ -3,6 +3,7 @@
 // against its GpuSpec. Plain values; thread-compatible.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -65,12 +66,15 @@ struct Topology {
   GpuSpec gpu;
   NodeSpec node;
   int nodes = 0;
+  int nodes_per_rack = 0;  // racks for faults ({"rack": i}); 0 = all nodes in one rack
   FabricSpec fabric;
   StorageSpec storage;
   NetworkSettings settings;
 
   int total_gpus() const { return nodes * node.gpus; }
   int node_of(DeviceId d) const { return d / node.gpus; }
+  int rack_size() const { return nodes_per_rack > 0 ? nodes_per_rack : nodes; }
+  int racks() const { return (nodes + rack_size() - 1) / std::max(1, rack_size()); }
   Status validate() const;
 };
 
