@@ -71,6 +71,37 @@ void parse_warmup(const config::JsonReader& r, WarmupOptions* o) {
   r.finish();
 }
 
+void parse_health(const config::JsonReader& r, HealthOptions* o) {
+  auto positive_duration = [&](const char* key, double def) {
+    double v = r.duration_s(key, def);
+    if (v <= 0) r.fail(key, "expected a duration > 0");
+    return v;
+  };
+  o->enabled = r.boolean("enabled", o->enabled);
+  o->failures_to_mark_down =
+      static_cast<int>(r.positive_integer("failures_to_mark_down", o->failures_to_mark_down));
+  o->probe_interval_s = positive_duration("probe_interval", o->probe_interval_s);
+  o->probe_timeout_s = positive_duration("probe_timeout", o->probe_timeout_s);
+  o->probes_to_mark_up =
+      static_cast<int>(r.positive_integer("probes_to_mark_up", o->probes_to_mark_up));
+  o->reload_weights = r.boolean("reload_weights", o->reload_weights);
+  o->max_request_retries = count(r, "max_request_retries", o->max_request_retries);
+  o->pending_timeout_s = positive_duration("pending_timeout", o->pending_timeout_s);
+  o->min_available = count(r, "min_available", o->min_available);
+  r.finish();
+}
+
+void parse_migration(const config::JsonReader& r, MigrationOptions* o) {
+  o->enabled = r.boolean("enabled", true);
+  o->interval_s = r.duration_s("interval", o->interval_s);
+  if (o->interval_s <= 0) r.fail("interval", "expected a duration > 0");
+  o->imbalance_ratio = r.number("imbalance_ratio", o->imbalance_ratio);
+  if (o->imbalance_ratio < 1) r.fail("imbalance_ratio", "expected a number >= 1");
+  o->max_moves_per_interval =
+      static_cast<int>(r.positive_integer("max_moves_per_interval", o->max_moves_per_interval));
+  r.finish();
+}
+
 }  // namespace
 
 void parse_cluster_options(const config::JsonReader& root, ClusterOptions* o) {
@@ -79,6 +110,8 @@ void parse_cluster_options(const config::JsonReader& root, ClusterOptions* o) {
   if (auto r = root.optional_object("disaggregation")) parse_disaggregation(*r, &o->disaggregation);
   if (auto r = root.optional_object("response_cache")) parse_response_cache(*r, &o->response_cache);
   if (auto r = root.optional_object("warmup")) parse_warmup(*r, &o->warmup);
+  if (auto r = root.optional_object("health")) parse_health(*r, &o->health);
+  if (auto r = root.optional_object("migration")) parse_migration(*r, &o->migration);
   if (o->autoscaler.enabled && o->disaggregation.enabled())
     root.fail("autoscaler", "cannot be combined with \"disaggregation\" (fixed pools)");
 }
