@@ -12,6 +12,7 @@
 #include "engine/cluster/autoscaler.h"
 #include "engine/cluster/cluster_options.h"
 #include "engine/cluster/serving_engine.h"
+#include "engine/metrics/incidents.h"
 #include "engine/metrics/report.h"
 #include "engine/perf/cost_model.h"
 #include "engine/workload/workload.h"
@@ -140,6 +141,35 @@ void cluster_sections(const cluster::ClusterOptions& co, const cluster::ServingE
   }
   if (co.warmup.requests > 0)
     (*j)["warmup"] = OJson{{"requests", c.warmup_requests}, {"completed", c.warmup_completed}};
+}
+
+// Health checks and failover: what the engine did about failures (always present).
+OJson failover_section(const cluster::ClusterOptions& co, const cluster::ServingEngine& eng) {
+  const auto& c = eng.counters();
+  OJson f{{"health_checks", co.health.enabled},
+          {"step_failures", c.step_failures},
+          {"replica_failures", c.replica_failures},
+          {"replica_recoveries", c.replica_recoveries},
+          {"probes", c.probes},
+          {"probes_failed", c.probes_failed},
+          {"reroutes", c.reroutes},
+          {"retries_exhausted", c.retries_exhausted},
+          {"migrations", c.migrations}};
+  if (co.health.min_available > 0) {
+    f["min_available"] = co.health.min_available;
+    f["below_min_available_s"] = c.below_min_available_s;
+  }
+  return f;
+}
+
+std::vector<metrics::FaultWindow> fault_windows(const config::Scenario& sc) {
+  std::vector<metrics::FaultWindow> w;
+  for (std::size_t i = 0; i < sc.faults.size(); ++i) {
+    const auto& f = sc.faults[i];
+    w.push_back({f.label(static_cast<int>(i)), faults::fault_type_name(f.type), f.target.describe(),
+                 f.start_s, f.end_s});
+  }
+  return w;
 }
 
 }  // namespace
@@ -377,6 +407,8 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   in.extra = extra_sections(sc, fit, kv_blocks, engine, samples ? kv_usage_sum / samples : 0.0,
                             samples ? fragmentation_sum / samples : 0.0);
   cluster_sections(copts, engine, rec, max_capped_from, &in.extra);
+  in.extra["failover"] = failover_section(copts, engine);
+  in.extra["incidents"] = metrics::incidents_json(rec, fault_windows(sc), rt.now());
   if (copts.autoscaler.enabled) {
     placements = pool;  // every GPU a replica may have used
     in.gpus = static_cast<int>(pool.size()) * sc.plan.gpus_per_replica();

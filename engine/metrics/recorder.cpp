@@ -101,8 +101,10 @@ void Recorder::note_memory_fraction(double f) {
   memory_fraction_max_ = std::max(memory_fraction_max_, f);
 }
 
-void Recorder::sample(Time t, int running, int waiting, int replicas_up, double kv_usage) {
+void Recorder::sample(Time t, int running, int waiting, int replicas_up, double kv_usage,
+                      std::vector<std::string> extra) {
   TimelineRow row = window_;
+  row.extra = std::move(extra);
   row.t_s = t;
   row.running = running;
   row.waiting = waiting;

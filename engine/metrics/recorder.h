@@ -45,6 +45,8 @@ struct TimelineRow {
   double kv_usage = 0;         // mean over replicas, 0..1
   double gpu_utilization = 0;  // busy GPU-seconds in the window / (GPUs * window)
   double e2e_p50_s = 0, e2e_p99_s = 0;  // of requests completed in the window
+  // Backend columns (Recorder::set_extra_columns), already formatted for CSV.
+  std::vector<std::string> extra;
 };
 
 class Recorder {
@@ -65,8 +67,14 @@ class Recorder {
     device_busy_s_[d] += seconds;
   }
   void on_preemptions(int n) { preemptions_ += n; }
-  // Appends the state sample for second [t-1, t) and closes that window.
-  void sample(Time t, int running, int waiting, int replicas_up, double kv_usage);
+  // Appends the state sample for second [t-1, t) and closes that window. `extra` holds the
+  // values of the extra columns (same order; missing values are written empty).
+  void sample(Time t, int running, int waiting, int replicas_up, double kv_usage,
+              std::vector<std::string> extra = {});
+  // Names of backend-specific timeline columns (fault injection: temperatures, link
+  // utilization, retransmission rate, active faults), appended after the standard ones.
+  void set_extra_columns(std::vector<std::string> names) { extra_columns_ = std::move(names); }
+  const std::vector<std::string>& extra_columns() const { return extra_columns_; }
   void note_memory_fraction(double f);
   // Replicas loading weights, copied into the following samples (autoscaling).
   void note_replicas_loading(int n) { replicas_loading_ = n; }
@@ -96,6 +104,7 @@ class Recorder {
   std::vector<double> device_busy_s_;  // by DeviceId
   double first_arrival_s_ = -1, last_finish_s_ = 0;
   int replicas_loading_ = 0;
+  std::vector<std::string> extra_columns_;
   // Current window accumulators.
   TimelineRow window_;
   std::vector<double> window_e2e_;

@@ -162,15 +162,22 @@ Status write_timeline_csv(const Recorder& rec, const std::string& path) {
   if (!f) return open_error(path);
   std::fputs(
       "t_s,arrivals,completions,rejections,failures,tokens_generated,running,waiting,"
-      "replicas_up,replicas_loading,kv_usage,gpu_utilization,e2e_p50_s,e2e_p99_s\n",
+      "replicas_up,replicas_loading,kv_usage,gpu_utilization,e2e_p50_s,e2e_p99_s",
       f);
+  const auto& extra = rec.extra_columns();
+  for (const auto& c : extra) std::fputs(("," + c).c_str(), f);
+  std::fputs("\n", f);
   for (const auto& t : rec.timeline()) {
-    std::fputs(fmt::format("{:.0f},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.6f},{:.6f}\n", t.t_s,
-                           t.arrivals, t.completions, t.rejections, t.failures, t.tokens_generated,
-                           t.running, t.waiting, t.replicas_up, t.replicas_loading, t.kv_usage,
-                           t.gpu_utilization, t.e2e_p50_s, t.e2e_p99_s)
-                   .c_str(),
-               f);
+    std::string line = fmt::format(
+        "{:.0f},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.6f},{:.6f}", t.t_s, t.arrivals,
+        t.completions, t.rejections, t.failures, t.tokens_generated, t.running, t.waiting,
+        t.replicas_up, t.replicas_loading, t.kv_usage, t.gpu_utilization, t.e2e_p50_s, t.e2e_p99_s);
+    for (std::size_t i = 0; i < extra.size(); ++i) {
+      line += ',';
+      if (i < t.extra.size()) line += t.extra[i];
+    }
+    line += '\n';
+    std::fputs(line.c_str(), f);
   }
   return std::fclose(f) == 0 ? ok_status() : open_error(path);
 }
