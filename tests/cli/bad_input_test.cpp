@@ -163,3 +163,57 @@ TEST(BadInput, PolicyOptionsNameTheField) {
 
 }  // namespace
 }  // namespace prima::testing
+
+namespace prima::testing {
+namespace {
+
+// Faults (issue 4): an element the topology lacks, a time outside the run, incompatible
+// overlaps: exit 2 naming the fault entry. dgx_a100 = 2 nodes x 8 GPUs; the run is 5 s.
+TEST(BadInput, FaultOnAGpuTheTopologyLacks) {
+  auto p = write(
+      "fault_gpu.json",
+      scenario("\"llama-2-7b\"", R"({"parallel_strategy": {"tensor_parallel": 1}})",
+               R"(, "faults": [{"type": "gpu_failure", "target": {"gpu": 16}, "start": 1}])"));
+  expect_bad(
+      run_prima("simulate " + p + " -q"),
+      {"fault_gpu.json: /faults/0/target/gpu: gpu 16 is not in topology dgx_a100 (gpus 0-15)"});
+}
+
+TEST(BadInput, FaultOnALinkTheTopologyLacks) {
+  auto p = write(
+      "fault_link.json",
+      scenario(
+          "\"llama-2-7b\"", R"({"parallel_strategy": {"tensor_parallel": 1}})",
+          R"(, "faults": [{"type": "link_down", "target": {"link": "node9_nic"}, "start": 1}])"));
+  expect_bad(run_prima("validate " + p),
+             {"/faults/0/target/link: link \"node9_nic\" is not in topology dgx_a100"});
+}
+
+TEST(BadInput, FaultOutsideTheRun) {
+  auto p = write(
+      "fault_time.json",
+      scenario("\"llama-2-7b\"", R"({"parallel_strategy": {"tensor_parallel": 1}})",
+               R"(, "faults": [{"type": "node_failure", "target": {"node": 1}, "start": "10s"}])"));
+  expect_bad(run_prima("simulate " + p + " -q"),
+             {"/faults/0/start: 10 s is outside the run's arrival window [0, 5 s)"});
+}
+
+TEST(BadInput, OverlappingIncompatibleFaults) {
+  auto p = write("fault_overlap.json",
+                 scenario("\"llama-2-7b\"", R"({"parallel_strategy": {"tensor_parallel": 1}})",
+                          R"(, "faults": [
+          {"type": "thermal", "target": "cluster", "start": 0, "duration": 3, "profile": [[0, 35]]},
+          {"type": "thermal", "name": "hot aisle", "target": {"node": 0}, "start": 1, "profile": [[0, 45]]}])"));
+  expect_bad(run_prima("simulate " + p + " -q"),
+             {"/faults/1: overlaps /faults/0 (thermal#0 on cluster)", "node:0"});
+}
+
+TEST(BadInput, UnknownEnvironmentVariable) {
+  auto p = write("env.json",
+                 scenario("\"llama-2-7b\"", R"({"parallel_strategy": {"tensor_parallel": 1}})",
+                          R"(, "env": {"NCCL_TIMOUT": "600"})"));
+  expect_bad(run_prima("simulate " + p + " -q"), {"/env/NCCL_TIMOUT: unknown variable"});
+}
+
+}  // namespace
+}  // namespace prima::testing
