@@ -65,7 +65,7 @@ int LoadMigrator::evaluate() {
   }
   std::vector<double> sorted = wait;
   std::sort(sorted.begin(), sorted.end());
-  const double median = sorted[n / 2];
+  const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   const double limit = opts_.imbalance_ratio * median;
 
   std::vector<std::size_t> order(n);
