@@ -397,6 +397,14 @@ void ServingEngine::on_transfer_done(RequestId id, ReplicaId dst, Status st) {
     if (std::find(h.tried.begin(), h.tried.end(), r->id()) == h.tried.end()) others.push_back(r);
   const int attempts = static_cast<int>(h.tried.size());
   int idx = others.empty() ? -1 : decode_router_.pick(others, *s);
+  if (others.empty() && health_->enabled() &&
+      attempts <= opts_.cluster.disaggregation.max_transfer_retries) {
+    // Every decode replica is down or tried: prefilled again wherever it can go (or waits).
+    handoffs_.erase(hit);
+    s->num_computed = 0;
+    route_or_wait(s);
+    return;
+  }
   if (idx < 0 || attempts > opts_.cluster.disaggregation.max_transfer_retries) {
     ++counters_.handoff_failures;
     std::string why = h.status.message();

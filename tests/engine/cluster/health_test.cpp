@@ -261,6 +261,26 @@ TEST(Health, MinAvailableBlocksVoluntaryDrainsAndCountsTimeBelow) {
   c.expect_conserved(1);
 }
 
+int autoscaler_drains(int min_available) {
+  EngineOptions o;
+  o.cluster.health.min_available = min_available;
+  o.cluster.autoscaler.enabled = true;
+  o.cluster.autoscaler.interval_s = 1;
+  o.cluster.autoscaler.min_replicas = 1;
+  o.cluster.autoscaler.scale_down_stabilization_s = 0;
+  Cluster c(3, o);
+  c.eng->start();
+  c.rt.advance_to(3.5);  // idle: the autoscaler wants 1 replica
+  c.eng->stop();
+  return static_cast<int>(c.eng->counters().scale_downs);
+}
+
+TEST(Health, MinAvailableBlocksAutoscalerDrains) {
+  EXPECT_EQ(autoscaler_drains(0), 2);
+  EXPECT_EQ(autoscaler_drains(2), 1);
+  EXPECT_EQ(autoscaler_drains(3), 0);
+}
+
 TEST(Health, DisabledKeepsTheSchedulerStepRetries) {
   EngineOptions o;
   o.cluster.health.enabled = false;
@@ -330,6 +350,24 @@ TEST(Health, DisaggregatedPrefillAndDecodeFailures) {
     EXPECT_EQ(rr.output_tokens, 30);
   }
   c.expect_conserved(8);
+}
+
+TEST(Health, WholeDecodePoolDownDecodesOnThePrefillReplica) {
+  EngineOptions o;
+  o.cluster.disaggregation.prefill_replicas = 1;
+  o.cluster.disaggregation.decode_replicas = 1;
+  Cluster c(2, o);
+  c.ex[1]->set_down(true);
+  c.eng->submit(req(0, 100, 10));
+  c.eng->submit(req(0, 100, 10));
+  c.rt.advance_to(2);
+  EXPECT_EQ(c.eng->replica_state(1), ReplicaState::kUnhealthy);
+  ASSERT_EQ(c.rec.count(Outcome::kCompleted), 2);
+  for (const auto& rr : c.rec.records()) {
+    EXPECT_EQ(rr.replica, 0);
+    EXPECT_EQ(rr.output_tokens, 10);
+  }
+  c.expect_conserved(2);
 }
 
 TEST(Health, FailAllEndsPendingRequests) {
