@@ -29,6 +29,44 @@ bool Replica::cancel(Sequence* s) {
   return true;
 }
 
+void Replica::resume() {
+  paused_ = false;
+  request_kick();
+}
+
+std::vector<Sequence*> Replica::take_all() {
+  std::vector<Sequence*> out(sched_.running().begin(), sched_.running().end());
+  out.insert(out.end(), sched_.waiting().begin(), sched_.waiting().end());
+  out.insert(out.end(), sched_.long_waiting().begin(), sched_.long_waiting().end());
+  for (Sequence* s : out) {
+    sched_.remove(s);  // releases its blocks (and its host blocks when swapped out)
+    s->num_computed = 0;
+    s->running = false;
+    outstanding_tokens_ -= s->max_tokens();
+  }
+  return out;
+}
+
+std::int64_t Replica::work_left_tokens() const {
+  std::int64_t n = 0;
+  auto add = [&n](const Sequence* s) {
+    n += s->remaining() + (s->req.max_output_tokens - s->num_generated) - 1;
+  };
+  for (const Sequence* s : sched_.running()) add(s);
+  for (const Sequence* s : sched_.waiting()) add(s);
+  for (const Sequence* s : sched_.long_waiting()) add(s);
+  return n;
+}
+
+std::vector<Sequence*> Replica::movable() const {
+  std::vector<Sequence*> out;
+  for (const auto* q : {&sched_.waiting(), &sched_.long_waiting()})
+    for (Sequence* s : *q)
+      if (!s->in_flight && s->num_computed == 0 && s->blocks.empty() && s->swapped_blocks == 0)
+        out.push_back(s);
+  return out;
+}
+
 void Replica::arm_wakeup() {
   // Dynamic batching waits for a batch to fill or its timeout: wake up then. A wake-up time
   // that is not in the future means something else blocks: wait for the next event instead.
@@ -55,7 +93,7 @@ void Replica::request_kick() {
 }
 
 void Replica::kick() {
-  while (inflight_ < exec_->max_inflight()) {
+  while (!paused_ && inflight_ < exec_->max_inflight()) {
     if (free_steps_.empty()) {
       all_steps_.push_back(std::make_unique<sched::ScheduledStep>());
       free_steps_.push_back(all_steps_.back().get());

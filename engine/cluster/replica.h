@@ -1,6 +1,8 @@
 // Replica: one copy of the model on its GPUs (TP x PP), with its own scheduler and KV cache,
 // driving its Executor one step after another (up to max_inflight steps at once when
 // pipelining). Arrivals at the same instant are coalesced into one scheduling pass.
+// Health checks pause a failed replica (no new steps) and take its sequences out (take_all);
+// load migration moves its not-yet-started sequences (movable, cancel) to other replicas.
 // Not thread-safe (engine loop only). Owns its Scheduler and BlockManager; borrows the
 // Runtime, the Executor and the sequences.
 #pragma once
@@ -43,6 +45,19 @@ class Replica {
   bool idle() const {
     return inflight_ == 0 && sched_.num_waiting() == 0 && sched_.num_running() == 0;
   }
+  // Health checks: a paused replica launches no new step (the ones in flight finish).
+  void pause() { paused_ = true; }
+  void resume();
+  bool paused() const { return paused_; }
+  // Takes every sequence out (waiting, running, swapped); none may be in a step in flight.
+  // Their KV blocks are released and their progress reset (num_computed = 0: they are
+  // prefilled again wherever they go). Returns them in (running, waiting, long-waiting) order.
+  std::vector<Sequence*> take_all();
+  // Tokens of work left: prompt (or recompute) tokens to prefill plus outputs to generate.
+  std::int64_t work_left_tokens() const;
+  // Waiting sequences that hold nothing here (no KV, not swapped, not in flight, nothing
+  // computed): load migration may move them (cancel + another replica's submit). Queue order.
+  std::vector<Sequence*> movable() const;
   const kv::BlockManager& kv() const { return kv_; }
   const sched::Scheduler& scheduler() const { return sched_; }
   std::int64_t steps() const { return steps_; }
@@ -62,6 +77,7 @@ class Replica {
   const ReplicaEvents* events_;
   int inflight_ = 0;
   bool kick_pending_ = false;
+  bool paused_ = false;
   TimerId wakeup_ = kNoTimer;  // dynamic batching: batch timeout
   Time wakeup_at_ = 0;
   std::int64_t outstanding_tokens_ = 0;

@@ -1,5 +1,7 @@
 #include "engine/cluster/router.h"
 
+#include <algorithm>
+
 namespace prima::cluster {
 
 const std::vector<std::string>& routing_policy_names() {
@@ -29,12 +31,17 @@ std::uint64_t Router::next_random() {  // splitmix64: portable and deterministic
   return z ^ (z >> 31);
 }
 
+double Router::load(const Replica* r) const {
+  const auto tokens = static_cast<double>(r->outstanding_tokens());
+  if (!weight_) return tokens;
+  return tokens / std::max(1e-6, weight_(r->id()));
+}
+
 int Router::least_loaded(const std::vector<Replica*>& replicas, const Sequence& s) const {
   int best = -1;
   for (std::size_t i = 0; i < replicas.size(); ++i) {
     if (!replicas[i]->can_ever_fit(s)) continue;
-    if (best < 0 || replicas[i]->outstanding_tokens() < replicas[best]->outstanding_tokens())
-      best = static_cast<int>(i);
+    if (best < 0 || load(replicas[i]) < load(replicas[best])) best = static_cast<int>(i);
   }
   return best;
 }
@@ -44,6 +51,7 @@ int Router::pick(const std::vector<Replica*>& replicas, const Sequence& s) {
   if (n == 0) return -1;
   switch (policy_) {
     case RoutingPolicy::kRoundRobin:
+      if (weight_) return least_loaded(replicas, s);
       for (std::size_t k = 0; k < n; ++k) {
         std::size_t i = (next_ + k) % n;
         if (replicas[i]->can_ever_fit(s)) {
@@ -60,9 +68,7 @@ int Router::pick(const std::vector<Replica*>& replicas, const Sequence& s) {
       std::size_t b = next_random() % (n - 1);
       if (b >= a) ++b;
       const bool fa = replicas[a]->can_ever_fit(s), fb = replicas[b]->can_ever_fit(s);
-      if (fa && fb)
-        return static_cast<int>(
-            replicas[b]->outstanding_tokens() < replicas[a]->outstanding_tokens() ? b : a);
+      if (fa && fb) return static_cast<int>(load(replicas[b]) < load(replicas[a]) ? b : a);
       if (fa) return static_cast<int>(a);
       if (fb) return static_cast<int>(b);
       return least_loaded(replicas, s);
@@ -75,7 +81,7 @@ int Router::pick(const std::vector<Replica*>& replicas, const Sequence& s) {
         for (std::size_t i = 0; i < n; ++i) {
           if (replicas[i]->id() != it->second) continue;
           if (replicas[i]->can_ever_fit(s) &&
-              replicas[i]->outstanding_tokens() <= replicas[best]->outstanding_tokens() + slack_)
+              load(replicas[i]) <= load(replicas[best]) + static_cast<double>(slack_))
             return static_cast<int>(i);
           break;
         }

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "engine/cluster/autoscaler.h"
+#include "engine/cluster/health_monitor.h"
+#include "engine/cluster/load_migration.h"
 
 namespace prima::cluster {
 namespace {
@@ -48,7 +50,16 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
     recorder_->on_step(r.start_s, r.end_s, gpu_s, r.flops);
     if (step.preempted) recorder_->on_preemptions(step.preempted);
     if (ri.state == ReplicaState::kDraining) rt_->post([this, id] { maybe_remove(id); });
+    if (migrator_ && r.status.ok())
+      migrator_->on_step(id, step.plan.shape.tokens(), r.end_s - r.start_s);
+    if (!r.status.ok()) ++counters_.step_failures;
+    if (health_->enabled()) on_step_health(id, r);
   };
+  health_ = std::make_unique<HealthMonitor>(rt_, this, opts_.cluster.health);
+  if (opts_.cluster.migration.enabled) {
+    migrator_ = std::make_unique<LoadMigrator>(rt_, this, opts_.cluster.migration);
+    router_.set_speed_weight([this](ReplicaId id) { return migrator_->relative_speed(id); });
+  }
   const auto& dis = opts_.cluster.disaggregation;
   int total_gpus = 0;
   for (std::size_t i = 0; i < replicas.size(); ++i) {
@@ -66,7 +77,9 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
     autoscaler_ = std::make_unique<Autoscaler>(rt_, this, opts_.cluster.autoscaler);
 }
 
-ServingEngine::~ServingEngine() = default;
+ServingEngine::~ServingEngine() {
+  for (const Pending& p : pending_) rt_->cancel(p.timeout);
+}
 
 ReplicaId ServingEngine::make_replica(const ReplicaSetup& rs, ReplicaState st, ReplicaRole role) {
   const auto id = static_cast<ReplicaId>(replicas_.size());
@@ -110,7 +123,19 @@ double ServingEngine::provisioned_gpu_seconds() const {
   return counters_.provisioned_gpu_s + double(gpus_held_) * (rt_->now() - held_since_);
 }
 
+void ServingEngine::integrate_below_min(Time now) {
+  if (below_min_) counters_.below_min_available_s += now - below_since_;
+  below_since_ = now;
+}
+
+double ServingEngine::below_min_available_seconds() const {
+  return counters_.below_min_available_s + (below_min_ ? rt_->now() - below_since_ : 0.0);
+}
+
 void ServingEngine::note_replica_count() {
+  integrate_below_min(rt_->now());
+  const int min_available = opts_.cluster.health.min_available;
+  below_min_ = min_available > 0 && count(ReplicaState::kActive) < min_available;
   counters_.provisioned_gpu_s += double(gpus_held_) * (rt_->now() - held_since_);
   held_since_ = rt_->now();
   gpus_held_ = gpus_held();
@@ -139,6 +164,9 @@ void ServingEngine::start() {
 
 void ServingEngine::stop() {
   if (autoscaler_) autoscaler_->stop();
+  health_->stop();
+  if (migrator_) migrator_->stop();
+  integrate_below_min(rt_->now());
 }
 
 void ServingEngine::send_warmup(ReplicaId id) {
@@ -196,12 +224,15 @@ void ServingEngine::activate(ReplicaId id) {
   rebuild_routing();
   note_replica_count();
   send_warmup(id);
+  drain_pending();
 }
 
 bool ServingEngine::drain_replica(ReplicaId id) {
   if (id < 0 || id >= static_cast<ReplicaId>(info_.size()) ||
       info_[id].state != ReplicaState::kActive)
     return false;
+  const int min_available = opts_.cluster.health.min_available;
+  if (min_available > 0 && count(ReplicaState::kActive) - 1 < min_available) return false;
   info_[id].state = ReplicaState::kDraining;
   rebuild_routing();
   note_replica_count();
@@ -281,6 +312,11 @@ RequestId ServingEngine::submit(Request r) {
     });
     return id;
   }
+  if (migrator_) migrator_->on_work();
+  if (accepting_.empty() && health_->enabled() && recovering_anywhere()) {
+    wait_for_replica(s);  // every replica is down, some will come back
+    return id;
+  }
   int idx = router_.pick(accepting_, *s);
   if (idx < 0) {
     end(s, Outcome::kRejected,
@@ -348,6 +384,8 @@ void ServingEngine::on_transfer_done(RequestId id, ReplicaId dst, Status st) {
     return;
   }
   Sequence* s = it->second.get();
+  if (h.status.ok() && info_[dst].state != ReplicaState::kActive)
+    h.status = unavailable(fmt::format("decode replica {} went down during the KV hand-off", dst));
   if (h.status.ok()) {
     handoffs_.erase(hit);
     replicas_[dst]->submit(s);
@@ -359,6 +397,14 @@ void ServingEngine::on_transfer_done(RequestId id, ReplicaId dst, Status st) {
     if (std::find(h.tried.begin(), h.tried.end(), r->id()) == h.tried.end()) others.push_back(r);
   const int attempts = static_cast<int>(h.tried.size());
   int idx = others.empty() ? -1 : decode_router_.pick(others, *s);
+  if (others.empty() && health_->enabled() &&
+      attempts <= opts_.cluster.disaggregation.max_transfer_retries) {
+    // Every decode replica is down or tried: prefilled again wherever it can go (or waits).
+    handoffs_.erase(hit);
+    s->num_computed = 0;
+    route_or_wait(s);
+    return;
+  }
   if (idx < 0 || attempts > opts_.cluster.disaggregation.max_transfer_retries) {
     ++counters_.handoff_failures;
     std::string why = h.status.message();
@@ -390,6 +436,9 @@ void ServingEngine::end(Sequence* s, Outcome o, std::string reason) {
 }
 
 void ServingEngine::fail_all(const std::string& reason) {
+  stop();
+  for (const Pending& p : pending_) rt_->cancel(p.timeout);
+  pending_.clear();
   std::vector<RequestId> ids;
   for (const auto& [id, seq] : live_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());  // deterministic order
@@ -402,6 +451,7 @@ EngineState ServingEngine::state() const {
     const ReplicaState rs = info_[i].state;
     if (rs == ReplicaState::kLoading) ++st.replicas_loading;
     if (rs == ReplicaState::kDraining) ++st.replicas_draining;
+    if (rs == ReplicaState::kUnhealthy) ++st.replicas_unhealthy;
     if (rs != ReplicaState::kActive && rs != ReplicaState::kDraining) continue;
     const auto& r = replicas_[i];
     st.running += r->num_running();
@@ -411,6 +461,7 @@ EngineState ServingEngine::state() const {
   }
   if (st.replicas_up > 0) st.kv_usage /= double(st.replicas_up);
   st.in_system = in_system();
+  st.pending = pending();
   return st;
 }
 

@@ -12,12 +12,20 @@
 //    the sequence's KV (num_computed x kv_bytes_per_token) moves over the Fabric to a decode
 //    replica picked by the router, which decodes the rest (bounded retries on failure);
 //  - a response cache answering repeated short prompts without a replica;
-//  - warm-up requests per replica at start(), not reported as requests.
+//  - warm-up requests per replica at start(), not reported as requests;
+//  - health checks and failover (HealthOptions, on by default; they act only on failures):
+//    a replica whose steps keep failing is paused and taken out of routing (kUnhealthy);
+//    once its steps in flight returned, its sequences are re-prefilled on healthy replicas
+//    (bounded re-routes per request); requests that find no healthy replica wait at the
+//    engine (bounded); probes bring the replica back (reloading its weights). See
+//    HealthMonitor and failover.cpp. min_available bounds voluntary removals (drains);
+//  - load migration (MigrationOptions, off by default): see LoadMigrator.
 // Not thread-safe: every call runs on the engine's loop (servers post into it).
 // Owns the sequences, the replicas and the autoscaler; borrows the Runtime, Executors,
 // Fabric and Recorder.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -35,6 +43,8 @@
 namespace prima::cluster {
 
 class Autoscaler;
+class HealthMonitor;
+class LoadMigrator;
 
 struct ReplicaSetup {
   Executor* executor = nullptr;  // borrowed; outlives the engine
@@ -51,6 +61,8 @@ struct ReplicaProvider {
   std::function<std::optional<ReplicaSetup>(ReplicaId)> create;
   // Loads the weights; done(ok) when the replica can serve. Null: ready at once.
   std::function<void(ReplicaId, const ReplicaSetup&, std::function<void(Status)>)> load;
+  // Health checks also call `load` for a replica that recovers after a failure (when
+  // HealthOptions::reload_weights), including the replicas given at construction.
   // The replica was removed (after draining) or failed to load: its GPUs are free again.
   std::function<void(ReplicaId, const ReplicaSetup&)> release;
 };
@@ -74,7 +86,9 @@ enum class ReplicaRole { kBoth, kPrefill, kDecode };
 struct EngineState {
   int running = 0, waiting = 0, replicas_up = 0;  // up: active or draining
   int replicas_loading = 0, replicas_draining = 0;
-  double kv_usage = 0;  // mean over replicas up
+  int replicas_unhealthy = 0;  // out of routing after failures (health checks)
+  std::int64_t pending = 0;    // requests waiting at the engine for a healthy replica
+  double kv_usage = 0;         // mean over replicas up
   std::int64_t in_system = 0;
 };
 
@@ -118,7 +132,8 @@ class ServingEngine {
   // Sends the warm-up requests and starts the autoscaler (when configured). Without it the
   // engine serves as before (no warm-up, fixed replicas).
   void start();
-  // Stops periodic work (the autoscaler's timer) so the loop can run dry.
+  // Stops periodic work (the autoscaler's, health probes', load migration's timers) so the
+  // loop can run dry.
   void stop();
 
   // Submits a request (its id is assigned when 0). Returns the id. The request may end
@@ -129,13 +144,16 @@ class ServingEngine {
   std::function<void(const Sequence&)> on_token;
   std::function<void(const Sequence&)> on_end;
 
-  // Ends every request still in the system as failed with `reason` (end of a run). The
+  // Ends every request still in the system (on replicas, in hand-off, waiting at the engine
+  // for a healthy replica) as failed with `reason` (end of a run); stops periodic work. The
   // replicas are not touched: call this only when no further events will be processed.
   void fail_all(const std::string& reason);
 
   // Run-time replicas. add_replica: -1 when the provider has no free GPUs (or none is set).
   ReplicaId add_replica();
-  // Stops routing to an active replica; it is removed once idle. False if not active.
+  // Stops routing to an active replica; it is removed once idle. False if not active, or
+  // when it would leave fewer active replicas than HealthOptions::min_available (a
+  // voluntary removal never breaks the budget).
   bool drain_replica(ReplicaId id);
   ReplicaState replica_state(ReplicaId id) const { return info_[id].state; }
   ReplicaRole replica_role(ReplicaId id) const { return info_[id].role; }
@@ -144,6 +162,11 @@ class ServingEngine {
   int gpus_held() const;
   // GPU-seconds held by replicas from construction until now (autoscaling cost).
   double provisioned_gpu_seconds() const;
+  // Seconds so far with fewer active replicas than HealthOptions::min_available (0 when
+  // min_available is 0); counters().below_min_available_s up to the last state change.
+  double below_min_available_seconds() const;
+  // Requests waiting at the engine for a healthy replica.
+  std::int64_t pending() const { return static_cast<std::int64_t>(pending_.size()); }
   // Utilization of each active replica since the previous call (or since it became active).
   std::vector<ReplicaLoad> sample_utilization();
 
@@ -155,8 +178,13 @@ class ServingEngine {
   ClusterCounters* mutable_counters() { return &counters_; }  // for the autoscaler
   const ResponseCache& response_cache() const { return cache_; }
   const Autoscaler* autoscaler() const { return autoscaler_.get(); }
+  const HealthMonitor& health() const { return *health_; }
+  const LoadMigrator* migrator() const { return migrator_.get(); }
 
  private:
+  friend class HealthMonitor;
+  friend class LoadMigrator;
+
   struct ReplicaInfo {
     ReplicaSetup setup;
     ReplicaState state = ReplicaState::kActive;
@@ -165,6 +193,13 @@ class ServingEngine {
     double busy_mark_s = 0;    // busy_s at the last sample
     Time mark_s = 0;           // time of the last sample (or activation)
     int pending_handoffs = 0;  // KV transfers heading to it
+    // Health: its work was taken out after it went down; recovering: kLoading after probes;
+    // retire: it was draining when it failed (removed once its work is out).
+    bool evacuated = false, recovering = false, retire = false;
+  };
+  struct Pending {  // a request waiting for a healthy replica
+    Sequence* seq = nullptr;
+    TimerId timeout = kNoTimer;
   };
   struct Handoff {
     ReplicaId src = -1;
@@ -186,6 +221,23 @@ class ServingEngine {
   void transfer_kv(RequestId id, ReplicaId dst);
   void on_transfer_done(RequestId id, ReplicaId dst, Status st);
   void end(Sequence* s, Outcome o, std::string reason);
+  void integrate_below_min(Time now);
+
+  // Health checks and failover (failover.cpp).
+  void on_step_health(ReplicaId id, const StepResult& r);
+  void mark_down(ReplicaId id, const Status& why);
+  void evacuate(ReplicaId id);
+  void reroute(Sequence* s, ReplicaId from);
+  Replica* pick_healthy(const Sequence& s);  // nullptr when no healthy replica can take it
+  void route_or_wait(Sequence* s);
+  void wait_for_replica(Sequence* s);
+  void on_pending_timeout(RequestId id);
+  void drain_pending();
+  bool recovering_anywhere() const;
+  bool begin_recovery(ReplicaId id);  // true when it is on its way back
+  void finish_recovery(ReplicaId id);
+  Executor* executor_of(ReplicaId id) const { return info_[id].setup.executor; }
+  const std::vector<Replica*>& routing_pool() const { return accepting_; }
 
   static constexpr RequestId kWarmupIdBase = RequestId(1) << 62;
 
@@ -203,6 +255,11 @@ class ServingEngine {
   Router decode_router_;
   ResponseCache cache_;
   std::unique_ptr<Autoscaler> autoscaler_;
+  std::unique_ptr<HealthMonitor> health_;
+  std::unique_ptr<LoadMigrator> migrator_;
+  std::deque<Pending> pending_;  // by priority class, FIFO within a class
+  Time below_since_ = 0;         // time of the last below-min_available integration
+  bool below_min_ = false;
   ClusterCounters counters_;
   RequestId next_id_ = 1;
   RequestId next_warmup_id_ = kWarmupIdBase;

@@ -41,6 +41,7 @@ struct Sequence {
   ReplicaId replica = -1;
   int preemptions = 0;
   int step_failures = 0;
+  int reroutes = 0;  // moved off a failed replica (health checks), bounded by max_request_retries
   int swapped_blocks = 0;    // KV blocks held in host memory while swapped out (swap mode)
   int kv_cached_blocks = 0;  // leading blocks registered in (or taken from) the prefix cache
   Outcome outcome = Outcome::kPending;
