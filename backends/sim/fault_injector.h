@@ -66,7 +66,9 @@ class FaultInjector {
 
   // Arms the timers of every fault window (call once, before the run).
   void start();
-  // Cancels pending timers (the run is over); the platform is left as it is.
+  // Cancels pending timers (the run is over); the platform is left as it is. A thermal fault
+  // re-evaluates every update_s until its end: with end_s = kForever its timer keeps
+  // Engine::run() going until stop() (call it from a timer at the run's end).
   void stop();
 
   const std::vector<faults::FaultSpec>& faults() const { return faults_; }

@@ -165,6 +165,23 @@ TEST(FaultInjector, ThermalDriftSlowsAFlowAcrossTheNic) {
   EXPECT_EQ(vals.back(), "thermal#0");
 }
 
+// A TP2 step across two hot nodes: throttled compute, the all-reduce latency term with the
+// NICs' added latency per message, ring flows slowed by the retransmissions.
+TEST(FaultInjector, ThermalDriftSlowsAnInterNodeTensorParallelStep) {
+  FaultSpec f = fault(FaultType::kThermal, Kind::kCluster, -1, 0, faults::kForever);
+  f.thermal.profile = {{0, 40}};
+  Harness h(2, {f});
+  SimExecutor ex(h.platform.get(), h.rt.get(), placement({{0, 8}}), fixed({stage(0.010, 2, 1e8)}));
+  ex.set_fault_injector(h.inj.get());
+  StepResult r = step_at(h, ex, 0.5);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  const ThermalState s = thermal_state(f.thermal, 40);
+  const double compute = 0.010 / 0.9;                              // the 0.9 pstate
+  const double lat_term = 2 * 2 * (2e-6 + s.nic_extra_latency_s);  // 2 all-reduces x 2(p-1)
+  const double flows = kRoute01 + 2 * s.nic_extra_latency_s + 2e8 / (25e9 * s.nic_bandwidth_factor);
+  EXPECT_NEAR(r.end_s - r.start_s, compute + lat_term + flows, 1e-9);
+}
+
 TEST(FaultInjector, LinkDegradationScalesBandwidthAndLatency) {
   FaultSpec f = fault(FaultType::kLinkDegradation, Kind::kLink, 0, 0, 1.0, "node0_nic");
   f.bandwidth_factor = 0.5;
