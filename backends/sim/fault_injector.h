@@ -22,6 +22,12 @@
 //    GPU and NCCL_TIMEOUT (seed 001).
 //  - corrupted_shard(d): the weight load of GPU d fails its checksum (seed 004).
 //
+// The executors and the fabric also report the bytes of their flows (count_bytes) so the
+// timeline can show link utilization. Wiring (backends/sim/simulation.cpp): construct it
+// after the platform and runtime, start() before the run, set_fault_injector(&inj) on every
+// SimExecutor and the SimFabric, timeline_columns() once and sample_timeline(t, 1.0) every
+// simulated second, stop() at the end. Models and equations: docs/faults.md.
+//
 // Thread-safety: simulation loop only. Ownership: borrows the platform and runtime, which
 // must outlive it; owns its timers (stop() cancels them so the simulation can end).
 #pragma once
@@ -38,11 +44,16 @@
 
 namespace prima::sim {
 
+struct ThermalState;
+
 // What a transfer-level fault does to one transfer (or one collective).
 struct TransferFaults {
   double extra_s = 0;  // time added (retries, registration cost, stall up to the timeout)
   bool fails = false;  // the transfer / collective fails after extra_s
   std::string reason;  // why it fails (names the node or GPU, the fault and the env knob)
+  // How it fails: kUnavailable (registration), kDeadlineExceeded (collective timeout).
+  StatusCode code = StatusCode::kUnavailable;
+  Status status() const { return fails ? Status(code, reason) : ok_status(); }
 };
 
 class FaultInjector {
@@ -55,7 +66,9 @@ class FaultInjector {
 
   // Arms the timers of every fault window (call once, before the run).
   void start();
-  // Cancels pending timers (the run is over); the platform is left as it is.
+  // Cancels pending timers (the run is over); the platform is left as it is. A thermal fault
+  // re-evaluates every update_s until its end: with end_s = kForever its timer keeps
+  // Engine::run() going until stop() (call it from a timer at the run's end).
   void stop();
 
   const std::vector<faults::FaultSpec>& faults() const { return faults_; }
@@ -66,6 +79,20 @@ class FaultInjector {
   // Stall of a collective among `gpus` (the stage's TP group, or a send's two ends).
   TransferFaults collective_stall(const std::vector<DeviceId>& gpus) const;
   bool corrupted_shard(DeviceId d) const;
+  // Longest stall_s of the active unresponsive peers among `gpus` (0 when none).
+  double unresponsive_stall_s(const std::vector<DeviceId>& gpus) const;
+  // Labels of the active faults that turned GPU d / link l off ("" when none), for messages.
+  std::string faults_downing_gpu(DeviceId d) const;
+  std::string faults_downing_link(const simgrid::s4u::Link* l) const;
+
+  // Bytes that crossed the links of `route` (a flow that completed, or an analytic transfer).
+  // Only measured links (the util_ columns) count; cheap when nothing is measured.
+  void count_bytes(const std::vector<simgrid::s4u::Link*>& route, double bytes);
+  // Bytes over one direction of a split-duplex link (up = GPU/node towards the fabric).
+  void count_link_bytes(const simgrid::s4u::Link* half, double bytes);
+  bool measuring() const;
+
+  SimPlatform* platform() const;
 
   // Per-second timeline columns (names fixed at construction; values in the same order):
   //   temp_c_node<i>         ambient of each node a thermal fault covers
@@ -85,6 +112,12 @@ class FaultInjector {
 
  private:
   struct Impl;
+  void on_start(int i);
+  void on_end(int i);
+  void on_tick(int i);
+  void recompute();
+  // Thermal model of a node at time t: the active thermal fault covering it, or nominal.
+  ThermalState node_thermal(int node, double t) const;
   std::unique_ptr<Impl> impl_;
   std::vector<faults::FaultSpec> faults_;
   faults::CommEnv env_;

@@ -214,24 +214,10 @@ void SimPlatform::build(const PlatformOptions& opt) {
       sg4::Link::SharingPolicy::SPLITDUPLEX);
 
   // Protocol and NUMA factors on inter-node (and storage) flows only.
-  const double bwf = inter_node_bandwidth_factor(t.settings);
-  const double latf = inter_node_latency_factor(t.settings);
-  if (bwf != 1.0 || latf != 1.0) {
-    auto inter = [](const sg4::Host* a, const sg4::Host* b) {
-      auto* ia = a->get_data<HostInfo>();
-      auto* ib = b->get_data<HostInfo>();
-      return ia == nullptr || ib == nullptr || ia->node != ib->node || ia->node < 0;
-    };
-    auto* model = fabric->get_network_model();
-    model->set_bw_factor_cb(
-        [bwf, inter](double, const sg4::Host* a, const sg4::Host* b, const std::vector<sg4::Link*>&,
-                     const std::unordered_set<sg4::NetZone*>&) { return inter(a, b) ? bwf : 1.0; });
-    model->set_lat_factor_cb([latf, inter](double, const sg4::Host* a, const sg4::Host* b,
-                                           const std::vector<sg4::Link*>&,
-                                           const std::unordered_set<sg4::NetZone*>&) {
-      return inter(a, b) ? latf : 1.0;
-    });
-  }
+  network_model_ = fabric->get_network_model();
+  if (inter_node_bandwidth_factor(t.settings) != 1.0 ||
+      inter_node_latency_factor(t.settings) != 1.0)
+    install_factor_callbacks();
   fabric->seal();
   engine_->seal_platform();
   // One platform per process: these static signals are connected once.
@@ -253,6 +239,63 @@ void SimPlatform::build(const PlatformOptions& opt) {
       for (HostWatcher* w : std::vector<HostWatcher*>(*ws))
         w->on_host_state_change(gpus_[h.get_data<HostInfo>()->device]);
   });
+}
+
+namespace {
+bool inter_node(const sg4::Host* a, const sg4::Host* b) {
+  auto* ia = a->get_data<HostInfo>();
+  auto* ib = b->get_data<HostInfo>();
+  return ia == nullptr || ib == nullptr || ia->node != ib->node || ia->node < 0;
+}
+}  // namespace
+
+void SimPlatform::install_factor_callbacks() {
+  const double bwf = inter_node_bandwidth_factor(topo_.settings);
+  if (bwf != 1.0)
+    network_model_->set_bw_factor_cb(
+        [bwf](double, const sg4::Host* a, const sg4::Host* b, const std::vector<sg4::Link*>&,
+              const std::unordered_set<sg4::NetZone*>&) { return inter_node(a, b) ? bwf : 1.0; });
+  network_model_->set_lat_factor_cb(
+      [this](double, const sg4::Host* a, const sg4::Host* b, const std::vector<sg4::Link*>& links,
+             const std::unordered_set<sg4::NetZone*>&) { return latency_factor_of(a, b, links); });
+}
+
+double SimPlatform::latency_factor_of(const sg4::Host* a, const sg4::Host* b,
+                                      const std::vector<sg4::Link*>& links) const {
+  const double path = inter_node(a, b) ? inter_node_latency_factor(topo_.settings) : 1.0;
+  if (latency_adjustments_.empty()) return path;
+  double base = 0, scaled = 0, extra = 0;
+  for (const sg4::Link* l : links) {
+    const double lat = l->get_latency();
+    base += lat;
+    auto it = latency_adjustments_.find(l);
+    if (it == latency_adjustments_.end()) {
+      scaled += lat;
+    } else {
+      scaled += lat * it->second.factor;
+      extra += it->second.extra_s;
+    }
+  }
+  if (!(base > 0)) return path;  // a zero-latency route cannot be scaled into a delay
+  return (path * scaled + extra) / base;
+}
+
+void SimPlatform::set_link_latency_adjustment(const sg4::Link* l, double factor, double extra_s) {
+  if (factor == 1.0 && extra_s == 0.0)
+    latency_adjustments_.erase(l);
+  else
+    latency_adjustments_[l] = LatencyAdjustment{factor, extra_s};
+  if (!adjustments_installed_) {
+    adjustments_installed_ = true;
+    install_factor_callbacks();
+  }
+  mark_shared(l);
+}
+
+double SimPlatform::adjusted_latency(const sg4::Link* l) const {
+  auto it = latency_adjustments_.find(l);
+  if (it == latency_adjustments_.end()) return l->get_latency();
+  return l->get_latency() * it->second.factor + it->second.extra_s;
 }
 
 void SimPlatform::watch_host(DeviceId d, HostWatcher* w) {

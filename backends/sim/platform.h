@@ -28,6 +28,9 @@
 #include "engine/core/types.h"
 #include "engine/plan/topology.h"
 
+namespace simgrid::kernel::resource {
+class NetworkModelIntf;
+}
 namespace simgrid::s4u {
 class Engine;
 class Host;
@@ -132,7 +135,26 @@ class SimPlatform {
   void mark_all_shared();
   std::uint64_t claims_version() const { return claims_version_; }
 
+  // Latency adjustments of single links (fault models; see backends/sim/fault_injector.h).
+  // A flow's latency becomes path factor x sum(latency_l x factor_l) + sum(extra_l) over the
+  // links l of its route (the halves of split-duplex links are links of their own), through
+  // the CM02 latency-factor callback, so flows already in their latency phase are not
+  // stalled (Link::set_latency would). The callback is installed on first use, so runs
+  // without adjustments keep the plain model. factor 1, extra 0 removes the adjustment.
+  // Marks the link shared (analytic shortcuts would not see the new latency).
+  void set_link_latency_adjustment(const simgrid::s4u::Link* l, double factor, double extra_s);
+  // latency x factor + extra of one link (its nominal latency when not adjusted).
+  double adjusted_latency(const simgrid::s4u::Link* l) const;
+
  private:
+  struct LatencyAdjustment {
+    double factor = 1.0;
+    double extra_s = 0.0;
+  };
+  void install_factor_callbacks();
+  double latency_factor_of(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b,
+                           const std::vector<simgrid::s4u::Link*>& links) const;
+
   explicit SimPlatform(const plan::Topology& t);
   void build(const PlatformOptions& opt);
 
@@ -156,6 +178,9 @@ class SimPlatform {
   bool all_shared_ = false;
   int next_flow_slot_ = 0;
   std::uint64_t claims_version_ = 0;
+  simgrid::kernel::resource::NetworkModelIntf* network_model_ = nullptr;
+  bool adjustments_installed_ = false;
+  std::unordered_map<const simgrid::s4u::Link*, LatencyAdjustment> latency_adjustments_;
 };
 
 // Fat-tree parameters for `leaves` leaves when the FabricSpec gives none: one level up to

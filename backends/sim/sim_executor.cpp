@@ -28,6 +28,15 @@ struct SimExecutor::Step final : CompletionTarget {
   std::vector<sg4::ActivityPtr> acts;
   std::vector<sg4::Host*> srcs;  // host of an Exec, source of a flow
   std::vector<sg4::Host*> dsts;  // null for an Exec
+  // With a fault injector: a transfer-level failure applied when the compute phase ends, the
+  // routes and bytes of the flows, and the bytes the analytic terms moved (for the timeline).
+  Status fault;
+  std::vector<const std::vector<sg4::Link*>*> routes;
+  std::vector<double> flow_bytes;
+  double nvl_allreduce_bytes = 0;  // per GPU of the stage, intra-node analytic all-reduce
+  double nvl_send_bytes = 0;       // intra-node analytic send
+  double ring_analytic_bytes = 0;  // per ring path, exclusive-link analytic ring
+  double send_analytic_bytes = 0;  // exclusive-link analytic send
 
   void on_activity_end(const sg4::Activity& a, bool ok) override { ex->on_end(this, a, ok); }
 };
@@ -188,11 +197,16 @@ void SimExecutor::fail_now(Step* st, Status s) {
   runtime_->at(runtime_->now(), [this, st] { phase_done(st); });
 }
 
-void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host* dst) {
+void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host* dst,
+                        const std::vector<sg4::Link*>* route, double bytes) {
   a->set_data(static_cast<CompletionTarget*>(st));
   st->acts.push_back(a);
   st->srcs.push_back(src);
   st->dsts.push_back(dst);
+  if (injector_ != nullptr) {
+    st->routes.push_back(route);
+    st->flow_bytes.push_back(bytes);
+  }
   ++st->pending;
   ++activities_started_;
   a->start();
@@ -208,25 +222,57 @@ void SimExecutor::start_compute(Step* st) {
   const plan::LinkSpec& nic = platform_->topology().node.nic;
 
   double analytic_s = st->stage == 0 ? st->cost.overhead_s : 0.0;
+  st->fault = ok_status();
+  st->nvl_allreduce_bytes = st->nvl_send_bytes = 0;
+  st->ring_analytic_bytes = st->send_analytic_bytes = 0;
   if (tp > 1 && c.allreduces > 0) {
     if (stage.tp_intra_node && options_.analytic_intra_node_collectives) {
-      analytic_s += c.allreduces * costs_.allreduce_s(c.allreduce_bytes, tp, nvlink_.bandwidth_Bps,
-                                                      nvlink_.latency_s);
+      double bw = nvlink_.bandwidth_Bps, lat = nvlink_.latency_s;
+      if (injector_ != nullptr) {
+        nvlink_now(stage.hosts, stage.hosts, &bw, &lat);
+        st->nvl_allreduce_bytes = 2.0 * (tp - 1) / tp * c.allreduce_bytes * c.allreduces;
+      }
+      analytic_s += c.allreduces * costs_.allreduce_s(c.allreduce_bytes, tp, bw, lat);
     } else {
       const plan::LinkSpec& l = stage.tp_intra_node ? nvlink_ : nic;
-      analytic_s += c.allreduces * costs_.allreduce_s(0, tp, l.bandwidth_Bps, l.latency_s);
-      if (stage.ring_analytic && c.allreduce_bytes > 0)
+      double lat = l.latency_s;
+      if (injector_ != nullptr && !stage.tp_intra_node)
+        for (sg4::Host* h : stage.hosts)
+          lat = std::max(lat, platform_->adjusted_latency(
+                                  platform_->nic_of(h->get_data<HostInfo>()->node)->get_link_up()));
+      analytic_s += c.allreduces * costs_.allreduce_s(0, tp, l.bandwidth_Bps, lat);
+      if (stage.ring_analytic && c.allreduce_bytes > 0) {
         analytic_s += ring_analytic_s(stage, ring_flow_bytes(c, tp));
+        st->ring_analytic_bytes = ring_flow_bytes(c, tp);
+      }
     }
   }
   if (stage.next_lead != nullptr && c.send_bytes > 0) {
     if (stage.send_intra_node && options_.analytic_intra_node_collectives) {
-      analytic_s += costs_.send_s(c.send_bytes, nvlink_.bandwidth_Bps, nvlink_.latency_s);
+      double bw = nvlink_.bandwidth_Bps, lat = nvlink_.latency_s;
+      if (injector_ != nullptr) {
+        nvlink_now({stage.lead}, {stage.next_lead}, &bw, &lat);
+        st->nvl_send_bytes = c.send_bytes;
+      }
+      analytic_s += costs_.send_s(c.send_bytes, bw, lat);
     } else {
       analytic_s += costs_.send_s(0, 1.0, 0.0);
-      if (stage.send_analytic)
+      if (stage.send_analytic) {
         analytic_s += stage.send.latency_s + send_flow_bytes(c) / stage.send.rate_Bps;
+        st->send_analytic_bytes = send_flow_bytes(c);
+      }
     }
+  }
+  if (injector_ != nullptr) {
+    TransferFaults tf = stage_faults(stage, c);
+    if (tf.fails) {  // the collectives never run: the stage fails after its compute + extra_s
+      analytic_s = (st->stage == 0 ? st->cost.overhead_s : 0.0) + tf.extra_s;
+      st->nvl_allreduce_bytes = st->nvl_send_bytes = 0;
+      st->ring_analytic_bytes = st->send_analytic_bytes = 0;
+    } else {
+      analytic_s += tf.extra_s;
+    }
+    st->fault = tf.status();
   }
 
   if (!stage.hosts_known) refresh_hosts(stage);
@@ -345,7 +391,8 @@ void SimExecutor::start_allreduce(Step* st) {
   for (int i = 0; i < p; ++i) {
     sg4::Host* src = stage.hosts[i];
     sg4::Host* dst = stage.hosts[(i + 1) % p];
-    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(bytes), src, dst);
+    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(bytes), src, dst,
+          &stage.ring[i].links, static_cast<double>(bytes));
   }
 }
 
@@ -356,10 +403,15 @@ void SimExecutor::start_send(Step* st) {
   track(st,
         sg4::Comm::sendto_init(stage.lead, stage.next_lead)
             ->set_payload_size(static_cast<uint64_t>(send_flow_bytes(c))),
-        stage.lead, stage.next_lead);
+        stage.lead, stage.next_lead, &stage.send.links, send_flow_bytes(c));
 }
 
 void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
+  if (ok && injector_ != nullptr) {
+    for (size_t i = 0; i < st->acts.size() && i < st->routes.size(); ++i)
+      if (st->acts[i].get() == &a && st->routes[i] != nullptr)
+        injector_->count_bytes(*st->routes[i], st->flow_bytes[i]);
+  }
   if (!ok && st->status.ok()) {
     size_t i = 0;
     while (i < st->acts.size() && st->acts[i].get() != &a) ++i;
@@ -384,10 +436,17 @@ void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
   st->acts.clear();
   st->srcs.clear();
   st->dsts.clear();
+  st->routes.clear();
+  st->flow_bytes.clear();
   phase_done(st);
 }
 
 void SimExecutor::phase_done(Step* st) {
+  if (st->phase == Step::Phase::kCompute && injector_ != nullptr) {
+    if (!st->fault.ok() && st->status.ok()) st->status = std::move(st->fault);
+    st->fault = ok_status();
+    if (st->status.ok()) count_analytic_bytes(st);
+  }
   if (!st->status.ok()) {
     stage_done(st);
     return;
@@ -432,6 +491,29 @@ void SimExecutor::finish(Step* st) {
   auto done = std::move(st->done);
   release(st);
   if (done) done(r);
+}
+
+void SimExecutor::count_analytic_bytes(const Step* st) {
+  if (!injector_->measuring()) return;
+  const Stage& stage = stages_[st->stage];
+  if (st->nvl_allreduce_bytes > 0)
+    for (sg4::Host* h : stage.hosts) {
+      auto* nvl = platform_->nvlink_of(h->get_data<HostInfo>()->device);
+      injector_->count_link_bytes(nvl->get_link_up(), st->nvl_allreduce_bytes);
+      injector_->count_link_bytes(nvl->get_link_down(), st->nvl_allreduce_bytes);
+    }
+  if (st->nvl_send_bytes > 0) {
+    injector_->count_link_bytes(
+        platform_->nvlink_of(stage.lead->get_data<HostInfo>()->device)->get_link_up(),
+        st->nvl_send_bytes);
+    injector_->count_link_bytes(
+        platform_->nvlink_of(stage.next_lead->get_data<HostInfo>()->device)->get_link_down(),
+        st->nvl_send_bytes);
+  }
+  if (st->ring_analytic_bytes > 0)
+    for (const FlowPath& f : stage.ring) injector_->count_bytes(f.links, st->ring_analytic_bytes);
+  if (st->send_analytic_bytes > 0)
+    injector_->count_bytes(stage.send.links, st->send_analytic_bytes);
 }
 
 }  // namespace prima::sim

@@ -24,8 +24,20 @@
 // the step, flops = sum of stage flops x TP. A failed Exec or flow (host or link off) gives
 // status unavailable naming the GPU or link; the step's other activities are awaited first.
 //
+// With a FaultInjector (set_fault_injector; none by default, and then nothing below costs a
+// thing): inter-node ring flows and sends consult transfer_attempts() (retries add time, a
+// failure fails the step at the end of the stage's compute with status unavailable); a stage
+// whose collectives involve an active unresponsive peer waits stall_s, or fails with
+// deadline exceeded after the collective timeout; analytic intra-node collectives use the
+// current bandwidth and adjusted latency of the stage's NVLink links (nvlink_saturation,
+// link_degradation), and the latency term of inter-node all-reduces the NICs' adjusted
+// latency (thermal retransmissions); flows and analytic transfers report their bytes
+// (FaultInjector::count_bytes) for the timeline. check_health() probes the replica's GPUs
+// and routes.
+//
 // Thread-safety: simulation loop only. Ownership: borrows the platform (must outlive the
-// executor); owns its step states. The executor must outlive the steps it launched.
+// executor) and the fault injector (must outlive it too, or be unset); owns its step states. The
+// executor must outlive the steps it launched.
 #pragma once
 
 #include <simgrid/forward.h>
@@ -36,6 +48,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/sim/fault_injector.h"
 #include "backends/sim/platform.h"
 #include "backends/sim/sim_options.h"
 #include "engine/perf/cost_model.h"
@@ -76,6 +89,13 @@ class SimExecutor : public Executor, private HostWatcher {
 
   void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
   int max_inflight() const override { return static_cast<int>(stages_.size()); }
+  // done(ok) on the loop when every GPU of the replica is on and every link of its rings and
+  // sends is up; done(unavailable naming the GPU or link, and the fault that downed it)
+  // otherwise; with an active unresponsive peer among its GPUs, only after stall_s.
+  void check_health(std::function<void(Status)> done) override;
+
+  // Fault models (null = none, the default). Borrowed.
+  void set_fault_injector(FaultInjector* injector) { injector_ = injector; }
 
   const plan::ReplicaPlacement& placement() const { return placement_; }
   std::uint64_t activities_started() const { return activities_started_; }
@@ -130,6 +150,12 @@ class SimExecutor : public Executor, private HostWatcher {
   // Re-decides ring_analytic / send_analytic when the platform's link claims changed.
   void refresh_exclusive();
   double ring_analytic_s(const Stage& stage, double bytes_per_flow) const;
+  // With an injector: transfer-level faults of the stage's collectives, and the NVLink
+  // bandwidth / adjusted latency the analytic terms use.
+  TransferFaults stage_faults(const Stage& stage, const perf::StageCost& c);
+  void nvlink_now(const std::vector<simgrid::s4u::Host*>& src,
+                  const std::vector<simgrid::s4u::Host*>& dst, double* bw, double* lat) const;
+  void count_analytic_bytes(const Step* st);
 
   void start_stage(Step* st);
   void start_compute(Step* st);
@@ -142,7 +168,8 @@ class SimExecutor : public Executor, private HostWatcher {
   Step* acquire();
   void release(Step* st);
   void track(Step* st, simgrid::s4u::ActivityPtr a, simgrid::s4u::Host* src,
-             simgrid::s4u::Host* dst);
+             simgrid::s4u::Host* dst, const std::vector<simgrid::s4u::Link*>* route = nullptr,
+             double bytes = 0);
   void on_end(Step* st, const simgrid::s4u::Activity& a, bool ok);
 
   SimPlatform* platform_;
@@ -156,6 +183,7 @@ class SimExecutor : public Executor, private HostWatcher {
   std::vector<Step*> free_steps_;
   std::uint64_t activities_started_ = 0;
   std::uint64_t claims_seen_ = ~std::uint64_t{0};
+  FaultInjector* injector_ = nullptr;
 };
 
 }  // namespace prima::sim

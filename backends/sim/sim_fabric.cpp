@@ -14,6 +14,8 @@ struct SimFabric::Transfer final : CompletionTarget {
   sg4::Host* src = nullptr;
   sg4::Host* dst = nullptr;
   std::function<void(Status)> done;
+  DeviceId corrupt = -1;  // a weight load whose shard fails its checksum
+  Bytes bytes = 0;
   void on_activity_end(const sg4::Activity&, bool ok) override { fabric->on_end(this, ok); }
 };
 
@@ -37,14 +39,33 @@ void SimFabric::transfer(DeviceId from, DeviceId to, Bytes n, std::function<void
     runtime_->at(runtime_->now(), [done = std::move(done)] { done(ok_status()); });
     return;
   }
-  start(platform_->host_of(from), platform_->host_of(to), n, std::move(done));
+  sg4::Host* src = platform_->host_of(from);
+  sg4::Host* dst = platform_->host_of(to);
+  if (injector_ != nullptr) {
+    TransferFaults tf = injector_->transfer_attempts(src, dst);
+    if (tf.fails) {
+      Status s = unavailable("sim fabric: " + tf.reason);
+      runtime_->at(runtime_->now() + tf.extra_s, [done = std::move(done), s] { done(s); });
+      return;
+    }
+    if (tf.extra_s > 0) {
+      runtime_->at(runtime_->now() + tf.extra_s,
+                   [this, src, dst, n, done = std::move(done)]() mutable {
+                     start(src, dst, n, std::move(done));
+                   });
+      return;
+    }
+  }
+  start(src, dst, n, std::move(done));
 }
 
 void SimFabric::load_from_storage(DeviceId to, Bytes n, std::function<void(Status)> done) {
-  start(platform_->storage_host(), platform_->host_of(to), n, std::move(done));
+  const bool corrupt = injector_ != nullptr && injector_->corrupted_shard(to);
+  start(platform_->storage_host(), platform_->host_of(to), n, std::move(done), corrupt ? to : -1);
 }
 
-void SimFabric::start(sg4::Host* src, sg4::Host* dst, Bytes n, std::function<void(Status)> done) {
+void SimFabric::start(sg4::Host* src, sg4::Host* dst, Bytes n, std::function<void(Status)> done,
+                      DeviceId corrupt) {
   std::string down = platform_->first_failed_element(src, dst);
   if (!down.empty()) {
     Status s = unavailable("sim fabric: " + src->get_name() + " -> " + dst->get_name() + ": " +
@@ -64,6 +85,8 @@ void SimFabric::start(sg4::Host* src, sg4::Host* dst, Bytes n, std::function<voi
   t->src = src;
   t->dst = dst;
   t->done = std::move(done);
+  t->corrupt = corrupt;
+  t->bytes = n;
   sg4::CommPtr c = sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(n));
   c->set_data(static_cast<CompletionTarget*>(t));
   t->comm = c;
@@ -77,7 +100,12 @@ void SimFabric::on_end(Transfer* t, bool ok) {
     std::string down = platform_->first_failed_element(t->src, t->dst);
     s = unavailable("sim fabric: " + t->src->get_name() + " -> " + t->dst->get_name() + " failed" +
                     (down.empty() ? std::string() : " (" + down + " is down)"));
+  } else if (t->corrupt >= 0) {
+    s = internal_error("sim fabric: weight shard of gpu " + std::to_string(t->corrupt) +
+                       " failed its checksum (sha256 mismatch): corrupted_shard fault");
   }
+  if (ok && injector_ != nullptr && injector_->measuring())
+    injector_->count_bytes(platform_->route(t->src, t->dst), static_cast<double>(t->bytes));
   ActivityDispatch::retire(std::move(t->comm));
   auto done = std::move(t->done);
   t->done = nullptr;

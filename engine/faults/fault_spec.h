@@ -76,7 +76,7 @@ struct ThermalSpec {
   double nominal_c = 22;             // temperature at which the NIC clocks are calibrated
   double drift_ppm_per_c = 1.5;      // NIC oscillator drift per degree of deviation
   double drift_tolerance_ppm = 10;   // drift the link absorbs without retransmissions
-  double retransmit_per_ppm = 2e-4;  // packet retransmission probability per ppm above it
+  double retransmit_per_ppm = 1e-3;  // packet retransmission probability per ppm above it
   double max_retransmit_rate = 0.2;
   double retransmit_timeout_s = 0.004;  // stall added per retransmitted message (RC timeout)
   double gpu_load_rise_c = 45;          // GPU temperature = ambient + this under load
