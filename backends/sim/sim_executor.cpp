@@ -382,11 +382,26 @@ void SimExecutor::on_host_state_change(sg4::Host* h) {
   }
 }
 
+// SimGrid asserts that both ends of a Comm are on when it starts: a flow towards a GPU that
+// went off (node failure) fails the step at once instead, naming the host.
+bool SimExecutor::fail_if_down(Step* st, const std::vector<sg4::Host*>& hosts) {
+  for (sg4::Host* h : hosts)
+    if (h != nullptr && !h->is_on()) {
+      fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
+                               std::to_string(placement_.replica) + ", step " +
+                               std::to_string(st->step_id) + ", stage " +
+                               std::to_string(st->stage) + ")"));
+      return true;
+    }
+  return false;
+}
+
 void SimExecutor::start_allreduce(Step* st) {
   st->phase = Step::Phase::kAllreduce;
   const Stage& stage = stages_[st->stage];
   const perf::StageCost& c = st->cost.stages[st->stage];
   const int p = static_cast<int>(stage.hosts.size());
+  if (fail_if_down(st, stage.hosts)) return;
   const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, p));
   for (int i = 0; i < p; ++i) {
     sg4::Host* src = stage.hosts[i];
@@ -399,6 +414,7 @@ void SimExecutor::start_allreduce(Step* st) {
 void SimExecutor::start_send(Step* st) {
   st->phase = Step::Phase::kSend;
   const Stage& stage = stages_[st->stage];
+  if (fail_if_down(st, {stage.lead, stage.next_lead})) return;
   const perf::StageCost& c = st->cost.stages[st->stage];
   track(st,
         sg4::Comm::sendto_init(stage.lead, stage.next_lead)

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "backends/sim/fault_injector.h"
 #include "backends/sim/platform.h"
 #include "backends/sim/sim_executor.h"
 #include "backends/sim/sim_fabric.h"
@@ -157,7 +158,7 @@ OJson failover_section(const cluster::ClusterOptions& co, const cluster::Serving
           {"migrations", c.migrations}};
   if (co.health.min_available > 0) {
     f["min_available"] = co.health.min_available;
-    f["below_min_available_s"] = c.below_min_available_s;
+    f["below_min_available_s"] = eng.below_min_available_seconds();
   }
   return f;
 }
@@ -230,6 +231,11 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   }
 
   SimRuntime rt;
+  // The fault timeline (none: no injector, and the fast paths stay as they are). Declared
+  // before the executors and the fabric, which borrow it.
+  std::unique_ptr<FaultInjector> injector;
+  if (!sc.faults.empty())
+    injector = std::make_unique<FaultInjector>(platform.get(), &rt, sc.faults, sc.env, sc.seed);
   perf::CostModel cost(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
                        sc.calibration.for_gpu(sc.topology.gpu.name),
                        sc.memory.kv_bytes_per_element);
@@ -241,6 +247,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   auto make_setup = [&](const plan::ReplicaPlacement& pl) {
     executors.push_back(
         std::make_unique<SimExecutor>(platform.get(), &rt, pl, cost_fns_from(cost), sim_opts));
+    if (injector) executors.back()->set_fault_injector(injector.get());
     cluster::ReplicaSetup rs;
     rs.executor = executors.back().get();
     rs.gpus = sc.plan.gpus_per_replica();
@@ -249,7 +256,29 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     rs.devices = pl.devices;
     return rs;
   };
-  for (const auto& pl : placements) setups.push_back(make_setup(pl));
+  // A replica whose weight shard is corrupted never starts (seed 004: the service does not
+  // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
+  std::vector<std::string> load_errors;
+  std::vector<int> slot_of_replica;  // replica id -> index into placements (then pool)
+  for (std::size_t i = 0; i < placements.size(); ++i) {
+    const auto& pl = placements[i];
+    std::string bad;
+    for (const auto& f : sc.faults)
+      for (const auto& st : pl.devices)
+        for (DeviceId d : st)
+          if (bad.empty() && f.type == faults::FaultType::kCorruptedShard && f.target.index == d)
+            bad = fmt::format(
+                "replica {} did not start: the weight shard of gpu {} failed its "
+                "checksum (sha256 mismatch; corrupted_shard fault)",
+                pl.replica, d);
+    if (!bad.empty()) {
+      fmt::print(stderr, "{}: {}\n", sc.file, bad);
+      load_errors.push_back(std::move(bad));
+      continue;
+    }
+    slot_of_replica.push_back(static_cast<int>(i));
+    setups.push_back(make_setup(pl));
+  }
 
   SimulationOutput out;
   out.fit = fit;
@@ -265,29 +294,30 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   eopts.kv_bytes_per_token = sc.model.kv_bytes_per_token(sc.memory.kv_bytes_per_element);
   cluster::ServingEngine engine(&rt, eopts, setups, &rec);
 
-  // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut).
+  // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut):
+  // autoscaling and failover reload weights from storage, disaggregation moves KV.
   std::unique_ptr<SimFabric> fabric;
-  if (copts.autoscaler.enabled || copts.disaggregation.enabled()) {
+  if (copts.autoscaler.enabled || copts.disaggregation.enabled() || injector) {
     fabric = std::make_unique<SimFabric>(platform.get(), &rt);
+    if (injector) fabric->set_fault_injector(injector.get());
     engine.set_fabric(fabric.get());
   }
-  // Free placements (indices into pool); replica id -> its placement.
+  // Free placements (indices into pool).
   std::vector<int> free_slots;
-  std::vector<int> slot_of_replica(placements.size());
-  for (std::size_t i = 0; i < placements.size(); ++i) slot_of_replica[i] = static_cast<int>(i);
   for (int i = static_cast<int>(pool.size()) - 1; i >= static_cast<int>(placements.size()); --i)
     free_slots.push_back(i);
-  if (copts.autoscaler.enabled) {
+  if (fabric && (copts.autoscaler.enabled || injector)) {
     cluster::ReplicaProvider prov;
-    prov.create = [&](ReplicaId id) -> std::optional<cluster::ReplicaSetup> {
-      if (free_slots.empty()) return std::nullopt;
-      const int slot = free_slots.back();
-      free_slots.pop_back();
-      if (static_cast<std::size_t>(id) >= slot_of_replica.size())
-        slot_of_replica.resize(id + 1, -1);
-      slot_of_replica[id] = slot;
-      return make_setup(pool[slot]);  // a fresh executor (idle ones stay until the end)
-    };
+    if (copts.autoscaler.enabled)
+      prov.create = [&](ReplicaId id) -> std::optional<cluster::ReplicaSetup> {
+        if (free_slots.empty()) return std::nullopt;
+        const int slot = free_slots.back();
+        free_slots.pop_back();
+        if (static_cast<std::size_t>(id) >= slot_of_replica.size())
+          slot_of_replica.resize(id + 1, -1);
+        slot_of_replica[id] = slot;
+        return make_setup(pool[slot]);  // a fresh executor (idle ones stay until the end)
+      };
     // Each GPU reads its weight shard from the storage host, all at once (they contend).
     prov.load = [&, weight_bytes = fit.weight_bytes](ReplicaId, const cluster::ReplicaSetup& rs,
                                                      std::function<void(Status)> done) {
@@ -302,12 +332,14 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
             if (--*left == 0) done(*first_error);
           });
     };
-    prov.release = [&](ReplicaId id, const cluster::ReplicaSetup&) {
-      free_slots.push_back(slot_of_replica[id]);
-    };
+    if (copts.autoscaler.enabled)
+      prov.release = [&](ReplicaId id, const cluster::ReplicaSetup&) {
+        free_slots.push_back(slot_of_replica[id]);
+      };
     engine.set_replica_provider(std::move(prov));
   }
   engine.start();
+  if (injector) injector->start();
 
   // Closed-loop workloads need each request's spec back when it ends.
   std::unordered_map<RequestId, workload::RequestSpec> specs;
@@ -317,6 +349,14 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   TimerId sampler = kNoTimer;
   double last_progress = 0;
 
+  if (injector) rec.set_extra_columns(injector->timeline_columns());
+  Time last_sample = 0;
+  auto fault_columns = [&](Time t) {
+    std::vector<std::string> v;
+    if (injector) v = injector->sample_timeline(t, std::max(1e-9, t - last_sample));
+    last_sample = t;
+    return v;
+  };
   auto maybe_finish = [&] {
     if (finished || !driver->done() || engine.in_system() > 0) return;
     finished = true;
@@ -324,8 +364,9 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     engine.stop();
     auto st = engine.state();
     rec.note_replicas_loading(st.replicas_loading);
-    rec.sample(std::ceil(rt.now() > 0 ? rt.now() : 1), st.running, st.waiting, st.replicas_up,
-               st.kv_usage);
+    const Time t = std::ceil(rt.now() > 0 ? rt.now() : 1);
+    rec.sample(t, st.running, st.waiting, st.replicas_up, st.kv_usage, fault_columns(rt.now()));
+    if (injector) injector->stop();  // fault windows past the last request end here
   };
   engine.on_end = [&](const Sequence& s) {
     if (closed_loop) {
@@ -349,11 +390,13 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
     for (const auto& r : engine.replicas())
       frag += r->kv().internal_fragmentation(r->scheduler().tokens_in_kv());
     fragmentation_sum += engine.replicas().empty() ? 0 : frag / engine.replicas().size();
-    rec.sample(rt.now(), st.running, st.waiting, st.replicas_up, st.kv_usage);
+    rec.sample(rt.now(), st.running, st.waiting, st.replicas_up, st.kv_usage,
+               fault_columns(rt.now()));
     const double limit = sc.duration_s + sc.max_drain_s;
     if (rt.now() >= limit && engine.in_system() > 0) {
       finished = true;
       engine.stop();
+      if (injector) injector->stop();
       engine.fail_all(fmt::format("still in the system at the drain limit ({:.0f} s)", limit));
       return;
     }
@@ -408,6 +451,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
                             samples ? fragmentation_sum / samples : 0.0);
   cluster_sections(copts, engine, rec, max_capped_from, &in.extra);
   in.extra["failover"] = failover_section(copts, engine);
+  if (!load_errors.empty()) in.extra["load_errors"] = load_errors;
   in.extra["incidents"] = metrics::incidents_json(rec, fault_windows(sc), rt.now());
   if (copts.autoscaler.enabled) {
     placements = pool;  // every GPU a replica may have used

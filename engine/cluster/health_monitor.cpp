@@ -49,6 +49,7 @@ Status HealthMonitor::last_error(ReplicaId id) const {
 }
 
 void HealthMonitor::stop() {
+  stopped_ = true;  // for good: late answers and failed reloads arm nothing after the run
   if (timer_ != kNoTimer) rt_->cancel(timer_);
   timer_ = kNoTimer;
   for (State& s : st_) {
@@ -59,7 +60,7 @@ void HealthMonitor::stop() {
 }
 
 void HealthMonitor::arm() {
-  if (timer_ != kNoTimer) return;
+  if (timer_ != kNoTimer || stopped_) return;
   timer_ = rt_->at(rt_->now() + opts_.probe_interval_s, [this] {
     timer_ = kNoTimer;
     probe_all();

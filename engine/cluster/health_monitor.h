@@ -60,6 +60,7 @@ class HealthMonitor {
   HealthOptions opts_;
   std::vector<State> st_;  // by replica id (grown on demand)
   TimerId timer_ = kNoTimer;
+  bool stopped_ = false;  // stop() is final (the run is over)
   std::uint64_t next_token_ = 1;
   // Probe answers capture a weak reference: an answer after the engine is gone is dropped.
   std::shared_ptr<HealthMonitor*> alive_;

@@ -5,6 +5,7 @@
 // so a failure names a reproducible case (the scenario file is kept in the message).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <set>
@@ -43,11 +44,13 @@ json random_fault(const std::string& type, std::mt19937_64& g) {
   std::uniform_real_distribution<double> start(0, 25), dur(1, 20), u(0, 1);
   std::uniform_int_distribution<int> node(0, 2), gpu(0, 11);
   json f{{"type", type}, {"start", std::round(start(g) * 10) / 10}};
+  if (type == "corrupted_shard") f["start"] = 0;
   if (type != "corrupted_shard") f["duration"] = std::round(dur(g) * 10) / 10;
   if (type == "thermal") {
     f["target"] = u(g) < 0.5 ? json("cluster") : json{{"node", node(g)}};
-    f["profile"] = json::array({json::array({0, 22}), json::array({2, 30 + 30 * u(g)}),
-                                json::array({f["duration"].get<double>(), 24})});
+    const double d = f["duration"].get<double>();
+    f["profile"] = json::array(
+        {json::array({0, 22}), json::array({d / 3, 30 + 30 * u(g)}), json::array({d, 24})});
   } else if (type == "link_degradation") {
     f["target"] = json{{"nic", node(g)}};
     f["bandwidth_factor"] = 0.05 + 0.9 * u(g);
@@ -126,6 +129,9 @@ void check_run(const json& sc, const std::string& dir, json* report) {
 
 TEST(FaultProperty, RandomSchedulesConserveRequestsAndAreDeterministic) {
   constexpr int kSchedules = 200;
+  // The schedules must exercise the failure paths, not just run clean.
+  long replica_failures = 0, recoveries = 0, reroutes = 0, probes_failed = 0, load_errors = 0,
+       failed = 0;
   for (int i = 0; i < kSchedules; ++i) {
     SCOPED_TRACE("schedule " + std::to_string(i));
     json sc = random_schedule(i);
@@ -135,7 +141,23 @@ TEST(FaultProperty, RandomSchedulesConserveRequestsAndAreDeterministic) {
     check_run(sc, temp_dir("fault_prop_b"), &b);
     if (HasFatalFailure()) return;
     EXPECT_EQ(without_run(a), without_run(b)) << "not deterministic: " << sc.dump();
+    const json& f = a["failover"];
+    replica_failures += f["replica_failures"].get<long>();
+    recoveries += f["replica_recoveries"].get<long>();
+    reroutes += f["reroutes"].get<long>();
+    probes_failed += f["probes_failed"].get<long>();
+    load_errors += a.contains("load_errors") ? 1 : 0;
+    failed += a["requests"]["failed"].get<long>();
   }
+  EXPECT_GT(replica_failures, 20);
+  EXPECT_GT(recoveries, 10);
+  EXPECT_GT(reroutes, 50);
+  EXPECT_GT(probes_failed, 0);
+  EXPECT_GT(load_errors, 5);
+  std::printf(
+      "200 schedules: %ld replica failures, %ld recoveries, %ld re-routed requests, "
+      "%ld failed probes, %ld runs with a corrupted shard, %ld failed requests\n",
+      replica_failures, recoveries, reroutes, probes_failed, load_errors, failed);
 }
 
 }  // namespace

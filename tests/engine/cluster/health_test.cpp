@@ -239,6 +239,25 @@ TEST(Health, RecoveryReloadsWeightsThroughTheProvider) {
   c.expect_conserved(1);
 }
 
+// A reload that fails after the run ended (stop()) must not start probing again: a replica
+// that can never load (corrupted weights) would otherwise keep the simulation alive forever.
+TEST(Health, StopIsFinalEvenForAReloadInFlight) {
+  Cluster c(2);
+  ReplicaProvider p;
+  p.load = [&](ReplicaId, const ReplicaSetup&, std::function<void(Status)> done) {
+    c.rt.at(c.rt.now() + 4, [done] { done(internal_error("checksum mismatch")); });
+  };
+  c.eng->set_replica_provider(p);
+  c.ex[0]->fail_next(1);
+  c.eng->submit(req(0, 100, 5));
+  c.rt.advance_to(5.5);  // probe ok at 5 s: reloading until 9 s
+  ASSERT_EQ(c.eng->replica_state(0), ReplicaState::kLoading);
+  c.eng->stop();
+  EXPECT_LT(c.rt.run_until_idle(), 1000);  // ends: no probe cycle after the failed reload
+  EXPECT_EQ(c.eng->replica_state(0), ReplicaState::kUnhealthy);
+  c.expect_conserved(1);
+}
+
 TEST(Health, MinAvailableBlocksVoluntaryDrainsAndCountsTimeBelow) {
   EngineOptions o;
   o.cluster.health.min_available = 2;
