@@ -75,7 +75,10 @@ class FaultInjector {
   const faults::CommEnv& env() const { return env_; }
 
   // Transfer-level faults (see above) for a transfer between two GPUs (or GPU and storage).
-  TransferFaults transfer_attempts(const simgrid::s4u::Host* src, const simgrid::s4u::Host* dst);
+  // `messages`: how many messages the transfer stands for (e.g. a step's all-reduces), each
+  // exposed to a thermal tail-loss stall (ThermalSpec::ack_timeout_s with probability r).
+  TransferFaults transfer_attempts(const simgrid::s4u::Host* src, const simgrid::s4u::Host* dst,
+                                   int messages = 1);
   // Stall of a collective among `gpus` (the stage's TP group, or a send's two ends).
   TransferFaults collective_stall(const std::vector<DeviceId>& gpus) const;
   bool corrupted_shard(DeviceId d) const;

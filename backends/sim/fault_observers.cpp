@@ -31,10 +31,30 @@ bool contains(const std::vector<int>& v, int x) {
 
 // Draws in a fixed order: one uniform draw per attempt, faults in timeline order, so the
 // same sequence of transfers gives the same outcomes.
-TransferFaults FaultInjector::transfer_attempts(const sg4::Host* src, const sg4::Host* dst) {
+TransferFaults FaultInjector::transfer_attempts(const sg4::Host* src, const sg4::Host* dst,
+                                                int messages) {
   TransferFaults out;
   const int a = node_of(src), b = node_of(dst);
   if (a == b) return out;  // inside one node: no registration with the NIC
+  // Thermal drift: a message whose last packet is lost waits for the reliable connection's
+  // ACK timeout before it is resent (losses inside a message are NAKed and resent at once;
+  // that cost is in the NIC's bandwidth factor). Probability r per message per drifting NIC.
+  for (int node : {a, b}) {
+    if (node < 0) continue;
+    const ThermalState th = node_thermal(node, impl_->runtime->now());
+    if (th.retransmit_rate <= 0) continue;
+    const faults::ThermalSpec* spec = nullptr;
+    for (size_t i = 0; i < faults_.size() && spec == nullptr; ++i)
+      if (faults_[i].type == FaultType::kThermal && impl_->els[i].active &&
+          contains(impl_->els[i].nodes, node))
+        spec = &faults_[i].thermal;
+    if (spec == nullptr) continue;
+    const int n = std::clamp(messages, 1, 4096);
+    for (int m = 0; m < n; ++m) {
+      const double u = static_cast<double>(impl_->rng() >> 11) * 0x1.0p-53;  // [0, 1)
+      if (u < th.retransmit_rate) out.extra_s += spec->ack_timeout_s;
+    }
+  }
   for (size_t i = 0; i < faults_.size() && !out.fails; ++i) {
     const faults::FaultSpec& f = faults_[i];
     const Impl::FaultEl& e = impl_->els[i];

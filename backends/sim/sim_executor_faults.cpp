@@ -42,7 +42,8 @@ TransferFaults SimExecutor::stage_faults(const Stage& stage, const perf::StageCo
   double ring_extra = 0;
   if (allreduce && !stage.tp_intra_node && c.allreduce_bytes > 0) {
     for (int i = 0; i < tp && !out.fails; ++i) {
-      TransferFaults t = injector_->transfer_attempts(stage.hosts[i], stage.hosts[(i + 1) % tp]);
+      TransferFaults t = injector_->transfer_attempts(stage.hosts[i], stage.hosts[(i + 1) % tp],
+                                                      std::max(1, c.allreduces));
       ring_extra = std::max(ring_extra, t.extra_s);
       if (t.fails) {
         out.fails = true;

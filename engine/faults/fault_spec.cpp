@@ -200,6 +200,8 @@ void parse_thermal(const config::JsonReader& r, ThermalSpec* th) {
   if (th->max_retransmit_rate >= 1) r.fail("max_retransmit_rate", "expected a number in [0, 1)");
   th->retransmit_timeout_s = r.duration_s("retransmit_timeout", th->retransmit_timeout_s);
   if (th->retransmit_timeout_s < 0) r.fail("retransmit_timeout", "expected a duration >= 0");
+  th->ack_timeout_s = r.duration_s("ack_timeout", th->ack_timeout_s);
+  if (th->ack_timeout_s < 0) r.fail("ack_timeout", "expected a duration >= 0");
   th->gpu_load_rise_c = r.non_negative_number("gpu_load_rise_c", th->gpu_load_rise_c);
   th->gpu_throttle_c = r.number("gpu_throttle_c", th->gpu_throttle_c);
   th->throttle_per_c = r.fraction("throttle_per_c", th->throttle_per_c);

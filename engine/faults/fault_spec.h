@@ -78,7 +78,10 @@ struct ThermalSpec {
   double drift_tolerance_ppm = 10;   // drift the link absorbs without retransmissions
   double retransmit_per_ppm = 1e-3;  // packet retransmission probability per ppm above it
   double max_retransmit_rate = 0.2;
-  double retransmit_timeout_s = 0.004;  // stall added per retransmitted message (RC timeout)
+  double retransmit_timeout_s = 0.004;  // mean latency per NAKed retransmission (x r per message)
+  // A message whose last packet is lost waits for the RC ACK timeout: 4.096 us x 2^18 = 1.07 s
+  // with NCCL's default NCCL_IB_TIMEOUT=18. Probability r per message.
+  double ack_timeout_s = 4.096e-6 * (1 << 18);
   double gpu_load_rise_c = 45;          // GPU temperature = ambient + this under load
   double gpu_throttle_c = 83;           // above it the GPU clock drops ...
   double throttle_per_c = 0.03;         // ... by this fraction of peak per degree (to pstates)
