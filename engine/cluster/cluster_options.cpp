@@ -85,6 +85,8 @@ void parse_health(const config::JsonReader& r, HealthOptions* o) {
   o->probes_to_mark_up =
       static_cast<int>(r.positive_integer("probes_to_mark_up", o->probes_to_mark_up));
   o->reload_weights = r.boolean("reload_weights", o->reload_weights);
+  o->restart_s = r.duration_s("restart", o->restart_s);
+  if (o->restart_s < 0) r.fail("restart", "expected a duration >= 0");
   o->max_request_retries = count(r, "max_request_retries", o->max_request_retries);
   o->pending_timeout_s = positive_duration("pending_timeout", o->pending_timeout_s);
   o->min_available = count(r, "min_available", o->min_available);

@@ -91,6 +91,8 @@ struct HealthOptions {
   double probe_timeout_s = 2;
   int probes_to_mark_up = 1;
   bool reload_weights = true;
+  // With reload_weights: the worker's restart (process, NCCL communicators) before the reload.
+  double restart_s = 30;
   int max_request_retries = 3;
   double pending_timeout_s = 300;  // a request waiting for any healthy replica, then fails
   // PodDisruptionBudget minAvailable: voluntary removals (autoscaler scale-down, migration

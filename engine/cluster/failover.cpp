@@ -152,6 +152,20 @@ bool ServingEngine::begin_recovery(ReplicaId id) {
   ri.state = ReplicaState::kLoading;
   ri.recovering = true;
   note_replica_count();
+  // The worker restarts (process, NCCL communicators) before it reloads its weights.
+  const double restart = opts_.cluster.health.restart_s;
+  if (restart > 0) {
+    rt_->at(rt_->now() + restart, [this, id] {
+      if (info_[id].state == ReplicaState::kLoading && info_[id].recovering) reload(id);
+    });
+    return true;
+  }
+  reload(id);
+  return true;
+}
+
+void ServingEngine::reload(ReplicaId id) {
+  ReplicaInfo& ri = info_[id];
   provider_.load(id, ri.setup, [this, id](Status st) {
     ReplicaInfo& r = info_[id];
     if (r.state != ReplicaState::kLoading || !r.recovering) return;
@@ -165,7 +179,6 @@ bool ServingEngine::begin_recovery(ReplicaId id) {
     }
     finish_recovery(id);
   });
-  return true;
 }
 
 void ServingEngine::finish_recovery(ReplicaId id) {

@@ -234,7 +234,8 @@ class ServingEngine {
   void on_pending_timeout(RequestId id);
   void drain_pending();
   bool recovering_anywhere() const;
-  bool begin_recovery(ReplicaId id);  // true when it is on its way back
+  bool begin_recovery(ReplicaId id);
+  void reload(ReplicaId id);  // provider_.load, then finish_recovery or back to kUnhealthy  // true when it is on its way back
   void finish_recovery(ReplicaId id);
   Executor* executor_of(ReplicaId id) const { return info_[id].setup.executor; }
   const std::vector<Replica*>& routing_pool() const { return accepting_; }

@@ -71,3 +71,131 @@ TEST(Incidents, LongContextOomFixedByAContextLimit) {
 
 }  // namespace
 }  // namespace prima::testing
+
+namespace prima::testing {
+namespace {
+
+const json& incident(const json& report) {
+  return report["incidents"][0];
+}
+double inside(const json& r) {
+  return incident(r)["e2e_p99_inside_s"].get<double>();
+}
+double outside(const json& r) {
+  return incident(r)["e2e_p99_outside_s"].get<double>();
+}
+
+// Seed 000: windowed p99 E2E inside the drift window >= 2x outside; the fix removes most of
+// the gap.
+TEST(Incidents, ThermalClockDriftDoublesP99InsideTheWindow) {
+  IncidentRun sym = simulate("thermal_clock_drift");
+  IncidentRun fix = simulate("thermal_clock_drift_mitigated");
+  ASSERT_FALSE(sym.report.empty());
+  ASSERT_FALSE(fix.report.empty());
+  expect_conservation(sym.report);
+  EXPECT_EQ(incident(sym.report)["fault"], "CRAC trip");
+  EXPECT_GE(inside(sym.report), 2 * outside(sym.report));
+  const double gap = inside(sym.report) - outside(sym.report);
+  const double fixed_gap = inside(fix.report) - outside(fix.report);
+  EXPECT_LT(fixed_gap, 0.25 * gap);
+  // The timeline shows the cause: temperatures, retransmissions, the fault's window.
+  const std::string tl = read_file(sym.dir + "/timeline.csv");
+  EXPECT_NE(tl.find("temp_c_node0"), std::string::npos);
+  EXPECT_NE(tl.find("retransmit_rate"), std::string::npos);
+  EXPECT_NE(tl.find(",CRAC trip\n"), std::string::npos);
+}
+
+// A node dies mid-run and comes back: with failover nothing is lost and the p99 of the
+// requests in flight during the outage is reported; without it, requests fail.
+TEST(Incidents, NodeFailureWithFailoverLosesNothing) {
+  IncidentRun sym = simulate("node_failure");
+  IncidentRun fix = simulate("node_failure_mitigated");
+  ASSERT_FALSE(sym.report.empty());
+  ASSERT_FALSE(fix.report.empty());
+  expect_conservation(sym.report);
+  expect_conservation(fix.report);
+  EXPECT_GT(sym.report["requests"]["failed"].get<long>(), 0);
+  EXPECT_EQ(fix.report["requests"]["failed"].get<long>(), 0);
+  EXPECT_EQ(fix.report["requests"]["completed"], fix.report["requests"]["submitted"]);
+  const json& f = fix.report["failover"];
+  EXPECT_EQ(f["replica_failures"].get<long>(), 1);
+  EXPECT_EQ(f["replica_recoveries"].get<long>(), 1);
+  EXPECT_GT(f["reroutes"].get<long>(), 0);
+  EXPECT_EQ(f["retries_exhausted"].get<long>(), 0);
+  EXPECT_GT(incident(fix.report)["requests_inside"].get<long>(), 0);
+  EXPECT_GT(inside(fix.report), 0.0);
+  EXPECT_EQ(incident(fix.report)["failed_inside"].get<long>(), 0);
+  // The outage is labelled in the timeline.
+  const std::string tl = read_file(fix.dir + "/timeline.csv");
+  EXPECT_NE(tl.find(",node1 PSU\n"), std::string::npos);
+}
+
+TEST(Incidents, RdmaRegistrationFailureFixedByDisablingTheMemtypeCache) {
+  IncidentRun sym = simulate("rdma_registration_failure");
+  IncidentRun fix = simulate("rdma_registration_failure_mitigated");
+  ASSERT_FALSE(sym.report.empty());
+  ASSERT_FALSE(fix.report.empty());
+  expect_conservation(sym.report);
+  expect_conservation(fix.report);
+  EXPECT_GT(sym.report["failover"]["step_failures"].get<long>(), 0);
+  EXPECT_GT(sym.report["failover"]["replica_failures"].get<long>(), 0);
+  EXPECT_EQ(fix.report["failover"]["step_failures"].get<long>(), 0);
+  EXPECT_EQ(fix.report["requests"]["failed"].get<long>(), 0);
+  EXPECT_GT(e2e_p99(sym.report), 3 * e2e_p99(fix.report));
+}
+
+TEST(Incidents, LoadImbalanceFixedByLoadMigration) {
+  IncidentRun sym = simulate("load_imbalance");
+  IncidentRun fix = simulate("load_imbalance_mitigated");
+  ASSERT_FALSE(sym.report.empty());
+  ASSERT_FALSE(fix.report.empty());
+  expect_conservation(sym.report);
+  expect_conservation(fix.report);
+  EXPECT_EQ(sym.report["failover"]["migrations"].get<long>(), 0);
+  EXPECT_GT(fix.report["failover"]["migrations"].get<long>(), 0);
+  EXPECT_GT(e2e_p99(sym.report), 1.8 * e2e_p99(fix.report));
+}
+
+// Seed 001: with NCCL_TIMEOUT=5 an 8 s hiccup aborts the collective, the worker restarts and
+// the cluster runs on half capacity; with NCCL_TIMEOUT=600 the hiccup is waited out.
+TEST(Incidents, NcclTimeoutFixedByALongerTimeout) {
+  IncidentRun sym = simulate("nccl_timeout");
+  IncidentRun fix = simulate("nccl_timeout_mitigated");
+  ASSERT_FALSE(sym.report.empty());
+  ASSERT_FALSE(fix.report.empty());
+  expect_conservation(sym.report);
+  expect_conservation(fix.report);
+  EXPECT_GT(sym.report["failover"]["step_failures"].get<long>(), 0);
+  EXPECT_EQ(sym.report["failover"]["replica_failures"].get<long>(), 1);
+  EXPECT_EQ(fix.report["failover"]["step_failures"].get<long>(), 0);
+  EXPECT_EQ(fix.report["failover"]["replica_failures"].get<long>(), 0);
+  EXPECT_GT(e2e_p99(sym.report), 1.5 * e2e_p99(fix.report));
+}
+
+TEST(Incidents, NvlinkSaturationFixedByLessCrossGpuTraffic) {
+  IncidentRun sym = simulate("nvlink_saturation");
+  IncidentRun fix = simulate("nvlink_saturation_mitigated");
+  ASSERT_FALSE(sym.report.empty());
+  ASSERT_FALSE(fix.report.empty());
+  expect_conservation(sym.report);
+  expect_conservation(fix.report);
+  EXPECT_GT(inside(sym.report), 1.6 * outside(sym.report));
+  EXPECT_LT(inside(fix.report), 1.25 * outside(fix.report));
+  EXPECT_LT(inside(fix.report), 0.6 * inside(sym.report));
+}
+
+// Every incident scenario comes as a pair, and every file is a valid scenario.
+TEST(Incidents, EveryIncidentHasItsMitigation) {
+  for (const char* name :
+       {"thermal_clock_drift", "nvlink_saturation", "rdma_registration_failure", "load_imbalance",
+        "node_failure", "nccl_timeout", "long_context_oom", "gpu_saturation_latency"}) {
+    for (const std::string suffix : {"", "_mitigated"}) {
+      auto r = run_prima(
+          "validate " + source_path(std::string("scenarios/incidents/") + name + suffix + ".json"));
+      EXPECT_EQ(r.exit_code, 0) << name << suffix << ": " << r.err;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace prima::testing

@@ -210,7 +210,9 @@ TEST(Health, UnansweredProbesTimeOutAndLateAnswersAreIgnored) {
 }
 
 TEST(Health, RecoveryReloadsWeightsThroughTheProvider) {
-  Cluster c(2);
+  EngineOptions o;
+  o.cluster.health.restart_s = 0;  // reload at once (restart delay: RestartPrecedesTheReload)
+  Cluster c(2, o);
   std::vector<ReplicaId> loads;
   bool fail_load = true;
   ReplicaProvider p;
@@ -235,6 +237,31 @@ TEST(Health, RecoveryReloadsWeightsThroughTheProvider) {
   EXPECT_EQ(c.eng->replica_state(0), ReplicaState::kActive);
   EXPECT_EQ(loads, (std::vector<ReplicaId>{0, 0}));
   EXPECT_EQ(c.eng->counters().replica_recoveries, 1);
+  c.rt.run_until_idle();
+  c.expect_conserved(1);
+}
+
+TEST(Health, RestartPrecedesTheReload) {
+  EngineOptions o;
+  o.cluster.health.restart_s = 30;
+  Cluster c(2, o);
+  std::vector<double> load_at;
+  ReplicaProvider p;
+  p.load = [&](ReplicaId, const ReplicaSetup&, std::function<void(Status)> done) {
+    load_at.push_back(c.rt.now());
+    c.rt.at(c.rt.now() + 4, [done] { done(ok_status()); });
+  };
+  c.eng->set_replica_provider(p);
+  c.ex[0]->fail_next(1);
+  c.eng->submit(req(0, 100, 5));
+  c.rt.advance_to(5.5);  // probe ok at 5 s: restarting (state kLoading) until 35 s
+  EXPECT_EQ(c.eng->replica_state(0), ReplicaState::kLoading);
+  EXPECT_TRUE(load_at.empty());
+  c.rt.advance_to(36);
+  ASSERT_EQ(load_at.size(), 1u);
+  EXPECT_DOUBLE_EQ(load_at[0], 35.0);
+  c.rt.advance_to(39.5);
+  EXPECT_EQ(c.eng->replica_state(0), ReplicaState::kActive);
   c.rt.run_until_idle();
   c.expect_conserved(1);
 }
