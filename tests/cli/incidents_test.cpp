@@ -38,13 +38,27 @@ double e2e_p99(const json& r) {
   return r["latency_s"]["e2e"]["p99"].get<double>();
 }
 
+// Runs <name>.json (the symptom) and <name>_mitigated.json (the fix); both must run and
+// conserve requests. ok() is false when either failed to run.
+struct IncidentPair {
+  IncidentRun sym, fix;
+  bool ok() const { return !sym.report.empty() && !fix.report.empty(); }
+};
+
+IncidentPair simulate_pair(const std::string& name) {
+  IncidentPair p{simulate(name), simulate(name + "_mitigated")};
+  if (p.ok()) {
+    expect_conservation(p.sym.report);
+    expect_conservation(p.fix.report);
+  }
+  return p;
+}
+
 TEST(Incidents, GpuSaturationLatencyFixedByALargerBatch) {
-  IncidentRun sym = simulate("gpu_saturation_latency");
-  IncidentRun fix = simulate("gpu_saturation_latency_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
-  expect_conservation(fix.report);
+  IncidentPair p = simulate_pair("gpu_saturation_latency");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   // Symptom: GPUs saturated and latency jumps; the fix keeps p99 well inside the 20 s SLO.
   EXPECT_GT(e2e_p99(sym.report), 3 * e2e_p99(fix.report));
   EXPECT_GT(e2e_p99(sym.report), 20.0);
@@ -53,12 +67,10 @@ TEST(Incidents, GpuSaturationLatencyFixedByALargerBatch) {
 }
 
 TEST(Incidents, LongContextOomFixedByAContextLimit) {
-  IncidentRun sym = simulate("long_context_oom");
-  IncidentRun fix = simulate("long_context_oom_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
-  expect_conservation(fix.report);
+  IncidentPair p = simulate_pair("long_context_oom");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   // Symptom: long documents exhaust the KV cache and everyone waits behind them.
   EXPECT_DOUBLE_EQ(sym.report["kv_cache"]["peak_usage"].get<double>(), 1.0);
   EXPECT_GT(e2e_p99(sym.report), 5 * e2e_p99(fix.report));
@@ -88,11 +100,10 @@ double outside(const json& r) {
 // Seed 000: windowed p99 E2E inside the drift window >= 2x outside; the fix removes most of
 // the gap.
 TEST(Incidents, ThermalClockDriftDoublesP99InsideTheWindow) {
-  IncidentRun sym = simulate("thermal_clock_drift");
-  IncidentRun fix = simulate("thermal_clock_drift_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
+  IncidentPair p = simulate_pair("thermal_clock_drift");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   EXPECT_EQ(incident(sym.report)["fault"], "CRAC trip");
   EXPECT_GE(inside(sym.report), 2 * outside(sym.report));
   const double gap = inside(sym.report) - outside(sym.report);
@@ -108,12 +119,10 @@ TEST(Incidents, ThermalClockDriftDoublesP99InsideTheWindow) {
 // A node dies mid-run and comes back: with failover nothing is lost and the p99 of the
 // requests in flight during the outage is reported; without it, requests fail.
 TEST(Incidents, NodeFailureWithFailoverLosesNothing) {
-  IncidentRun sym = simulate("node_failure");
-  IncidentRun fix = simulate("node_failure_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
-  expect_conservation(fix.report);
+  IncidentPair p = simulate_pair("node_failure");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   EXPECT_GT(sym.report["requests"]["failed"].get<long>(), 0);
   EXPECT_EQ(fix.report["requests"]["failed"].get<long>(), 0);
   EXPECT_EQ(fix.report["requests"]["completed"], fix.report["requests"]["submitted"]);
@@ -131,12 +140,10 @@ TEST(Incidents, NodeFailureWithFailoverLosesNothing) {
 }
 
 TEST(Incidents, RdmaRegistrationFailureFixedByDisablingTheMemtypeCache) {
-  IncidentRun sym = simulate("rdma_registration_failure");
-  IncidentRun fix = simulate("rdma_registration_failure_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
-  expect_conservation(fix.report);
+  IncidentPair p = simulate_pair("rdma_registration_failure");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   EXPECT_GT(sym.report["failover"]["step_failures"].get<long>(), 0);
   EXPECT_GT(sym.report["failover"]["replica_failures"].get<long>(), 0);
   EXPECT_EQ(fix.report["failover"]["step_failures"].get<long>(), 0);
@@ -145,12 +152,10 @@ TEST(Incidents, RdmaRegistrationFailureFixedByDisablingTheMemtypeCache) {
 }
 
 TEST(Incidents, LoadImbalanceFixedByLoadMigration) {
-  IncidentRun sym = simulate("load_imbalance");
-  IncidentRun fix = simulate("load_imbalance_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
-  expect_conservation(fix.report);
+  IncidentPair p = simulate_pair("load_imbalance");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   EXPECT_EQ(sym.report["failover"]["migrations"].get<long>(), 0);
   EXPECT_GT(fix.report["failover"]["migrations"].get<long>(), 0);
   EXPECT_GT(e2e_p99(sym.report), 1.8 * e2e_p99(fix.report));
@@ -159,12 +164,10 @@ TEST(Incidents, LoadImbalanceFixedByLoadMigration) {
 // Seed 001: with NCCL_TIMEOUT=5 an 8 s hiccup aborts the collective, the worker restarts and
 // the cluster runs on half capacity; with NCCL_TIMEOUT=600 the hiccup is waited out.
 TEST(Incidents, NcclTimeoutFixedByALongerTimeout) {
-  IncidentRun sym = simulate("nccl_timeout");
-  IncidentRun fix = simulate("nccl_timeout_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
-  expect_conservation(fix.report);
+  IncidentPair p = simulate_pair("nccl_timeout");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   EXPECT_GT(sym.report["failover"]["step_failures"].get<long>(), 0);
   EXPECT_EQ(sym.report["failover"]["replica_failures"].get<long>(), 1);
   EXPECT_EQ(fix.report["failover"]["step_failures"].get<long>(), 0);
@@ -173,12 +176,10 @@ TEST(Incidents, NcclTimeoutFixedByALongerTimeout) {
 }
 
 TEST(Incidents, NvlinkSaturationFixedByLessCrossGpuTraffic) {
-  IncidentRun sym = simulate("nvlink_saturation");
-  IncidentRun fix = simulate("nvlink_saturation_mitigated");
-  ASSERT_FALSE(sym.report.empty());
-  ASSERT_FALSE(fix.report.empty());
-  expect_conservation(sym.report);
-  expect_conservation(fix.report);
+  IncidentPair p = simulate_pair("nvlink_saturation");
+  ASSERT_TRUE(p.ok());
+  const IncidentRun& sym = p.sym;
+  const IncidentRun& fix = p.fix;
   EXPECT_GT(inside(sym.report), 1.6 * outside(sym.report));
   EXPECT_LT(inside(fix.report), 1.25 * outside(fix.report));
   EXPECT_LT(inside(fix.report), 0.6 * inside(sym.report));
