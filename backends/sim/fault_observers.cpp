@@ -52,7 +52,8 @@ TransferFaults FaultInjector::transfer_attempts(const sg4::Host* src, const sg4:
     const int n = std::clamp(messages, 1, 4096);
     for (int m = 0; m < n; ++m) {
       const double u = static_cast<double>(impl_->rng() >> 11) * 0x1.0p-53;  // [0, 1)
-      if (u < th.retransmit_rate) out.extra_s += spec->ack_timeout_s;
+      if (u < th.retransmit_rate)
+        out.extra_s += spec->ack_timeout_s >= 0 ? spec->ack_timeout_s : env_.ib_ack_timeout_s();
     }
   }
   for (size_t i = 0; i < faults_.size() && !out.fails; ++i) {

@@ -200,8 +200,10 @@ void parse_thermal(const config::JsonReader& r, ThermalSpec* th) {
   if (th->max_retransmit_rate >= 1) r.fail("max_retransmit_rate", "expected a number in [0, 1)");
   th->retransmit_timeout_s = r.duration_s("retransmit_timeout", th->retransmit_timeout_s);
   if (th->retransmit_timeout_s < 0) r.fail("retransmit_timeout", "expected a duration >= 0");
-  th->ack_timeout_s = r.duration_s("ack_timeout", th->ack_timeout_s);
-  if (th->ack_timeout_s < 0) r.fail("ack_timeout", "expected a duration >= 0");
+  if (r.has("ack_timeout")) {
+    th->ack_timeout_s = r.duration_s("ack_timeout");
+    if (th->ack_timeout_s < 0) r.fail("ack_timeout", "expected a duration >= 0");
+  }
   th->gpu_load_rise_c = r.non_negative_number("gpu_load_rise_c", th->gpu_load_rise_c);
   th->gpu_throttle_c = r.number("gpu_throttle_c", th->gpu_throttle_c);
   th->throttle_per_c = r.fraction("throttle_per_c", th->throttle_per_c);
@@ -424,8 +426,10 @@ CommEnv parse_env(const config::JsonReader& root) {
   if (!r) return env;
   for (auto it = r->json().begin(); it != r->json().end(); ++it) {
     const std::string& k = it.key();
-    if (k != "NCCL_TIMEOUT" && k != "UCX_MEMTYPE_CACHE")
-      r->fail(k, "unknown variable; known: NCCL_TIMEOUT (seconds), UCX_MEMTYPE_CACHE (y|n)");
+    if (k != "NCCL_TIMEOUT" && k != "UCX_MEMTYPE_CACHE" && k != "NCCL_IB_TIMEOUT")
+      r->fail(k,
+              "unknown variable; known: NCCL_TIMEOUT (seconds), NCCL_IB_TIMEOUT (1-31), "
+              "UCX_MEMTYPE_CACHE (y|n)");
   }
   if (r->has("NCCL_TIMEOUT")) {
     const config::Json& v = r->value("NCCL_TIMEOUT");
@@ -437,6 +441,21 @@ CommEnv parse_env(const config::JsonReader& root) {
     }
     if (!(s > 0)) r->fail("NCCL_TIMEOUT", "expected seconds > 0, got " + config::describe(v));
     env.collective_timeout_s = s;
+  }
+  if (r->has("NCCL_IB_TIMEOUT")) {
+    const config::Json& v = r->value("NCCL_IB_TIMEOUT");
+    int t = -1;
+    if (v.is_number_integer()) t = v.get<int>();
+    if (v.is_string()) {
+      const std::string text = v.get<std::string>();
+      if (!text.empty() && text.size() <= 2 &&
+          text.find_first_not_of("0123456789") == std::string::npos)
+        t = std::stoi(text);
+    }
+    if (t < 1 || t > 31)
+      r->fail("NCCL_IB_TIMEOUT", "expected an integer 1-31 (ACK timeout 4.096 us x 2^t), got " +
+                                     config::describe(v));
+    env.ib_timeout = t;
   }
   if (r->has("UCX_MEMTYPE_CACHE")) {
     std::string v = r->one_of("UCX_MEMTYPE_CACHE", {"y", "n", "yes", "no", "1", "0"});

@@ -15,6 +15,7 @@
 // bitbrick_k1 (nodes 0-1)").
 #pragma once
 
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -79,9 +80,9 @@ struct ThermalSpec {
   double retransmit_per_ppm = 1e-3;  // packet retransmission probability per ppm above it
   double max_retransmit_rate = 0.2;
   double retransmit_timeout_s = 0.004;  // mean latency per NAKed retransmission (x r per message)
-  // A message whose last packet is lost waits for the RC ACK timeout: 4.096 us x 2^18 = 1.07 s
-  // with NCCL's default NCCL_IB_TIMEOUT=18. Probability r per message.
-  double ack_timeout_s = 4.096e-6 * (1 << 18);
+  // A message whose last packet is lost waits for the RC ACK timeout (probability r per
+  // message). < 0: from the environment's NCCL_IB_TIMEOUT (CommEnv::ib_ack_timeout_s).
+  double ack_timeout_s = -1;
   double gpu_load_rise_c = 45;          // GPU temperature = ambient + this under load
   double gpu_throttle_c = 83;           // above it the GPU clock drops ...
   double throttle_per_c = 0.03;         // ... by this fraction of peak per degree (to pstates)
@@ -118,6 +119,10 @@ struct CommEnv {
   // UCX_MEMTYPE_CACHE ("y"/"n"): with the cache off, registration failures cannot happen but
   // every inter-node transfer under a rdma_registration_failure fault pays registration_cost_s.
   bool ucx_memtype_cache = true;
+  // NCCL_IB_TIMEOUT (exponent t, 1..31): the InfiniBand RC ACK timeout 4.096 us x 2^t; NCCL's
+  // default t = 18 gives 1.07 s. A message whose last packet is lost waits this long.
+  int ib_timeout = 18;
+  double ib_ack_timeout_s() const { return 4.096e-6 * double(std::int64_t(1) << ib_timeout); }
 };
 
 // Reads "faults" (optional array) and checks every entry against the topology and the run

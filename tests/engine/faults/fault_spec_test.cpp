@@ -191,6 +191,14 @@ TEST(FaultSpec, Env) {
   CommEnv env = parse_env(r);
   EXPECT_EQ(env.collective_timeout_s, 600);
   EXPECT_FALSE(env.ucx_memtype_cache);
+  EXPECT_EQ(env.ib_timeout, 18);  // NCCL's default
+  EXPECT_NEAR(env.ib_ack_timeout_s(), 1.0737, 1e-4);
+  config::Json ib = config::Json::parse(R"({"env": {"NCCL_IB_TIMEOUT": "14"}})");
+  EXPECT_NEAR(parse_env(config::JsonReader(ib, "s.json")).ib_ack_timeout_s(), 0.0671, 1e-4);
+  config::Json bad_ib = config::Json::parse(R"({"env": {"NCCL_IB_TIMEOUT": 40}})");
+  Status ib_st = config::to_status([&] { parse_env(config::JsonReader(bad_ib, "s.json")); });
+  EXPECT_NE(ib_st.message().find("/env/NCCL_IB_TIMEOUT: expected an integer 1-31"),
+            std::string::npos);
   config::Json bad = config::Json::parse(R"({"env": {"NCCL_TIMOUT": "600"}})");
   Status st = config::to_status([&] { parse_env(config::JsonReader(bad, "s.json")); });
   EXPECT_NE(st.message().find("s.json: /env/NCCL_TIMOUT: unknown variable; known: NCCL_TIMEOUT"),
