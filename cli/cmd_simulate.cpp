@@ -1,10 +1,11 @@
 // `prima simulate [SCENARIO] [--out DIR] [--set PATH=VALUE]...`: runs a scenario on the
 // simulated cluster, writes DIR/report.json, DIR/requests.csv, DIR/timeline.csv and prints a
 // summary table. Progress goes to stderr once a second of wall time.
+#include <fmt/format.h>
+
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <fmt/format.h>
 #include <iostream>
 
 #include "backends/sim/simulation.h"
@@ -26,13 +27,14 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir) 
                        s["p99"].get<double>() * 1e3);
   };
   const auto& q = r["requests"];
-  std::printf("scenario %s (seed %llu): %.1f simulated s\n", r["scenario"].get<std::string>().c_str(),
+  std::printf("scenario %s (seed %llu): %.1f simulated s\n",
+              r["scenario"].get<std::string>().c_str(),
               static_cast<unsigned long long>(r["seed"].get<std::uint64_t>()),
               r["simulated_seconds"].get<double>());
   std::printf("  %s %s on %d GPUs (%s), TP%d x PP%d x %d replica(s)\n",
               r["model"]["name"].get<std::string>().c_str(),
-              r["model"]["quantization"].get<std::string>().c_str(),
-              r["gpus"]["count"].get<int>(), r["topology"]["gpu"].get<std::string>().c_str(),
+              r["model"]["quantization"].get<std::string>().c_str(), r["gpus"]["count"].get<int>(),
+              r["topology"]["gpu"].get<std::string>().c_str(),
               r["deployment"]["tensor_parallel"].get<int>(),
               r["deployment"]["pipeline_parallel"].get<int>(),
               r["deployment"]["replicas"].get<int>());
@@ -42,15 +44,42 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir) 
   std::printf("  latency ms      mean       p50       p90       p99\n");
   std::printf("    ttft     %s\n    tpot     %s\n    e2e      %s\n    queue    %s\n",
               lat("ttft").c_str(), lat("tpot").c_str(), lat("e2e").c_str(), lat("queue").c_str());
-  std::printf("  throughput %.2f req/s, %.0f output tok/s; SLO attainment %.1f%%, goodput %.2f req/s\n",
-              r["throughput"]["requests_per_s"].get<double>(),
-              r["throughput"]["output_tokens_per_s"].get<double>(),
-              100 * r["slo"]["attainment"].get<double>(), r["slo"]["goodput_rps"].get<double>());
-  std::printf("  GPUs       utilization %.1f%%, %.1f TFLOP/s each, memory peak %.1f%%; KV peak %.1f%%, preemptions %lld\n",
-              100 * r["gpus"]["utilization_mean"].get<double>(),
-              r["gpus"]["tflops_mean"].get<double>(),
-              100 * r["gpus"]["memory_used_fraction_max"].get<double>(),
-              100 * r["kv_cache"]["peak_usage"].get<double>(), r["preemptions"].get<long long>());
+  std::printf(
+      "  throughput %.2f req/s, %.0f output tok/s; SLO attainment %.1f%%, goodput %.2f req/s\n",
+      r["throughput"]["requests_per_s"].get<double>(),
+      r["throughput"]["output_tokens_per_s"].get<double>(),
+      100 * r["slo"]["attainment"].get<double>(), r["slo"]["goodput_rps"].get<double>());
+  std::printf(
+      "  GPUs       utilization %.1f%%, %.1f TFLOP/s each, memory peak %.1f%%; KV peak %.1f%%, "
+      "preemptions %lld\n",
+      100 * r["gpus"]["utilization_mean"].get<double>(), r["gpus"]["tflops_mean"].get<double>(),
+      100 * r["gpus"]["memory_used_fraction_max"].get<double>(),
+      100 * r["kv_cache"]["peak_usage"].get<double>(), r["preemptions"].get<long long>());
+  // Incident replay: each fault window, and what the engine did about failures.
+  if (r.contains("incidents"))
+    for (const auto& i : r["incidents"])
+      std::printf(
+          "  incident   %s (%s, %s) %.0f-%.0f s%s: E2E p99 %.2f s in flight vs %.2f s "
+          "outside; %lld requests in flight, %lld failed\n",
+          i["fault"].get<std::string>().c_str(), i["type"].get<std::string>().c_str(),
+          i["target"].get<std::string>().c_str(), i["start_s"].get<double>(),
+          i["end_s"].get<double>(), i["ongoing"].get<bool>() ? " (ongoing)" : "",
+          i["e2e_p99_inside_s"].get<double>(), i["e2e_p99_outside_s"].get<double>(),
+          i["requests_inside"].get<long long>(), i["failed_inside"].get<long long>());
+  if (r.contains("failover") && r["failover"]["step_failures"].get<long long>() +
+                                        r["failover"]["migrations"].get<long long>() >
+                                    0) {
+    const auto& f = r["failover"];
+    std::printf(
+        "  failover   %lld failed steps, %lld replicas out / %lld back, %lld requests "
+        "re-routed, %lld out of retries, %lld migrated\n",
+        f["step_failures"].get<long long>(), f["replica_failures"].get<long long>(),
+        f["replica_recoveries"].get<long long>(), f["reroutes"].get<long long>(),
+        f["retries_exhausted"].get<long long>(), f["migrations"].get<long long>());
+  }
+  if (r.contains("load_errors"))
+    for (const auto& e : r["load_errors"])
+      std::printf("  load error %s\n", e.get<std::string>().c_str());
   std::printf("  run        %.2f wall s, %.0fx real time\n", r["run"]["wall_seconds"].get<double>(),
               r["run"]["sim_speedup"].get<double>());
   if (!out_dir.empty())
@@ -61,14 +90,14 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir) 
 
 int cmd_simulate(const Args& args) {
   po::options_description opts("prima simulate [SCENARIO] [options]");
-  opts.add_options()("help,h", "show this help")(
-      "out,o", po::value<std::string>(), "output directory (default: out/<scenario name>)")(
+  opts.add_options()("help,h", "show this help")("out,o", po::value<std::string>(),
+                                                 "output directory (default: out/<scenario name>)")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override a scenario field: PATH=VALUE (repeatable), e.g. --set seed=7")(
       "seed", po::value<std::uint64_t>(), "shortcut for --set seed=N")(
       "no-files", "print the summary only, write nothing")(
-      "json", "print report.json to stdout instead of the summary table")(
-      "quiet,q", "no progress on stderr");
+      "json", "print report.json to stdout instead of the summary table")("quiet,q",
+                                                                          "no progress on stderr");
   po::options_description hidden;
   hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
   po::options_description all;
@@ -122,7 +151,9 @@ Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and 
   sim::SimulationOptions so;
   if (!vm.count("quiet")) {
     so.progress = [](const sim::Progress& p) {
-      std::fprintf(stderr, "\r[prima] sim %.0f/%.0f s  requests %lld (done %lld, in flight %lld)  wall %.1f s  %.0fx ",
+      std::fprintf(stderr,
+                   "\r[prima] sim %.0f/%.0f s  requests %lld (done %lld, in flight %lld)  wall "
+                   "%.1f s  %.0fx ",
                    p.sim_s, p.duration_s, static_cast<long long>(p.submitted),
                    static_cast<long long>(p.ended), static_cast<long long>(p.in_system), p.wall_s,
                    p.wall_s > 0 ? p.sim_s / p.wall_s : 0.0);
@@ -148,8 +179,10 @@ Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and 
       }
     }
   }
-  if (vm.count("json")) std::cout << res->report.dump(2) << "\n";
-  else print_summary(res->report, out_dir);
+  if (vm.count("json"))
+    std::cout << res->report.dump(2) << "\n";
+  else
+    print_summary(res->report, out_dir);
   return kExitOk;
 }
 
