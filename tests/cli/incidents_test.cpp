@@ -185,6 +185,19 @@ TEST(Incidents, NvlinkSaturationFixedByLessCrossGpuTraffic) {
   EXPECT_LT(inside(fix.report), 0.6 * inside(sym.report));
 }
 
+// The summary an on-call engineer reads first names each fault window and the failover.
+TEST(Incidents, SummaryNamesTheFaultWindows) {
+  auto r = run_prima("simulate " + source_path("scenarios/incidents/node_failure_mitigated.json") +
+                     " --no-files -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("incident   node1 PSU (node_failure, node 1) 60-120 s: E2E p99"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("0 failed\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("failover   1 failed steps, 1 replicas out / 1 back"), std::string::npos)
+      << r.out;
+}
+
 // Every incident scenario comes as a pair, and every file is a valid scenario.
 TEST(Incidents, EveryIncidentHasItsMitigation) {
   for (const char* name :
