@@ -1,6 +1,7 @@
 // `prima simulate [SCENARIO] [--out DIR] [--set PATH=VALUE]...`: runs a scenario on the
 // simulated cluster, writes DIR/report.json, DIR/requests.csv, DIR/timeline.csv and prints a
-// summary table. Progress goes to stderr once a second of wall time.
+// summary table. Progress goes to stderr once a second of wall time. With --html, also
+// DIR/report.html (cli/html_report.h); a failure to render is a warning, not an error.
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
@@ -10,6 +11,7 @@
 
 #include "backends/sim/simulation.h"
 #include "cli/commands.h"
+#include "cli/html_report.h"
 #include "engine/config/scenario.h"
 #include "engine/metrics/report.h"
 
@@ -19,7 +21,7 @@ namespace fs = std::filesystem;
 namespace prima::cli {
 namespace {
 
-void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir) {
+void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, bool html) {
   auto lat = [&](const char* k) {
     const auto& s = r["latency_s"][k];
     return fmt::format("{:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}", s["mean"].get<double>() * 1e3,
@@ -83,7 +85,8 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir) 
   std::printf("  run        %.2f wall s, %.0fx real time\n", r["run"]["wall_seconds"].get<double>(),
               r["run"]["sim_speedup"].get<double>());
   if (!out_dir.empty())
-    std::printf("  wrote      %s/{report.json,requests.csv,timeline.csv}\n", out_dir.c_str());
+    std::printf("  wrote      %s/{report.json,requests.csv,timeline.csv%s}\n", out_dir.c_str(),
+                html ? ",report.html" : "");
 }
 
 }  // namespace
@@ -96,6 +99,7 @@ int cmd_simulate(const Args& args) {
       "override a scenario field: PATH=VALUE (repeatable), e.g. --set seed=7")(
       "seed", po::value<std::uint64_t>(), "shortcut for --set seed=N")(
       "no-files", "print the summary only, write nothing")(
+      "html", "also write DIR/report.html (self-contained; needs python3-matplotlib)")(
       "json", "print report.json to stdout instead of the summary table")("quiet,q",
                                                                           "no progress on stderr");
   po::options_description hidden;
@@ -122,6 +126,7 @@ examples:
   prima simulate scenarios/default.json --out out/default
   prima simulate --set workload.arrival.rate_rps=2 --set deployment.replicas=1
   prima simulate my.json --seed 3 --json > report.json
+  prima simulate scenarios/incidents/thermal_clock_drift.json --out out/th --html
 
 Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and JSON path).
 )";
@@ -135,6 +140,10 @@ Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and 
   auto sc = config::load_scenario(path, sets);
   if (!sc.ok()) {
     std::fprintf(stderr, "prima simulate: %s\n", sc.status().message().c_str());
+    return kExitBadInput;
+  }
+  if (vm.count("html") && vm.count("no-files")) {
+    std::fprintf(stderr, "prima simulate: --html needs the output files; drop --no-files\n");
     return kExitBadInput;
   }
   std::string out_dir;
@@ -179,10 +188,18 @@ Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and 
       }
     }
   }
+  bool html = false;
+  if (vm.count("html")) {
+    Status st = render_html_report("simulate", out_dir);
+    if (st.ok())
+      html = true;
+    else
+      std::fprintf(stderr, "prima simulate: warning: no report.html: %s\n", st.message().c_str());
+  }
   if (vm.count("json"))
     std::cout << res->report.dump(2) << "\n";
   else
-    print_summary(res->report, out_dir);
+    print_summary(res->report, out_dir, html);
   return kExitOk;
 }
 

@@ -10,6 +10,7 @@ namespace prima::cli {
 using Args = std::vector<std::string>;
 
 int cmd_simulate(const Args& args);
+int cmd_report(const Args& args);
 int cmd_validate(const Args& args);
 
 struct Command {

@@ -14,7 +14,7 @@ APT_PACKAGES=(
   libspdlog-dev libfmt-dev
   googletest libgtest-dev libgmock-dev
   libbenchmark-dev
-  python3
+  python3 python3-matplotlib
 )
 
 need=()

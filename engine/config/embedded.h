@@ -1,5 +1,5 @@
-// Data files compiled into the binary (topologies/*.json, scenarios/*.json), generated at
-// build time by cmake/embed.cmake. Immutable; thread-safe.
+// Data files compiled into the binary (topologies/*.json, scenarios/*.json, reports/*.py),
+// generated at build time by cmake/embed.cmake. Immutable; thread-safe.
 #pragma once
 
 #include <optional>

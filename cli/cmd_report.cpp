@@ -1,0 +1,91 @@
+// `prima report DIR [--kind simulate|plan]`: renders DIR/report.html, a self-contained HTML
+// report, from the files a `prima simulate` (report.json, requests.csv, timeline.csv) or a
+// `prima plan` (plan.json, results.jsonl) run wrote in DIR. See cli/html_report.h.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/html_report.h"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+
+namespace prima::cli {
+
+int cmd_report(const Args& args) {
+  po::options_description opts("prima report DIR [options]");
+  opts.add_options()("help,h", "show this help")(
+      "kind", po::value<std::string>(),
+      "simulate or plan (default: plan if DIR/plan.json exists, else simulate)");
+  po::options_description hidden;
+  hidden.add_options()("dir", po::value<std::string>(), "output directory");
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::positional_options_description pos;
+  pos.add("dir", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::fprintf(stderr, "prima report: %s (see prima report --help)\n", e.what());
+    return kExitBadInput;
+  }
+  if (vm.count("help")) {
+    std::cout << opts << R"(
+DIR is the output directory of a run: `prima simulate --out DIR` (report.json, requests.csv,
+timeline.csv) or a plan (plan.json, results.jsonl). Writes DIR/report.html: one file, charts
+inline (no network needed to view it). Needs python3 with matplotlib (scripts/setup.sh
+installs python3-matplotlib); PRIMA_PYTHON picks the interpreter.
+
+examples:
+  prima simulate scenarios/incidents/thermal_clock_drift.json --out out/th
+  prima report out/th                 # writes out/th/report.html
+  prima report out/plan --kind plan
+
+Exit codes: 0 ok, 1 the renderer failed (or python3/matplotlib missing), 2 bad input.
+)";
+    return kExitOk;
+  }
+  if (!vm.count("dir")) {
+    std::fprintf(stderr, "prima report: missing DIR (see prima report --help)\n");
+    return kExitBadInput;
+  }
+  const std::string dir = vm["dir"].as<std::string>();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    std::fprintf(stderr, "prima report: %s: no such directory\n", dir.c_str());
+    return kExitBadInput;
+  }
+  std::string kind;
+  if (vm.count("kind")) {
+    kind = vm["kind"].as<std::string>();
+    if (kind != "simulate" && kind != "plan") {
+      std::fprintf(stderr, "prima report: --kind %s: expected simulate or plan\n", kind.c_str());
+      return kExitBadInput;
+    }
+  } else if (fs::exists(fs::path(dir) / "plan.json", ec)) {
+    kind = "plan";
+  } else if (fs::exists(fs::path(dir) / "report.json", ec)) {
+    kind = "simulate";
+  } else {
+    std::fprintf(stderr,
+                 "prima report: %s: neither report.json (prima simulate) nor plan.json (prima "
+                 "plan) found\n",
+                 dir.c_str());
+    return kExitBadInput;
+  }
+  Status st = render_html_report(kind, dir);
+  if (!st.ok()) {
+    std::fprintf(stderr, "prima report: %s\n", st.message().c_str());
+    const bool bad_input =
+        st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound;
+    return bad_input ? kExitBadInput : kExitFailure;
+  }
+  std::printf("wrote %s\n", (fs::path(dir) / "report.html").string().c_str());
+  return kExitOk;
+}
+
+}  // namespace prima::cli
