@@ -116,11 +116,16 @@ Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfi
       cheapest = e["key"];
     }
   Json pr = Json::array();
-  for (const auto& p : pruned)
+  for (const auto& p : pruned) {
+    Json sets = Json::array();
+    for (const auto& x : p.config.sets()) sets.push_back(x);
+    for (const auto& x : plan::probe_sets(spec, spec.rate.min_rps)) sets.push_back(x);
     pr.push_back({{"key", p.config.key()},
                   {"config", p.config.to_json()},
                   {"kind", p.kind},
-                  {"reason", p.reason}});
+                  {"reason", p.reason},
+                  {"sets", sets}});
+  }
   Json j;
   j["name"] = spec.name;
   j["scenario"] = spec.scenario_path.empty() ? Json("inline") : Json(spec.scenario_path);

@@ -64,9 +64,13 @@ struct Progress {
   std::size_t total = 0, done = 0, done_at_start = 0;
   std::int64_t sims = 0, reused = 0;
   Clock::time_point start = Clock::now();
-  void show(int running) const {
+  mutable double last_shown = -1;
+  // Redraws at most 5 times a second (always when `force`).
+  void show(int running, bool force = false) const {
     if (quiet) return;
     const double el = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!force && last_shown >= 0 && el - last_shown < 0.2) return;
+    last_shown = el;
     const std::size_t new_done = done - done_at_start;
     const double eta = new_done > 0 ? el / new_done * (total - done) : -1;
     const int width = 24;
@@ -258,6 +262,7 @@ int run_plan(const PlanRunOptions& o) {
     }
     prog.show(pool.running());
   }
+  prog.show(0, true);
   if (!o.quiet) std::fprintf(stderr, "\n");
   if (stopped)
     return fail(kExitFailure,

@@ -27,6 +27,20 @@ Json with_gpu(const Json& entry, const std::string& gpu) {
   return e;
 }
 
+// "bitbrick_k1" for a name; "bitbrick_k1{nodes=4}" for a short patch of a base; otherwise
+// the topology's name and a hash of its object.
+std::string topology_label(const Json& entry, const std::string& resolved_name) {
+  if (entry.is_string()) return entry.get<std::string>();
+  if (entry.contains("base") && entry["base"].is_string()) {
+    std::string patch;
+    for (const auto& [k, v] : entry.items())
+      if (k != "base") patch += (patch.empty() ? "" : ",") + k + "=" + v.dump();
+    if (patch.size() <= 32 && patch.find('"') == std::string::npos)
+      return entry["base"].get<std::string>() + "{" + patch + "}";
+  }
+  return resolved_name + "#" + short_hash(entry.dump());
+}
+
 }  // namespace
 
 std::string PlanConfig::key() const {
@@ -111,9 +125,7 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
       if (!st.ok()) return st;
       PlanConfig base;
       base.topology = entry;
-      base.topology_label = s.topologies[ti].is_string()
-                                ? s.topologies[ti].get<std::string>()
-                                : topo.name + "#" + short_hash(s.topologies[ti].dump());
+      base.topology_label = topology_label(s.topologies[ti], topo.name);
       base.gpu = topo.gpu.name;
       base.topology_gpus = topo.total_gpus();
       const int cap_max =
