@@ -198,6 +198,17 @@ TEST(Plan, BadInputIsExitTwoWithAClearMessage) {
   EXPECT_NE(r.err.find("no such plan file"), std::string::npos) << r.err;
 }
 
+TEST(Plan, ShippedExampleRuns) {
+  const std::string out = temp_dir("plan_example");
+  auto r = run_prima("plan " + source_path("scenarios/plans/llama2_70b_bitbrick.json") + " --out " +
+                     out + " --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(out + "/plan.json");
+  EXPECT_FALSE(p["ranked"].empty());
+  EXPECT_FALSE(p["pruned"].empty());
+  EXPECT_FALSE(p["ranked"][0]["cost_per_million_tokens"].is_null());
+}
+
 TEST(Plan, HelpHasExamples) {
   auto r = run_prima("plan --help");
   EXPECT_EQ(r.exit_code, 0);
