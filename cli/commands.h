@@ -12,6 +12,7 @@ using Args = std::vector<std::string>;
 int cmd_simulate(const Args& args);
 int cmd_report(const Args& args);
 int cmd_validate(const Args& args);
+int cmd_plan(const Args& args);
 
 struct Command {
   const char* name;

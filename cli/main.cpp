@@ -12,6 +12,7 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> kCommands = {
       {"simulate", "run a scenario on the simulated cluster and write its report", cmd_simulate},
       {"validate", "check scenario/topology files without running them", cmd_validate},
+      {"plan", "search configurations for the highest rate that meets an SLO", cmd_plan},
       {"report", "render a run's output directory as a self-contained HTML report", cmd_report},
   };
   return kCommands;
@@ -27,7 +28,8 @@ static void usage(std::FILE* out) {
                "  prima simulate                          # the built-in default scenario\n"
                "  prima simulate scenarios/x.json --out out/x --set seed=7\n"
                "  prima simulate scenarios/x.json --out out/x --html  # + out/x/report.html\n"
-               "  prima validate scenarios/*.json topologies/*.json\n\n"
+               "  prima validate scenarios/*.json topologies/*.json\n"
+               "  prima plan scenarios/plans/llama2_70b_bitbrick.json --out out/plan\n\n"
                "Run 'prima COMMAND --help' for a command's options.\n");
 }
 

@@ -1,0 +1,63 @@
+// ProbePool: runs simulations in child processes, at most `jobs` at a time (SimGrid allows
+// one engine per process, and processes use the cores). start() forks; the child parses the
+// scenario JSON, runs run_simulation and writes one JSON line of plan::ProbeMetrics to a pipe,
+// then _exits; its stdout and stderr go to /dev/null. wait() blocks until at least one child
+// has finished and returns the finished ones (a child that crashed or wrote nothing is a
+// failed probe naming the signal or exit status). The parent must not hold a SimGrid engine.
+// Single-threaded: one owner drives it. Kills its children when destroyed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/config/json_reader.h"
+#include "engine/plan/rate_search.h"
+
+namespace prima::sim {
+
+struct ProbeJob {
+  std::uint64_t tag = 0;  // the caller's identity for the job
+  config::Json scenario;  // a scenario document (overrides already applied)
+  std::string file;       // names the scenario in messages
+  std::string base_dir;   // for relative paths inside it
+};
+
+struct ProbeDone {
+  std::uint64_t tag = 0;
+  plan::ProbeMetrics metrics;
+};
+
+class ProbePool {
+ public:
+  explicit ProbePool(int jobs);
+  ~ProbePool();
+  ProbePool(const ProbePool&) = delete;
+  ProbePool& operator=(const ProbePool&) = delete;
+
+  int jobs() const { return jobs_; }
+  int running() const { return static_cast<int>(children_.size()); }
+  bool full() const { return running() >= jobs_; }
+  // Forks a child for the job. An error (fork or pipe failed) is returned as Status.
+  Status start(const ProbeJob& job);
+  // Waits for at least one child to finish (nothing to wait for: returns empty).
+  std::vector<ProbeDone> wait();
+  void kill_all();
+
+ private:
+  struct Child {
+    int pid = -1;
+    int fd = -1;
+    std::uint64_t tag = 0;
+    std::string out;
+    bool eof = false;
+  };
+  int jobs_;
+  std::vector<Child> children_;
+};
+
+// What a child does: parse and simulate, return the metrics (also used in-process by tests
+// that fork themselves).
+plan::ProbeMetrics run_probe(const ProbeJob& job);
+
+}  // namespace prima::sim

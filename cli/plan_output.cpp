@@ -1,0 +1,189 @@
+// plan.json and the printed ranking of `prima plan` (formats: docs/plan.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "cli/plan_runner.h"
+#include "engine/plan/prune.h"
+
+namespace prima::cli {
+namespace {
+
+using config::Json;
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+const plan::ProbeMetrics* metrics_at(const SearchedConfig& s, double rate) {
+  for (const auto& [r, m] : s.probes)
+    if (r == rate) return &m;
+  return nullptr;
+}
+
+Json rerun(const plan::PlanSpec& spec, const SearchedConfig& s, double rate) {
+  Json sets = Json::array();
+  for (const auto& x : s.config.sets()) sets.push_back(x);
+  for (const auto& x : plan::probe_sets(spec, rate)) sets.push_back(x);
+  return sets;
+}
+
+std::string command_of(const plan::PlanSpec& spec, const Json& sets) {
+  if (spec.scenario_path.empty()) return "";
+  std::string cmd = "prima simulate " + shell_quote(spec.scenario_path);
+  for (const auto& s : sets) cmd += " --set " + shell_quote(s.get<std::string>());
+  return cmd;
+}
+
+}  // namespace
+
+Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfig>& searched,
+                     const std::vector<PrunedConfig>& pruned, std::int64_t simulations,
+                     double wall_s, std::size_t total_configs) {
+  Json ranked = Json::array(), failed = Json::array();
+  std::vector<std::pair<double, Json>> failed_sorted;
+  for (const auto& s : searched) {
+    if (s.search.any_met()) {
+      const double rate = s.search.best_rps();
+      const plan::ProbeMetrics* m = metrics_at(s, rate);
+      const int gpus = s.config.gpus();
+      Json cost = nullptr, price = nullptr;
+      auto p = spec.prices.find(s.config.gpu);
+      if (p != spec.prices.end() && m->output_tokens_per_s > 0) {
+        price = p->second;
+        cost = gpus * p->second / (m->output_tokens_per_s * 3600 / 1e6);
+      }
+      Json sets = rerun(spec, s, rate);
+      Json e = {{"key", s.config.key()},
+                {"config", s.config.to_json()},
+                {"max_rate_rps", rate},
+                {"goodput_rps", m->goodput_rps},
+                {"goodput_per_gpu", m->goodput_rps / gpus},
+                {"cost_per_million_tokens", cost},
+                {"price_per_gpu_hour", price},
+                {"output_tokens_per_s", m->output_tokens_per_s},
+                {"lowest_failing_rate_rps",
+                 s.search.lowest_failed_rps() > 0 ? Json(s.search.lowest_failed_rps()) : Json()},
+                {"roofline_bound_rps", std::isfinite(s.bound_rps) ? Json(s.bound_rps) : Json()},
+                {"metrics", m->to_json()},
+                {"probes", s.search.probes()},
+                {"sets", sets}};
+      const std::string cmd = command_of(spec, sets);
+      if (!cmd.empty()) e["command"] = cmd;
+      ranked.push_back(e);
+    } else {
+      // Failed at min_rps: the first probe says how far it is from the SLO.
+      const plan::ProbeMetrics& m = s.probes.front().second;
+      std::vector<std::string> why;
+      plan::meets_slo(spec.slo, m, &why);
+      Json sets = rerun(spec, s, spec.rate.min_rps);
+      const double d = plan::slo_distance(spec.slo, m);
+      Json e = {{"key", s.config.key()},
+                {"config", s.config.to_json()},
+                {"rate_rps", spec.rate.min_rps},
+                {"violations", why},
+                {"slo_distance", std::isfinite(d) ? Json(d) : Json()},
+                {"metrics", m.to_json()},
+                {"sets", sets}};
+      failed_sorted.push_back({d, e});
+    }
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Json& a, const Json& b) {
+    const double ga = a["goodput_per_gpu"].get<double>(), gb = b["goodput_per_gpu"].get<double>();
+    if (ga != gb) return ga > gb;
+    const double ca =
+        a["cost_per_million_tokens"].is_null() ? 1e300 : a["cost_per_million_tokens"].get<double>();
+    const double cb =
+        b["cost_per_million_tokens"].is_null() ? 1e300 : b["cost_per_million_tokens"].get<double>();
+    if (ca != cb) return ca < cb;
+    return a["key"].get<std::string>() < b["key"].get<std::string>();
+  });
+  std::stable_sort(failed_sorted.begin(), failed_sorted.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [d, e] : failed_sorted) failed.push_back(std::move(e));
+  // The cheapest per token among the ranked (the ranking itself is by goodput per GPU).
+  Json cheapest = nullptr;
+  double best_cost = 1e300;
+  for (const auto& e : ranked)
+    if (!e["cost_per_million_tokens"].is_null() &&
+        e["cost_per_million_tokens"].get<double>() < best_cost) {
+      best_cost = e["cost_per_million_tokens"].get<double>();
+      cheapest = e["key"];
+    }
+  Json pr = Json::array();
+  for (const auto& p : pruned) {
+    Json sets = Json::array();
+    for (const auto& x : p.config.sets()) sets.push_back(x);
+    for (const auto& x : plan::probe_sets(spec, spec.rate.min_rps)) sets.push_back(x);
+    pr.push_back({{"key", p.config.key()},
+                  {"config", p.config.to_json()},
+                  {"kind", p.kind},
+                  {"reason", p.reason},
+                  {"sets", sets}});
+  }
+  Json j;
+  j["name"] = spec.name;
+  j["scenario"] = spec.scenario_path.empty() ? Json("inline") : Json(spec.scenario_path);
+  j["slo"] = plan::slo_json(spec.slo);
+  j["rate"] = {{"min_rps", spec.rate.min_rps},
+               {"max_rps", spec.rate.max_rps > 0 ? Json(spec.rate.max_rps) : Json()},
+               {"tolerance", spec.rate.tolerance},
+               {"probe_duration_s", spec.rate.probe_duration_s}};
+  j["ranked"] = ranked;
+  j["cheapest"] = cheapest;
+  j["pruned"] = pr;
+  j["failed_slo"] = failed;
+  j["configurations"] = total_configs;
+  j["searched"] = searched.size();
+  j["simulations"] = simulations;
+  j["wall_seconds"] = wall_s;
+  j["configs_per_minute"] = wall_s > 0 ? total_configs / (wall_s / 60) : 0.0;
+  return j;
+}
+
+void print_plan_summary(const Json& p, const std::string& out_dir) {
+  std::printf(
+      "plan %s: %zu configurations, %zu pruned, %zu searched with %lld simulations "
+      "in %.1f s (%.0f configurations/min)\n",
+      p["name"].get<std::string>().c_str(), p["configurations"].get<std::size_t>(),
+      p["pruned"].size(), p["searched"].get<std::size_t>(), p["simulations"].get<long long>(),
+      p["wall_seconds"].get<double>(), p["configs_per_minute"].get<double>());
+  const Json& r = p["ranked"];
+  if (!r.empty()) {
+    std::printf("  %-4s %-52s %10s %12s %10s\n", "rank", "configuration", "max req/s",
+                "goodput/GPU", "$/Mtok");
+    for (std::size_t i = 0; i < r.size() && i < 10; ++i) {
+      const auto& e = r[i];
+      std::printf("  %-4zu %-52s %10.3f %12.4f %10s\n", i + 1, e["key"].get<std::string>().c_str(),
+                  e["max_rate_rps"].get<double>(), e["goodput_per_gpu"].get<double>(),
+                  e["cost_per_million_tokens"].is_null()
+                      ? "-"
+                      : fmt::format("{:.2f}", e["cost_per_million_tokens"].get<double>()).c_str());
+    }
+    if (r.size() > 10) std::printf("  ... %zu more in plan.json\n", r.size() - 10);
+  } else {
+    std::printf("  no configuration meets the SLO at min_rps; the closest:\n");
+    const Json& f = p["failed_slo"];
+    for (std::size_t i = 0; i < f.size() && i < 5; ++i) {
+      std::string why;
+      for (const auto& v : f[i]["violations"])
+        why += (why.empty() ? "" : "; ") + v.get<std::string>();
+      std::printf("  %-52s %s\n", f[i]["key"].get<std::string>().c_str(), why.c_str());
+    }
+  }
+  std::map<std::string, int> kinds;
+  for (const auto& x : p["pruned"]) ++kinds[x["kind"].get<std::string>()];
+  if (!kinds.empty()) {
+    std::string s;
+    for (const auto& [k, n] : kinds) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", n, k);
+    std::printf("  pruned     %s (reasons in plan.json)\n", s.c_str());
+  }
+  std::printf("  wrote      %s/{plan.json,results.jsonl}\n", out_dir.c_str());
+}
+
+}  // namespace prima::cli

@@ -1,0 +1,51 @@
+// The `prima plan` driver: loads and screens the plan, runs the rate search of every
+// remaining configuration (of this shard) with one simulation per child process, streams each
+// finished simulation to DIR/results.jsonl (reused on the next run: resume), and writes
+// DIR/plan.json, prints the ranking and renders DIR/report.html. Not thread-safe (forks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/config/json_reader.h"
+#include "engine/plan/plan_spec.h"
+#include "engine/plan/rate_search.h"
+#include "engine/plan/search_space.h"
+
+namespace prima::cli {
+
+struct PlanRunOptions {
+  std::string plan_path;
+  std::string out_dir;  // "" = out/plan-<name>
+  int jobs = 1;
+  int shard_index = 0, shard_count = 1;  // 1: no sharding
+  bool quiet = false;
+  std::int64_t max_simulations = -1;  // hidden: stop after this many new simulations
+};
+
+// Returns the process exit code (0 ok, 1 failure or stopped early, 2 bad input).
+int run_plan(const PlanRunOptions& opts);
+
+// One searched configuration, for the output.
+struct SearchedConfig {
+  plan::PlanConfig config;
+  double bound_rps = 0;
+  plan::RateSearch search{1, 1, 0.05};
+  // Probes in the order made: (rate, metrics).
+  std::vector<std::pair<double, plan::ProbeMetrics>> probes;
+};
+struct PrunedConfig {
+  plan::PlanConfig config;
+  std::string kind, reason;
+};
+
+// Builds plan.json (plan_output.cpp).
+config::Json build_plan_json(const plan::PlanSpec& spec,
+                             const std::vector<SearchedConfig>& searched,
+                             const std::vector<PrunedConfig>& pruned, std::int64_t simulations,
+                             double wall_s, std::size_t total_configs);
+// Prints the ranking (or the closest candidates) to stdout.
+void print_plan_summary(const config::Json& plan, const std::string& out_dir);
+
+}  // namespace prima::cli

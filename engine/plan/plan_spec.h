@@ -1,0 +1,73 @@
+// PlanSpec: a capacity-planning request (`prima plan PLAN.json`), parsed strictly: the base
+// scenario (a path relative to the plan file, or an inline object), the SLO to hold (p99
+// bounds and an attainment target), the search space (topologies, GPU types, GPU caps,
+// TP x PP, replicas, quantization, batch limits, priority scheduling, disaggregation), the
+// rate search range and GPU-hour prices. Schema and semantics: docs/plan.md.
+// Plain values; thread-compatible.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/config/json_reader.h"
+#include "engine/core/status.h"
+
+namespace prima::plan {
+
+// A configuration meets the plan's SLO at a rate when every p99 bound that is set (> 0) holds
+// and the share of requests meeting every bound is at least `attainment`.
+struct PlanSlo {
+  double ttft_p99_s = 0;
+  double tpot_p99_s = 0;
+  double e2e_p99_s = 0;
+  double attainment = 0.99;
+};
+
+struct RateSearchSpec {
+  double min_rps = 0.1;
+  double max_rps = 0;       // 0: up to the roofline bound of each configuration
+  double tolerance = 0.05;  // relative width at which the bisection stops
+  double probe_duration_s = 60;
+  double max_drain_s = 0;  // 0: 2 x probe_duration_s + 60 s
+};
+
+struct SearchSpace {
+  std::vector<config::Json> topologies;  // names or objects, as a scenario's "topology"
+  std::vector<std::string> gpu_types;    // empty: each topology's own GPU
+  std::vector<int> gpus;                 // caps on GPUs used; empty: the topology's count
+  std::vector<int> tensor_parallel{1};
+  std::vector<int> pipeline_parallel{1};
+  std::vector<int> replicas;                // empty with replicas_fill
+  bool replicas_fill = false;               // "fill": as many replicas as the GPUs hold
+  std::vector<std::string> quantization;    // empty: the base scenario's
+  std::vector<int> max_num_seqs;            // empty: the base scenario's
+  std::vector<int> max_num_batched_tokens;  // empty: the base scenario's
+  std::vector<bool> priority_scheduling;    // empty: the base scenario's
+  std::vector<bool> disaggregation{false};
+};
+
+struct PlanSpec {
+  std::string name;
+  std::string file;      // the plan file (messages)
+  std::string base_dir;  // the plan file's directory
+  // The base scenario as JSON, where it came from (file for messages) and its directory
+  // (relative paths inside it). scenario_path is "" when the scenario is inline.
+  config::Json scenario;
+  std::string scenario_file, scenario_dir, scenario_path;
+  PlanSlo slo;
+  SearchSpace search;
+  RateSearchSpec rate;
+  std::map<std::string, double> prices;  // dollars per GPU-hour by GPU name
+};
+
+// Reads and parses a plan file. Errors name the file and the JSON path.
+Result<PlanSpec> load_plan(const std::string& path);
+Result<PlanSpec> parse_plan(const config::Json& j, const std::string& file,
+                            const std::string& base_dir);
+
+// The plan's SLO as JSON ({"ttft_p99_s", ..., "attainment"}).
+config::Json slo_json(const PlanSlo& s);
+
+}  // namespace prima::plan

@@ -1,0 +1,97 @@
+#include "engine/plan/prune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/perf/cost_model.h"
+#include "engine/workload/lengths.h"
+#include "engine/workload/random.h"
+
+namespace prima::plan {
+using config::Json;
+
+std::vector<std::string> probe_sets(const PlanSpec& spec, double rate_rps) {
+  const double drain =
+      spec.rate.max_drain_s > 0 ? spec.rate.max_drain_s : 2 * spec.rate.probe_duration_s + 60;
+  Json slo = Json::object();
+  if (spec.slo.ttft_p99_s > 0) slo["ttft"] = spec.slo.ttft_p99_s;
+  if (spec.slo.tpot_p99_s > 0) slo["tpot"] = spec.slo.tpot_p99_s;
+  if (spec.slo.e2e_p99_s > 0) slo["e2e"] = spec.slo.e2e_p99_s;
+  return {fmt::format("workload.arrival.rate_rps={}", Json(rate_rps).dump()),
+          fmt::format("duration={}", Json(spec.rate.probe_duration_s).dump()),
+          fmt::format("max_drain={}", Json(drain).dump()), "slo=" + slo.dump()};
+}
+
+Result<Json> probe_scenario_json(const PlanSpec& spec, const PlanConfig& c, double rate_rps) {
+  Json j = spec.scenario;
+  for (const auto& s : c.sets()) PRIMA_RETURN_IF_ERROR(config::apply_set(&j, s));
+  for (const auto& s : probe_sets(spec, rate_rps)) PRIMA_RETURN_IF_ERROR(config::apply_set(&j, s));
+  return j;
+}
+
+namespace {
+
+// Mean output tokens of the workload, from draws with a fixed seed (the clamp makes the
+// closed form of a lognormal too high, which would make the bound unsafe).
+double mean_output_tokens(const workload::WorkloadSpec& w) {
+  workload::LengthSampler s(w.output_tokens);
+  std::mt19937_64 g(12345);
+  constexpr int kDraws = 20000;
+  double sum = 0;
+  for (int i = 0; i < kDraws; ++i) sum += s.draw(g);
+  return sum / kDraws;
+}
+
+}  // namespace
+
+double roofline_capacity_rps(const config::Scenario& sc) {
+  if (sc.workload.arrival.type == workload::ArrivalType::kTrace)
+    return std::numeric_limits<double>::infinity();
+  perf::CostModel cm(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
+                     sc.calibration.for_gpu(sc.topology.gpu.name), sc.memory.kv_bytes_per_element);
+  const int b = sc.scheduler.max_num_seqs;
+  BatchShape shape;
+  shape.num_seqs = b;
+  shape.decode_tokens = b;
+  shape.sampled = b;
+  shape.attended_pairs = b;  // each token attends at least to itself
+  const perf::StepCost cost = cm.step(shape);
+  double slowest = 0;
+  for (const auto& st : cost.stages) slowest = std::max(slowest, st.compute_s);
+  if (!(slowest > 0)) return std::numeric_limits<double>::infinity();
+  const double tokens_per_s = sc.plan.replicas * b / slowest;
+  // The first output token comes from the prefill; decode steps make the rest.
+  const double decode_per_request = std::max(1.0, mean_output_tokens(sc.workload) - 1);
+  return tokens_per_s / decode_per_request;
+}
+
+Screening screen_config(const PlanSpec& spec, const PlanConfig& c) {
+  Screening s;
+  auto prune = [&](const char* kind, std::string why) {
+    s.pruned = true;
+    s.kind = kind;
+    s.reason = std::move(why);
+    return s;
+  };
+  auto j = probe_scenario_json(spec, c, spec.rate.min_rps);
+  if (!j.ok()) return prune("invalid", j.status().message());
+  auto sc = config::parse_scenario(*j, spec.scenario_file, spec.scenario_dir);
+  if (!sc.ok()) return prune("invalid", sc.status().message());
+  auto placed = place(sc->plan, sc->topology);
+  if (!placed.ok()) return prune("invalid", placed.status().message());
+  auto fit = check_plan(sc->model, sc->quantization, sc->topology, sc->plan, sc->memory,
+                        sc->scheduler.max_num_batched_tokens, sc->max_model_len);
+  if (!fit.ok()) return prune("invalid", fit.status().message());
+  if (!fit->fits) return prune("memory", fit->verdict);
+  s.bound_rps = kRooflineSlack * roofline_capacity_rps(*sc);
+  if (s.bound_rps < spec.rate.min_rps)
+    return prune("roofline",
+                 fmt::format("roofline: at most {:.3g} req/s ({:.1f}x the best-case decode "
+                             "throughput), below min_rps {:.3g}",
+                             s.bound_rps, kRooflineSlack, spec.rate.min_rps));
+  return s;
+}
+
+}  // namespace prima::plan

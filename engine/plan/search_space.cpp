@@ -1,0 +1,195 @@
+#include "engine/plan/search_space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "engine/plan/topology.h"
+
+namespace prima::plan {
+using config::Json;
+
+namespace {
+
+// FNV-1a: a stable short tag for inline topology objects.
+std::string short_hash(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:08x}", static_cast<std::uint32_t>(h ^ (h >> 32)));
+}
+
+// The topology entry with its GPU replaced by `gpu` (a name), as a scenario accepts it.
+Json with_gpu(const Json& entry, const std::string& gpu) {
+  if (entry.is_string()) return Json{{"base", entry}, {"gpu", gpu}};
+  Json e = entry;
+  e["gpu"] = gpu;
+  return e;
+}
+
+// "bitbrick_k1" for a name; "bitbrick_k1{nodes=4}" for a short patch of a base; otherwise
+// the topology's name and a hash of its object.
+std::string topology_label(const Json& entry, const std::string& resolved_name) {
+  if (entry.is_string()) return entry.get<std::string>();
+  if (entry.contains("base") && entry["base"].is_string()) {
+    std::string patch;
+    for (const auto& [k, v] : entry.items())
+      if (k != "base") patch += (patch.empty() ? "" : ",") + k + "=" + v.dump();
+    if (patch.size() <= 32 && patch.find('"') == std::string::npos)
+      return entry["base"].get<std::string>() + "{" + patch + "}";
+  }
+  return resolved_name + "#" + short_hash(entry.dump());
+}
+
+}  // namespace
+
+std::string PlanConfig::key() const {
+  std::string k = fmt::format("{} {} tp{} pp{} x{}", topology_label, gpu, tensor_parallel,
+                              pipeline_parallel, replicas);
+  if (!quantization.empty()) k += " " + quantization;
+  if (max_num_seqs > 0) k += fmt::format(" seqs{}", max_num_seqs);
+  if (max_num_batched_tokens > 0) k += fmt::format(" tok{}", max_num_batched_tokens);
+  if (priority_scheduling >= 0) k += priority_scheduling ? " prio" : " fifo";
+  if (disaggregation) k += " disagg";
+  return k;
+}
+
+std::vector<std::string> PlanConfig::sets() const {
+  std::vector<std::string> s;
+  s.push_back("topology=" + (topology.is_string() ? topology.get<std::string>() : topology.dump()));
+  if (!quantization.empty()) s.push_back("quantization=" + quantization);
+  s.push_back(fmt::format("deployment.parallel_strategy.tensor_parallel={}", tensor_parallel));
+  s.push_back(fmt::format("deployment.parallel_strategy.pipeline_parallel={}", pipeline_parallel));
+  s.push_back(fmt::format("deployment.replicas={}", replicas));
+  if (max_num_seqs > 0) s.push_back(fmt::format("scheduler.max_num_seqs={}", max_num_seqs));
+  if (max_num_batched_tokens > 0)
+    s.push_back(fmt::format("scheduler.max_num_batched_tokens={}", max_num_batched_tokens));
+  if (priority_scheduling >= 0)
+    s.push_back(std::string("scheduler.priority_scheduling=") +
+                (priority_scheduling ? "true" : "false"));
+  if (disaggregation)
+    s.push_back(fmt::format(R"(disaggregation={{"prefill_replicas":{},"decode_replicas":{}}})",
+                            prefill_replicas(), decode_replicas()));
+  else
+    s.push_back("disaggregation=null");
+  return s;
+}
+
+Json PlanConfig::to_json() const {
+  Json j = {{"topology", topology_label},
+            {"gpu", gpu},
+            {"gpus", gpus()},
+            {"tensor_parallel", tensor_parallel},
+            {"pipeline_parallel", pipeline_parallel},
+            {"replicas", replicas}};
+  if (!quantization.empty()) j["quantization"] = quantization;
+  if (max_num_seqs > 0) j["max_num_seqs"] = max_num_seqs;
+  if (max_num_batched_tokens > 0) j["max_num_batched_tokens"] = max_num_batched_tokens;
+  if (priority_scheduling >= 0) j["priority_scheduling"] = priority_scheduling == 1;
+  j["disaggregation"] = disaggregation;
+  return j;
+}
+
+Result<SearchList> enumerate_configs(const PlanSpec& spec) {
+  const SearchSpace& s = spec.search;
+  SearchList out;
+  std::set<std::string> seen;
+  auto add = [&](const PlanConfig& c, const std::string& skip_reason) {
+    if (!seen.insert(c.key()).second) return;
+    if (skip_reason.empty())
+      out.configs.push_back(c);
+    else
+      out.skipped.push_back({c, skip_reason});
+  };
+  // Optional dimensions: one "base" value when the space does not list them.
+  const std::vector<std::string> quants =
+      s.quantization.empty() ? std::vector<std::string>{""} : s.quantization;
+  const std::vector<int> seqs = s.max_num_seqs.empty() ? std::vector<int>{0} : s.max_num_seqs;
+  const std::vector<int> toks =
+      s.max_num_batched_tokens.empty() ? std::vector<int>{0} : s.max_num_batched_tokens;
+  std::vector<int> prios;
+  for (bool b : s.priority_scheduling) prios.push_back(b ? 1 : 0);
+  if (prios.empty()) prios = {-1};
+  const std::vector<std::string> gpu_types =
+      s.gpu_types.empty() ? std::vector<std::string>{""} : s.gpu_types;
+
+  for (std::size_t ti = 0; ti < s.topologies.size(); ++ti) {
+    for (const auto& gt : gpu_types) {
+      const Json entry = gt.empty() ? s.topologies[ti] : with_gpu(s.topologies[ti], gt);
+      Topology topo;
+      Status st = config::to_status([&] {
+        Json holder = {{"topology", entry}};
+        config::JsonReader h(holder, spec.file, fmt::format("/search/topologies/{}", ti));
+        topo = resolve_topology(h, "topology");
+      });
+      if (!st.ok()) return st;
+      PlanConfig base;
+      base.topology = entry;
+      base.topology_label = topology_label(s.topologies[ti], topo.name);
+      base.gpu = topo.gpu.name;
+      base.topology_gpus = topo.total_gpus();
+      const int cap_max =
+          s.gpus.empty() ? topo.total_gpus() : *std::max_element(s.gpus.begin(), s.gpus.end());
+      const std::vector<int> caps = s.gpus.empty() ? std::vector<int>{topo.total_gpus()} : s.gpus;
+      for (int tp : s.tensor_parallel) {
+        for (int pp : s.pipeline_parallel) {
+          // Replica counts with, for each, why it cannot exist ("" when it can).
+          std::vector<std::pair<int, std::string>> reps;
+          if (s.replicas_fill) {
+            for (int cap : caps) {
+              const int usable = std::min(cap, topo.total_gpus());
+              if (usable / (tp * pp) >= 1)
+                reps.push_back({usable / (tp * pp), ""});
+              else
+                reps.push_back({1, fmt::format("TP{} x PP{} needs {} GPUs; {} GPUs available "
+                                               "(topology {} has {}, cap {})",
+                                               tp, pp, tp * pp, usable, base.topology_label,
+                                               topo.total_gpus(), cap)});
+            }
+          } else {
+            for (int r : s.replicas) {
+              const int need = tp * pp * r;
+              std::string why;
+              if (need > topo.total_gpus())
+                why = fmt::format("needs {} GPUs; topology {} has {}", need, base.topology_label,
+                                  topo.total_gpus());
+              else if (need > cap_max)
+                why = fmt::format("needs {} GPUs, over the search's GPU cap of {}", need, cap_max);
+              reps.push_back({r, why});
+            }
+          }
+          for (const auto& [r, why] : reps)
+            for (const auto& q : quants)
+              for (int ns : seqs)
+                for (int nt : toks)
+                  for (int pr : prios)
+                    for (bool dis : s.disaggregation) {
+                      PlanConfig c = base;
+                      c.tensor_parallel = tp;
+                      c.pipeline_parallel = pp;
+                      c.replicas = r;
+                      c.quantization = q;
+                      c.max_num_seqs = ns;
+                      c.max_num_batched_tokens = nt;
+                      c.priority_scheduling = pr;
+                      c.disaggregation = dis;
+                      std::string reason = why;
+                      if (reason.empty() && dis && r < 2)
+                        reason = "disaggregation needs at least 2 replicas (1 prefill, 1 decode)";
+                      add(c, reason);
+                    }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<PlanConfig> shard_of(const std::vector<PlanConfig>& all, int index, int count) {
+  std::vector<PlanConfig> out;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (static_cast<int>(i % count) == index) out.push_back(all[i]);
+  return out;
+}
+
+}  // namespace prima::plan

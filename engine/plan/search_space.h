@@ -1,0 +1,56 @@
+// The configurations of a plan's search space: the cartesian product of topologies x GPU
+// types x GPU caps x TP x PP x replicas x quantization x batch limits x priority scheduling x
+// disaggregation, in a fixed order (so a shard i/n is the same list on every machine). Each
+// configuration is a list of `--set` overrides of the base scenario (config::apply_set), so
+// it is exactly a scenario a user can rerun with `prima simulate BASE --set ...`.
+// Combinations that cannot exist (more GPUs than the topology or the cap, disaggregation
+// with one replica) are returned as skipped, with the reason. Plain values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/config/json_reader.h"
+#include "engine/plan/plan_spec.h"
+
+namespace prima::plan {
+
+struct PlanConfig {
+  config::Json topology;       // as set into the scenario's "topology"
+  std::string topology_label;  // short name for keys and tables
+  std::string gpu;             // GPU type name
+  int topology_gpus = 0;       // GPUs the topology has
+  int tensor_parallel = 1, pipeline_parallel = 1, replicas = 1;
+  std::string quantization;        // "" = the base scenario's
+  int max_num_seqs = 0;            // 0 = the base scenario's
+  int max_num_batched_tokens = 0;  // 0 = the base scenario's
+  int priority_scheduling = -1;    // -1 = the base scenario's, else 0 / 1
+  bool disaggregation = false;     // half the replicas prefill, the rest decode
+
+  int gpus() const { return tensor_parallel * pipeline_parallel * replicas; }
+  int prefill_replicas() const { return replicas / 2; }
+  int decode_replicas() const { return replicas - replicas / 2; }
+  // A stable, readable identity, e.g. "bitbrick_k1 A100-SXM4-80GB tp4 pp2 x1 w8a8 seqs256".
+  std::string key() const;
+  // The --set overrides that turn the base scenario into this configuration.
+  std::vector<std::string> sets() const;
+  config::Json to_json() const;
+};
+
+struct SkippedConfig {
+  PlanConfig config;
+  std::string reason;
+};
+
+struct SearchList {
+  std::vector<PlanConfig> configs;
+  std::vector<SkippedConfig> skipped;
+};
+
+// Enumerates the space. Errors (invalid_argument) name the plan file and JSON path.
+Result<SearchList> enumerate_configs(const PlanSpec& spec);
+
+// The configurations of shard `index` of `count` (index % count), order kept.
+std::vector<PlanConfig> shard_of(const std::vector<PlanConfig>& all, int index, int count);
+
+}  // namespace prima::plan

@@ -1,0 +1,220 @@
+// `prima plan` end to end: the chosen configuration meets the SLO when simulated again at the
+// reported rate and fails it at 10% more load; pruning never discards a configuration the
+// simulation would accept (a small exhaustive space); an interrupted plan resumes to the same
+// result; shards merge to the same result; bad input is exit 2 with a clear message, and an
+// SLO nobody meets is an answer (exit 0, the closest candidates).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "tests/support/run_prima.h"
+
+namespace prima::testing {
+namespace {
+
+using nlohmann::json;
+
+// A cheap base scenario (Llama-2-13B on one DGX A100 node, short requests).
+const char* kBase = R"({"name": "tiny13", "seed": 7, "duration": "10s", "model": "llama-2-13b",
+ "topology": {"base": "dgx_a100", "nodes": 1},
+ "scheduler": {"max_num_seqs": 64, "max_num_batched_tokens": 2048},
+ "workload": {"arrival": {"type": "poisson", "rate_rps": 2},
+   "prompt_tokens": {"type": "lognormal", "median": 300, "sigma": 0.5, "max": 1024},
+   "output_tokens": {"type": "lognormal", "median": 60, "sigma": 0.5, "max": 256}}})";
+
+// Writes base.json and plan.json (with `search`, `slo`, `rate` as JSON text) into a fresh dir.
+std::string write_plan(const std::string& name, const std::string& search,
+                       const std::string& slo = R"({"ttft_p99": "500ms", "tpot_p99": "60ms"})",
+                       const std::string& rate = R"({"min_rps": 3, "duration": "20s"})",
+                       const std::string& extra = "") {
+  const std::string dir = temp_dir("plan_" + name);
+  std::ofstream(dir + "/base.json") << kBase;
+  std::ofstream(dir + "/plan.json")
+      << R"({"name": ")" << name << R"(", "scenario": "base.json", "slo": )" << slo
+      << R"(, "search": )" << search << R"(, "rate": )" << rate << extra << "}";
+  return dir;
+}
+
+const char* kSmallSpace =
+    R"({"topologies": ["dgx_a100"], "gpus": [2], "tensor_parallel": [1, 2], "replicas": "fill"})";
+
+std::string sets_args(const json& sets) {
+  std::string a;
+  for (const auto& s : sets) {
+    std::string q = "'";
+    for (char c : s.get<std::string>()) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    a += " --set " + q + "'";
+  }
+  return a;
+}
+
+// Simulates base.json with `sets` (and `extra` args); returns the report (null on failure).
+json simulate(const std::string& dir, const json& sets, const std::string& extra, int* code) {
+  auto r = run_prima("simulate " + dir + "/base.json" + sets_args(sets) + extra + " --json -q");
+  *code = r.exit_code;
+  return r.exit_code == 0 ? json::parse(r.out) : json();
+}
+
+bool meets(const json& rep, double ttft, double tpot, double attainment) {
+  return rep["latency_s"]["ttft"]["p99"].get<double>() <= ttft &&
+         rep["latency_s"]["tpot"]["p99"].get<double>() <= tpot &&
+         rep["slo"]["attainment"].get<double>() >= attainment;
+}
+
+json without_wall(json p) {
+  p.erase("wall_seconds");
+  p.erase("configs_per_minute");
+  p.erase("simulations");
+  for (auto& e : p["ranked"]) e["metrics"].erase("wall_s");
+  for (auto& e : p["failed_slo"]) e["metrics"].erase("wall_s");
+  return p;
+}
+
+TEST(Plan, ChosenConfigMeetsSloAtReportedRateAndFailsTenPercentAbove) {
+  const std::string dir = write_plan("proof", kSmallSpace);
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(dir + "/out/plan.json");
+  ASSERT_FALSE(p["ranked"].empty()) << p.dump(2);
+  const json& best = p["ranked"][0];
+  for (const char* k : {"config", "max_rate_rps", "goodput_per_gpu", "cost_per_million_tokens"})
+    EXPECT_TRUE(best.contains(k)) << k;
+  const double rate = best["max_rate_rps"].get<double>();
+  int code = 0;
+  json at = simulate(dir, best["sets"], "", &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_TRUE(meets(at, 0.5, 0.06, 0.99)) << at["latency_s"].dump() << at["slo"].dump();
+  EXPECT_NEAR(at["slo"]["goodput_rps"].get<double>() / best["config"]["gpus"].get<int>(),
+              best["goodput_per_gpu"].get<double>(), 1e-9);
+  json above = simulate(dir, best["sets"],
+                        " --set workload.arrival.rate_rps=" + std::to_string(rate * 1.1), &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_FALSE(meets(above, 0.5, 0.06, 0.99)) << above["latency_s"].dump();
+  // Ranked best first by goodput per GPU.
+  for (std::size_t i = 1; i < p["ranked"].size(); ++i)
+    EXPECT_GE(p["ranked"][i - 1]["goodput_per_gpu"].get<double>(),
+              p["ranked"][i]["goodput_per_gpu"].get<double>());
+}
+
+TEST(Plan, PruningNeverDiscardsAConfigurationTheSimulationAccepts) {
+  // Exhaustive small space: memory prunes (13B fp16 on a 32 GB GPU at TP1), roofline prunes
+  // (one sequence per step cannot carry 3 req/s) and configurations that are searched.
+  const std::string dir = write_plan(
+      "safety", R"({"topologies": ["dgx_a100"], "gpu_types": ["A100-SXM4-40GB", "domestic-32GB"],
+                    "tensor_parallel": [1, 2], "replicas": [1], "max_num_seqs": [1, 48]})");
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(dir + "/out/plan.json");
+  std::set<std::string> kinds;
+  for (const auto& x : p["pruned"]) {
+    kinds.insert(x["kind"].get<std::string>());
+    int code = 0;
+    json rep = simulate(dir, x["sets"], "", &code);
+    if (x["kind"] == "memory") {
+      EXPECT_EQ(code, 2) << x["key"] << ": the simulation should refuse it too";
+    } else {
+      ASSERT_EQ(code, 0) << x["key"];
+      EXPECT_FALSE(meets(rep, 0.5, 0.06, 0.99))
+          << x["key"] << " was pruned (" << x["reason"] << ") but meets the SLO at min_rps";
+    }
+  }
+  EXPECT_TRUE(kinds.count("memory")) << p["pruned"].dump(2);
+  EXPECT_TRUE(kinds.count("roofline")) << p["pruned"].dump(2);
+  EXPECT_FALSE(p["ranked"].empty());
+}
+
+TEST(Plan, InterruptedPlanResumesToTheSameResult) {
+  const std::string dir = write_plan("resume", kSmallSpace);
+  const std::string cmd = "plan " + dir + "/plan.json --jobs 2 -q --out ";
+  auto full = run_prima(cmd + dir + "/full");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  auto cut = run_prima(cmd + dir + "/cut --max-simulations 5");
+  EXPECT_EQ(cut.exit_code, 1);
+  EXPECT_NE(cut.err.find("resume"), std::string::npos) << cut.err;
+  // A line cut short by the kill is skipped and run again.
+  std::ofstream(dir + "/cut/results.jsonl", std::ios::app) << R"({"key": "dgx_a1)";
+  auto again = run_prima(cmd + dir + "/cut");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(without_wall(read_json(dir + "/cut/plan.json")),
+            without_wall(read_json(dir + "/full/plan.json")));
+  EXPECT_EQ(read_json(dir + "/cut/plan.json")["simulations"],
+            read_json(dir + "/full/plan.json")["simulations"]);
+}
+
+TEST(Plan, ShardsMergeToTheSameResult) {
+  const std::string dir = write_plan("shards", kSmallSpace);
+  const std::string cmd = "plan " + dir + "/plan.json --jobs 1 -q --out ";
+  ASSERT_EQ(run_prima(cmd + dir + "/full").exit_code, 0);
+  ASSERT_EQ(run_prima(cmd + dir + "/sh --shard 0/2").exit_code, 0);
+  ASSERT_EQ(run_prima(cmd + dir + "/sh --shard 1/2").exit_code, 0);
+  // The merge runs no new simulation: every probe comes from the shards' files.
+  auto merge = run_prima(cmd + dir + "/sh --max-simulations 0");
+  ASSERT_EQ(merge.exit_code, 0) << merge.err;
+  EXPECT_EQ(without_wall(read_json(dir + "/sh/plan.json")),
+            without_wall(read_json(dir + "/full/plan.json")));
+}
+
+TEST(Plan, SloNobodyMeetsIsAnAnswerWithTheClosestCandidates) {
+  const std::string dir = write_plan("nobody", kSmallSpace, R"({"ttft_p99": "1ms"})");
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("no configuration meets the SLO"), std::string::npos) << r.out;
+  json p = read_json(dir + "/out/plan.json");
+  EXPECT_TRUE(p["ranked"].empty());
+  ASSERT_FALSE(p["failed_slo"].empty());
+  EXPECT_NE(p["failed_slo"][0]["violations"][0].get<std::string>().find("ttft p99"),
+            std::string::npos);
+}
+
+void expect_bad(const std::string& name, const std::string& search,
+                std::vector<std::string> needles,
+                const std::string& rate = R"({"min_rps": 3, "duration": "20s"})") {
+  const std::string dir =
+      write_plan(name, search, R"({"ttft_p99": "500ms", "tpot_p99": "60ms"})", rate);
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out -q");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  for (const auto& n : needles)
+    EXPECT_NE(r.err.find(n), std::string::npos) << "missing '" << n << "' in: " << r.err;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+}
+
+TEST(Plan, BadInputIsExitTwoWithAClearMessage) {
+  expect_bad("empty", R"({"topologies": ["dgx_a100"], "tensor_parallel": []})",
+             {"plan.json", "/search/tensor_parallel", "empty"});
+  expect_bad(
+      "contradictory",
+      R"({"topologies": ["dgx_a100"], "gpus": [2], "tensor_parallel": [4], "replicas": [1]})",
+      {"contradictory", "GPU cap of 2"});
+  expect_bad("gpu", R"({"topologies": ["dgx_a100"], "gpu_types": ["B300"]})",
+             {"/search/gpu_types/0", "unknown GPU type \"B300\"", "A100-SXM4-80GB"});
+  expect_bad("topology", R"({"topologies": ["dgx_z9"]})", {"/search/topologies/0", "dgx_z9"});
+  expect_bad("rates", R"({"topologies": ["dgx_a100"]})", {"/rate/max_rps", "below min_rps"},
+             R"({"min_rps": 3, "max_rps": 1})");
+  expect_bad("unknownkey", R"({"topologies": ["dgx_a100"], "tensor_paralel": [1]})",
+             {"/search/tensor_paralel"});
+  auto r = run_prima("plan /nonexistent/plan.json -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no such plan file"), std::string::npos) << r.err;
+}
+
+TEST(Plan, ShippedExampleRuns) {
+  const std::string out = temp_dir("plan_example");
+  auto r = run_prima("plan " + source_path("scenarios/plans/llama2_70b_bitbrick.json") + " --out " +
+                     out + " --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(out + "/plan.json");
+  EXPECT_FALSE(p["ranked"].empty());
+  EXPECT_FALSE(p["pruned"].empty());
+  EXPECT_FALSE(p["ranked"][0]["cost_per_million_tokens"].is_null());
+}
+
+TEST(Plan, HelpHasExamples) {
+  auto r = run_prima("plan --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--shard"), std::string::npos);
+  EXPECT_NE(r.out.find("examples:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace prima::testing

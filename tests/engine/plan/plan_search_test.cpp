@@ -1,0 +1,124 @@
+// Engine side of `prima plan`: the rate search converges to within the tolerance and is
+// deterministic; the space enumerates in a fixed order with skipped combinations explained;
+// shards partition it; the roofline bound is above what the simulation can reach.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "engine/plan/plan_spec.h"
+#include "engine/plan/prune.h"
+#include "engine/plan/rate_search.h"
+#include "engine/plan/search_space.h"
+
+namespace prima::plan {
+namespace {
+
+using config::Json;
+
+PlanSpec spec_of(const std::string& search) {
+  Json j = Json::parse(R"({"scenario": {"model": "llama-2-7b", "topology": "dgx_a100",
+      "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 100,
+                   "output_tokens": 50}},
+    "slo": {"ttft_p99": "300ms"}, "search": )" +
+                       search + "}");
+  auto p = parse_plan(j, "p.json", ".");
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? *p : PlanSpec{};
+}
+
+TEST(RateSearch, FindsTheThresholdWithinTolerance) {
+  for (double threshold : {0.7, 3.3, 17.0, 99.0}) {
+    RateSearch s(0.5, 64, 0.05);
+    std::vector<double> probes;
+    while (auto r = s.next()) {
+      probes.push_back(*r);
+      s.record(*r, *r <= threshold);
+    }
+    if (threshold >= 64) {
+      EXPECT_EQ(s.best_rps(), 64);
+      continue;
+    }
+    ASSERT_TRUE(s.any_met());
+    EXPECT_LE(s.best_rps(), threshold);
+    EXPECT_GT(s.lowest_failed_rps(), threshold);
+    EXPECT_LE(s.lowest_failed_rps(), s.best_rps() * 1.05);
+    EXPECT_LE(probes.size(), 14u);
+  }
+}
+
+TEST(RateSearch, FailingAtMinStopsAtOnce) {
+  RateSearch s(2, 10, 0.05);
+  ASSERT_EQ(*s.next(), 2);
+  s.record(2, false);
+  EXPECT_FALSE(s.next());
+  EXPECT_FALSE(s.any_met());
+}
+
+TEST(SearchSpace, EnumeratesInOrderAndExplainsSkips) {
+  PlanSpec p = spec_of(R"({"topologies": ["dgx_a100"], "gpus": [4], "tensor_parallel": [1, 2, 8],
+                           "replicas": "fill", "disaggregation": [false, true]})");
+  auto l = enumerate_configs(p);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  // tp1 x4, tp2 x2 (each colocated and disaggregated); tp8 does not fit the cap of 4.
+  ASSERT_EQ(l->configs.size(), 4u);
+  EXPECT_EQ(l->configs[0].replicas, 4);
+  EXPECT_EQ(l->configs[2].replicas, 2);
+  EXPECT_TRUE(l->configs[3].disaggregation);
+  EXPECT_EQ(l->configs[3].prefill_replicas() + l->configs[3].decode_replicas(), 2);
+  ASSERT_EQ(l->skipped.size(), 2u);
+  EXPECT_NE(l->skipped[0].reason.find("needs 8 GPUs"), std::string::npos) << l->skipped[0].reason;
+  std::set<std::string> keys;
+  for (const auto& c : l->configs) keys.insert(c.key());
+  EXPECT_EQ(keys.size(), l->configs.size());
+}
+
+TEST(SearchSpace, ShardsPartitionTheList) {
+  PlanSpec p = spec_of(R"({"topologies": ["dgx_a100"], "tensor_parallel": [1, 2, 4],
+                           "replicas": [1, 2], "max_num_seqs": [16, 64]})");
+  auto l = enumerate_configs(p);
+  ASSERT_TRUE(l.ok());
+  std::multiset<std::string> all;
+  for (int i = 0; i < 5; ++i)
+    for (const auto& c : shard_of(l->configs, i, 5)) all.insert(c.key());
+  EXPECT_EQ(all.size(), l->configs.size());
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), l->configs.size());
+}
+
+TEST(PlanSpecParse, ErrorsNameThePath) {
+  auto bad = [](const std::string& text, const std::string& needle) {
+    auto p = parse_plan(Json::parse(text), "p.json", ".");
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_NE(p.status().message().find(needle), std::string::npos) << p.status().message();
+  };
+  const std::string sc = R"("scenario": {"model": "llama-2-7b"}, )";
+  bad("{" + sc + R"("slo": {}, "search": {"topologies": ["dgx_a100"]}})", "no bound");
+  bad("{" + sc + R"("slo": {"ttft_p99": 1}, "search": {"topologies": []}})",
+      "/search/topologies: empty");
+  bad("{" + sc + R"("slo": {"ttft_p99": 1}, "search": {"topologies": ["dgx_a100"]},
+      "prices": {"Z80": 1}})",
+      "unknown GPU type \"Z80\"");
+  bad("{" + sc + R"("slo": {"ttft_p99": 1}, "search": {"topologies": ["dgx_a100"],
+      "replicas": "lots"}})",
+      "/search/replicas");
+}
+
+TEST(Prune, SeventyBFp16OnOneGpuIsAMemoryPrune) {
+  Json j = Json::parse(R"({"scenario": {"model": "llama-2-70b", "topology": "dgx_a100",
+      "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 100,
+                   "output_tokens": 50}},
+    "slo": {"ttft_p99": "300ms"},
+    "search": {"topologies": ["dgx_a100"], "tensor_parallel": [1, 8]}})");
+  auto p = parse_plan(j, "p.json", ".");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  auto l = enumerate_configs(*p);
+  ASSERT_TRUE(l.ok());
+  Screening tp1 = screen_config(*p, l->configs[0]);
+  EXPECT_TRUE(tp1.pruned);
+  EXPECT_EQ(tp1.kind, "memory") << tp1.reason;
+  Screening tp8 = screen_config(*p, l->configs[1]);
+  EXPECT_FALSE(tp8.pruned) << tp8.reason;
+  EXPECT_GT(tp8.bound_rps, 1);
+}
+
+}  // namespace
+}  // namespace prima::plan
