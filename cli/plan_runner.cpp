@@ -286,7 +286,10 @@ int run_plan(const PlanRunOptions& o) {
   }
   print_plan_summary(out, dir);
   Status html = render_html_report("plan", dir);
-  if (!html.ok()) std::fprintf(stderr, "prima plan: warning: %s\n", html.message().c_str());
+  if (html.ok())
+    std::printf("  wrote      %s/report.html\n", dir.c_str());
+  else
+    std::fprintf(stderr, "prima plan: warning: %s\n", html.message().c_str());
   return kExitOk;
 }
 

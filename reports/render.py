@@ -655,16 +655,24 @@ def render_plan(plt, d):
         att_target = slo_bound(slo, "attainment", "target", "percentile")
         if att_target is not None and att_target > 1:
             att_target /= 100.0
-        panels = [("goodput (req/s)", lambda r: get(r, "report", "slo", "goodput_rps"), None,
-                   "Achieved goodput vs offered rate"),
-                  ("E2E p99 (s)", lambda r: get(r, "report", "latency_s", "e2e", "p99"),
+        def metric(r, flat, *nested):
+            # results.jsonl from `prima plan` carries flat "metrics"; older files a "report".
+            v = get(r, "metrics", flat)
+            return v if v is not None else get(r, "report", *nested)
+
+        panels = [("goodput (req/s)", lambda r: metric(r, "goodput_rps", "slo", "goodput_rps"),
+                   None, "Achieved goodput vs offered rate"),
+                  ("E2E p99 (s)", lambda r: metric(r, "e2e_p99_s", "latency_s", "e2e", "p99"),
                    e2e_bound, "E2E p99 latency vs offered rate"),
-                  ("TTFT p99 (s)", lambda r: get(r, "report", "latency_s", "ttft", "p99"),
+                  ("TTFT p99 (s)", lambda r: metric(r, "ttft_p99_s", "latency_s", "ttft", "p99"),
                    ttft_bound, "TTFT p99 vs offered rate"),
-                  ("SLO attainment", lambda r: get(r, "report", "slo", "attainment"),
+                  ("SLO attainment", lambda r: metric(r, "attainment", "slo", "attainment"),
                    att_target, "SLO attainment vs offered rate")]
         charts = []
-        labels = sorted(series)
+        # The best-ranked configurations (all of them when the plan is small): a chart with
+        # dozens of curves says nothing.
+        top = [entry_label(r) for r in ranked[:8]]
+        labels = [lab for lab in top if lab in series] if top else sorted(series)[:8]
         for ylabel, getter, bound, title in panels:
             fig, ax = plt.subplots(figsize=(9, 3))
             drew = False
@@ -674,7 +682,7 @@ def render_plan(plt, d):
                 pts = sorted(series[lab], key=lambda p: p[0])
                 xs = [p[0] for p in pts if num(getter(p[1])) is not None]
                 ys = [num(getter(p[1])) for p in pts if num(getter(p[1])) is not None]
-                ok = [p[1].get("meets_slo") is not False for p in pts
+                ok = [p[1].get("meets_slo", p[1].get("meets")) is not False for p in pts
                       if num(getter(p[1])) is not None]
                 if not xs:
                     continue
