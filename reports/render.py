@@ -218,10 +218,10 @@ def config_label(cfg):
 def entry_label(e):
     if not isinstance(e, dict):
         return str(e)
+    if "key" in e:  # the planner's own short label ("bitbrick_k1 A100 tp4 pp1 x2 w8a8")
+        return str(e["key"])
     if "config" in e:
         return config_label(e["config"])
-    if "key" in e:
-        return str(e["key"])
     return "?"
 
 
@@ -609,7 +609,8 @@ def render_plan(plt, d):
         for k, r in enumerate(ranked):
             rows.append([str(k + 1), esc(entry_label(r)), fmt(r.get("max_rate_rps")),
                          fmt(r.get("goodput_per_gpu"), ".3f"),
-                         fmt(r.get("cost_per_million_tokens"), ".3f"), fmt_int(r.get("gpus")),
+                         fmt(r.get("cost_per_million_tokens"), ".3f"),
+                         fmt_int(r.get("gpus", get(r, "config", "gpus"))),
                          esc(" ".join(r["sets"]) if isinstance(r.get("sets"), list) else "")])
         body.append(table(["rank", "config", "max_rate_rps", "goodput_per_gpu",
                            "cost_per_million_tokens", "GPUs", "--set"], rows, "ranked"))

@@ -207,6 +207,13 @@ TEST(Plan, ShippedExampleRuns) {
   EXPECT_FALSE(p["ranked"].empty());
   EXPECT_FALSE(p["pruned"].empty());
   EXPECT_FALSE(p["ranked"][0]["cost_per_million_tokens"].is_null());
+  // The HTML report: ranked table, throughput-vs-rate curves with the SLO, Pareto front.
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  const std::string html = read_file(out + "/report.html");
+  EXPECT_NE(html.find("<h2>Throughput vs offered rate</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<h2>Pareto front: cost vs goodput</h2>"), std::string::npos);
+  EXPECT_NE(html.find(p["ranked"][0]["key"].get<std::string>()), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
 }
 
 TEST(Plan, HelpHasExamples) {
