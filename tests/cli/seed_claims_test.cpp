@@ -32,6 +32,28 @@ TEST(SeedClaims, Seed000SecondNodeDoesNotHelpTp4Pp2) {
             8 * naive["throughput"]["requests_per_s"].get<double>());
 }
 
+// The same question over the whole space: prima plan ranks two TP4 replicas first, well
+// ahead of the seed's TP4 x PP2.
+TEST(SeedClaims, Seed000PlanPrefersTwoTp4Replicas) {
+  const std::string out = temp_dir("seed000_plan");
+  auto r = run_prima("plan " + source_path("scenarios/seed_claims/seed000_plan.json") + " --out " +
+                     out + " -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(out + "/plan.json");
+  ASSERT_FALSE(p["ranked"].empty());
+  const json& best = p["ranked"][0];
+  EXPECT_EQ(best["config"]["tensor_parallel"], 4);
+  EXPECT_EQ(best["config"]["pipeline_parallel"], 1);
+  EXPECT_EQ(best["config"]["replicas"], 2);
+  double seed_rate = 0;
+  for (const auto& e : p["ranked"])
+    if (e["config"]["tensor_parallel"] == 4 && e["config"]["pipeline_parallel"] == 2 &&
+        e["config"]["quantization"] == "w8a8")
+      seed_rate = e["max_rate_rps"].get<double>();
+  EXPECT_GT(seed_rate, 0);
+  EXPECT_GT(best["max_rate_rps"].get<double>(), 2 * seed_rate);
+}
+
 // Seed 001: 142 QPS is served, but 128-token answers take well over 218 ms on average.
 TEST(SeedClaims, Seed001QpsReachableMeanLatencyNot) {
   json r = simulate("seed001_llama2_13b_a100_node.json", "");
