@@ -382,18 +382,25 @@ void SimExecutor::on_host_state_change(sg4::Host* h) {
   }
 }
 
-// SimGrid asserts that both ends of a Comm are on when it starts: a flow towards a GPU that
-// went off (node failure) fails the step at once instead, naming the host.
-bool SimExecutor::fail_if_down(Step* st, const std::vector<sg4::Host*>& hosts) {
+// SimGrid asserts that both ends of a Comm are on when it starts, and a Comm started over a
+// link that is off never ends (not even once the link is back): a flow towards a GPU that
+// went off (node failure) or across a link that is down fails the step at once instead,
+// naming the host or link. Links only go down under a fault timeline (an injector).
+bool SimExecutor::fail_if_down(Step* st, const std::vector<sg4::Host*>& hosts,
+                               const std::vector<const std::vector<sg4::Link*>*>& paths) {
+  std::string down;
   for (sg4::Host* h : hosts)
-    if (h != nullptr && !h->is_on()) {
-      fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
-                               std::to_string(placement_.replica) + ", step " +
-                               std::to_string(st->step_id) + ", stage " +
-                               std::to_string(st->stage) + ")"));
-      return true;
-    }
-  return false;
+    if (down.empty() && h != nullptr && !h->is_on()) down = h->get_name();
+  if (injector_ != nullptr)
+    for (const auto* links : paths)
+      for (sg4::Link* l : *links)
+        if (down.empty() && !l->is_on()) down = "link " + l->get_name();
+  if (down.empty()) return false;
+  fail_now(st,
+           unavailable("sim: " + down + " is down (replica " + std::to_string(placement_.replica) +
+                       ", step " + std::to_string(st->step_id) + ", stage " +
+                       std::to_string(st->stage) + ")"));
+  return true;
 }
 
 void SimExecutor::start_allreduce(Step* st) {
@@ -401,7 +408,10 @@ void SimExecutor::start_allreduce(Step* st) {
   const Stage& stage = stages_[st->stage];
   const perf::StageCost& c = st->cost.stages[st->stage];
   const int p = static_cast<int>(stage.hosts.size());
-  if (fail_if_down(st, stage.hosts)) return;
+  std::vector<const std::vector<sg4::Link*>*> paths;
+  if (injector_ != nullptr)
+    for (const FlowPath& fp : stage.ring) paths.push_back(&fp.links);
+  if (fail_if_down(st, stage.hosts, paths)) return;
   const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, p));
   for (int i = 0; i < p; ++i) {
     sg4::Host* src = stage.hosts[i];
@@ -414,7 +424,7 @@ void SimExecutor::start_allreduce(Step* st) {
 void SimExecutor::start_send(Step* st) {
   st->phase = Step::Phase::kSend;
   const Stage& stage = stages_[st->stage];
-  if (fail_if_down(st, {stage.lead, stage.next_lead})) return;
+  if (fail_if_down(st, {stage.lead, stage.next_lead}, {&stage.send.links})) return;
   const perf::StageCost& c = st->cost.stages[st->stage];
   track(st,
         sg4::Comm::sendto_init(stage.lead, stage.next_lead)

@@ -165,7 +165,8 @@ class SimExecutor : public Executor, private HostWatcher {
   void stage_done(Step* st);
   void finish(Step* st);
   void fail_now(Step* st, Status s);
-  bool fail_if_down(Step* st, const std::vector<simgrid::s4u::Host*>& hosts);
+  bool fail_if_down(Step* st, const std::vector<simgrid::s4u::Host*>& hosts,
+                    const std::vector<const std::vector<simgrid::s4u::Link*>*>& paths);
   Step* acquire();
   void release(Step* st);
   void track(Step* st, simgrid::s4u::ActivityPtr a, simgrid::s4u::Host* src,

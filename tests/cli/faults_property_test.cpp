@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <set>
@@ -121,6 +122,15 @@ void check_run(const json& sc, const std::string& dir, json* report) {
     EXPECT_TRUE(ids.insert(id).second) << "request " << id << " ended twice: " << sc.dump();
     if (line.find(",completed,") == std::string::npos) {
       EXPECT_EQ(line.find(",\"\""), std::string::npos) << "no reason: " << line;
+      // Every fault here ends within 20 s and the drain allows 600 s: a request still in the
+      // system at the drain limit means something hung (liveness), not slowness.
+      EXPECT_EQ(line.find("drain limit"), std::string::npos) << line << "\n" << sc.dump();
+      if (std::getenv("PRIMA_FAULT_REASONS") != nullptr) {  // diagnostics for a bug hunt
+        std::string why = line.substr(line.find(",\"") + 2, 48);
+        for (char& c : why)
+          if (c >= '0' && c <= '9') c = 'N';
+        std::fprintf(stderr, "reason: %s | %s\n", why.c_str(), sc["faults"].dump().c_str());
+      }
     }
   }
   EXPECT_EQ(rows, submitted) << sc.dump();
@@ -128,7 +138,9 @@ void check_run(const json& sc, const std::string& dir, json* report) {
 }
 
 TEST(FaultProperty, RandomSchedulesConserveRequestsAndAreDeterministic) {
-  constexpr int kSchedules = 200;
+  // 200 in CI; PRIMA_FAULT_SCHEDULES=N runs more (a longer local bug hunt).
+  const char* env = std::getenv("PRIMA_FAULT_SCHEDULES");
+  const int kSchedules = env != nullptr ? std::max(1, std::atoi(env)) : 200;
   // The schedules must exercise the failure paths, not just run clean.
   long replica_failures = 0, recoveries = 0, reroutes = 0, probes_failed = 0, load_errors = 0,
        failed = 0;
@@ -149,15 +161,16 @@ TEST(FaultProperty, RandomSchedulesConserveRequestsAndAreDeterministic) {
     load_errors += a.contains("load_errors") ? 1 : 0;
     failed += a["requests"]["failed"].get<long>();
   }
+  if (kSchedules < 200) return;  // the thresholds below are for the full set
   EXPECT_GT(replica_failures, 20);
   EXPECT_GT(recoveries, 10);
   EXPECT_GT(reroutes, 50);
   EXPECT_GT(probes_failed, 0);
   EXPECT_GT(load_errors, 5);
   std::printf(
-      "200 schedules: %ld replica failures, %ld recoveries, %ld re-routed requests, "
+      "%d schedules: %ld replica failures, %ld recoveries, %ld re-routed requests, "
       "%ld failed probes, %ld runs with a corrupted shard, %ld failed requests\n",
-      replica_failures, recoveries, reroutes, probes_failed, load_errors, failed);
+      kSchedules, replica_failures, recoveries, reroutes, probes_failed, load_errors, failed);
 }
 
 }  // namespace

@@ -214,6 +214,23 @@ TEST(FaultInjector, LinkDownFailsACrossingFlowAndComesBack) {
   EXPECT_NEAR(after.at - 0.25, kRoute01 + 1e8 / 25e9, 1e-9);
 }
 
+// A pipeline send whose route crosses a NIC that is down fails the step at once, naming the
+// link (a SimGrid Comm started over an off link would never end, even after the link is back
+// on: found by the random fault schedules). Once the link is up, steps run again.
+TEST(FaultInjector, StepStartedAcrossADownLinkFailsAndRecovers) {
+  Harness h(2, {fault(FaultType::kLinkDown, Kind::kNic, 1, 0.1, 0.5)});
+  SimExecutor ex(h.platform.get(), h.rt.get(), placement({{0}, {8}}),
+                 fixed({stage(0.010, 0, 0, 1e6), stage(0.010)}));
+  ex.set_fault_injector(h.inj.get());
+  StepResult during = step_at(h, ex, 0.2);
+  EXPECT_EQ(during.status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(during.status.message().find("node1_nic"), std::string::npos)
+      << during.status.message();
+  EXPECT_LT(during.end_s, 0.25);  // at once, not hung until the link returns
+  StepResult after = step_at(h, ex, 0.6);
+  EXPECT_TRUE(after.status.ok()) << after.status.to_string();
+}
+
 TEST(FaultInjector, NodeFailureFailsStepsAndHealthUntilItEnds) {
   FaultSpec f = fault(FaultType::kNodeFailure, Kind::kNode, 1, 0.1, 1.0);
   f.name = "psu";
@@ -409,9 +426,8 @@ TEST(FaultInjector, ThermalTailLossesStallMessages) {
     EXPECT_GT(t.extra_s, 0.02 * 2000);  // ~68 stalls of 1 s
     EXPECT_LT(t.extra_s, 0.05 * 2000);
     // Inside a node nothing crosses a NIC.
-    EXPECT_EQ(h.inj->transfer_attempts(h.platform->host_of(0), h.platform->host_of(1), 2000)
-                  .extra_s,
-              0);
+    EXPECT_EQ(
+        h.inj->transfer_attempts(h.platform->host_of(0), h.platform->host_of(1), 2000).extra_s, 0);
     h.inj->stop();  // a thermal fault without end ticks until stopped
   });
   h.platform->run();
