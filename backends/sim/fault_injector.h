@@ -121,6 +121,8 @@ class FaultInjector {
   void recompute();
   // Thermal model of a node at time t: the active thermal fault covering it, or nominal.
   ThermalState node_thermal(int node, double t) const;
+  // The active thermal fault covering a node (overlaps are load-time errors), or null.
+  const faults::FaultSpec* active_thermal(int node) const;
   std::unique_ptr<Impl> impl_;
   std::vector<faults::FaultSpec> faults_;
   faults::CommEnv env_;

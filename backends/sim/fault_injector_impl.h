@@ -52,6 +52,8 @@ struct FaultInjector::Impl {
   SimPlatform* platform = nullptr;
   Runtime* runtime = nullptr;
   std::mt19937_64 rng;
+  // A draw in [0, 1) from rng (53 bits): the one place transfer-level faults draw from.
+  double uniform() { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
   std::vector<LinkEl> links;
   std::unordered_map<const simgrid::s4u::Link*, int> link_index;
   std::vector<HostEl> hosts;

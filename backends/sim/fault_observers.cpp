@@ -40,21 +40,16 @@ TransferFaults FaultInjector::transfer_attempts(const sg4::Host* src, const sg4:
   // ACK timeout before it is resent (losses inside a message are NAKed and resent at once;
   // that cost is in the NIC's bandwidth factor). Probability r per message per drifting NIC.
   for (int node : {a, b}) {
-    if (node < 0) continue;
-    const ThermalState th = node_thermal(node, impl_->runtime->now());
-    if (th.retransmit_rate <= 0) continue;
-    const faults::ThermalSpec* spec = nullptr;
-    for (size_t i = 0; i < faults_.size() && spec == nullptr; ++i)
-      if (faults_[i].type == FaultType::kThermal && impl_->els[i].active &&
-          contains(impl_->els[i].nodes, node))
-        spec = &faults_[i].thermal;
-    if (spec == nullptr) continue;
+    const faults::FaultSpec* f = node < 0 ? nullptr : active_thermal(node);
+    if (f == nullptr) continue;
+    const faults::ThermalSpec& spec = f->thermal;
+    const double r =
+        thermal_state(spec, ambient_at(spec, impl_->runtime->now() - f->start_s)).retransmit_rate;
+    if (r <= 0) continue;
+    const double stall = spec.ack_timeout_s >= 0 ? spec.ack_timeout_s : env_.ib_ack_timeout_s();
     const int n = std::clamp(messages, 1, 4096);
-    for (int m = 0; m < n; ++m) {
-      const double u = static_cast<double>(impl_->rng() >> 11) * 0x1.0p-53;  // [0, 1)
-      if (u < th.retransmit_rate)
-        out.extra_s += spec->ack_timeout_s >= 0 ? spec->ack_timeout_s : env_.ib_ack_timeout_s();
-    }
+    for (int m = 0; m < n; ++m)
+      if (impl_->uniform() < r) out.extra_s += stall;
   }
   for (size_t i = 0; i < faults_.size() && !out.fails; ++i) {
     const faults::FaultSpec& f = faults_[i];
@@ -68,8 +63,7 @@ TransferFaults FaultInjector::transfer_attempts(const sg4::Host* src, const sg4:
     }
     int failures = 0;
     while (true) {
-      const double u = static_cast<double>(impl_->rng() >> 11) * 0x1.0p-53;  // [0, 1)
-      if (!(u < f.failure_rate)) break;
+      if (!(impl_->uniform() < f.failure_rate)) break;
       ++failures;
       out.extra_s += f.retry_s;
       if (failures >= f.max_retries) {
@@ -178,15 +172,21 @@ void FaultInjector::count_bytes(const std::vector<sg4::Link*>& route, double byt
   for (const sg4::Link* l : route) count_link_bytes(l, bytes);
 }
 
+const faults::FaultSpec* FaultInjector::active_thermal(int node) const {
+  for (size_t i = 0; i < faults_.size(); ++i)
+    if (faults_[i].type == FaultType::kThermal && impl_->els[i].active &&
+        contains(impl_->els[i].nodes, node))
+      return &faults_[i];
+  return nullptr;
+}
+
 ThermalState FaultInjector::node_thermal(int node, double t) const {
-  const faults::FaultSpec* spec = nullptr;
-  for (size_t i = 0; i < faults_.size(); ++i) {
-    if (faults_[i].type != FaultType::kThermal || !contains(impl_->els[i].nodes, node)) continue;
-    if (spec == nullptr) spec = &faults_[i];  // nominal of the first one covering it
-    if (impl_->els[i].active)
-      return thermal_state(faults_[i].thermal,
-                           ambient_at(faults_[i].thermal, t - faults_[i].start_s));
-  }
+  if (const faults::FaultSpec* f = active_thermal(node))
+    return thermal_state(f->thermal, ambient_at(f->thermal, t - f->start_s));
+  const faults::FaultSpec* spec = nullptr;  // nominal of the first one covering it
+  for (size_t i = 0; i < faults_.size() && spec == nullptr; ++i)
+    if (faults_[i].type == FaultType::kThermal && contains(impl_->els[i].nodes, node))
+      spec = &faults_[i];
   const faults::ThermalSpec nominal = spec != nullptr ? spec->thermal : faults::ThermalSpec{};
   return thermal_state(nominal, nominal.nominal_c);
 }
