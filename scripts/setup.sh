@@ -15,6 +15,8 @@ APT_PACKAGES=(
   googletest libgtest-dev libgmock-dev
   libbenchmark-dev
   python3 python3-matplotlib
+  libssl-dev libicu-dev
+  libucx-dev ucx-utils libopenmpi-dev openmpi-bin
 )
 
 need=()

@@ -15,6 +15,14 @@
 
 namespace prima {
 
+// How the real backend picks each next token (ignored in simulation, which emits no ids).
+struct SamplingParams {
+  double temperature = 0;  // 0: greedy (argmax)
+  int top_k = 0;           // 0: no top-k cut
+  double top_p = 1.0;      // 1: no nucleus cut
+  std::uint64_t seed = 0;  // per-request generator seed (same seed, same tokens)
+};
+
 struct Request {
   RequestId id = 0;
   Time arrival_s = 0;
@@ -26,6 +34,10 @@ struct Request {
   std::uint64_t prefix_group = 0;
   int prefix_tokens = 0;
   std::vector<int> prompt_ids;  // real backend only; empty in simulation
+  SamplingParams sampling;      // real backend only
+  // Real backend: sampling one of these ids ends the sequence (end-of-generation tokens);
+  // the id is kept as its last output token (Sequence::finish_reason = "stop").
+  std::vector<int> stop_ids;
 };
 
 enum class Outcome { kPending, kCompleted, kRejected, kFailed };
@@ -46,6 +58,11 @@ struct Sequence {
   int kv_cached_blocks = 0;  // leading blocks registered in (or taken from) the prefix cache
   Outcome outcome = Outcome::kPending;
   std::string reason;  // why rejected or failed
+  // Real backend: the ids generated so far (output_ids.size() == num_generated).
+  std::vector<int> output_ids;
+  // Why a completed sequence ended: "length" (max_output_tokens) or "stop" (a stop id, or a
+  // stop string found by the front end, which ends it early through ServingEngine).
+  std::string finish_reason;
 
   Time first_scheduled_s = -1;
   Time first_token_s = -1;
@@ -60,6 +77,10 @@ struct Sequence {
   bool finished() const { return outcome != Outcome::kPending; }
   // Tokens the sequence will hold at most (prompt + all output): its KV footprint ceiling.
   int max_tokens() const { return req.prompt_tokens + req.max_output_tokens; }
+  // Real backend: the token id at position `pos` (< known_tokens()) of the sequence.
+  int token_at(int pos) const {
+    return pos < req.prompt_tokens ? req.prompt_ids[pos] : output_ids[pos - req.prompt_tokens];
+  }
 };
 
 }  // namespace prima

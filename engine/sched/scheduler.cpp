@@ -160,6 +160,7 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
 void Scheduler::add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now) {
   SeqWork w;
   w.request = s->req.id;
+  w.seq = s;
   w.num_tokens = n;
   w.context_len = s->num_computed + n;
   w.is_prefill = !s->decoding();
@@ -468,10 +469,17 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
     if (kv_->prefix_caching()) kv_->commit(*s, s->num_computed);
     if (s->num_computed < s->known_tokens()) continue;  // more prefill chunks to go
     s->num_generated++;
+    bool stop = false;
+    if (i < result.tokens.size() && result.tokens[i] >= 0) {
+      const int tok = result.tokens[i];
+      s->output_ids.push_back(tok);
+      stop = std::find(s->req.stop_ids.begin(), s->req.stop_ids.end(), tok) != s->req.stop_ids.end();
+    }
     if (s->first_token_s < 0) s->first_token_s = now;
     s->last_token_s = now;
     out.produced_token.push_back(s);
-    if (s->num_generated >= s->req.max_output_tokens) {
+    if (stop || s->num_generated >= s->req.max_output_tokens) {
+      s->finish_reason = stop ? "stop" : "length";
       kv_->release(*s);
       left = true;
       if (s->req.priority == Priority::kHigh) --running_high_;
