@@ -44,7 +44,7 @@ class RealBackend {
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const GgufFile& file() const = 0;
   // The model as the engine and the cost model see it (layers, hidden, heads, ...).
-  virtual const ModelSpec& model_spec() const = 0;
+  virtual const model::ModelSpec& model_spec() const = 0;
   virtual int context_length() const = 0;
   virtual int num_kv_blocks() const = 0;
   virtual int block_size() const = 0;

@@ -1,0 +1,142 @@
+// The Llama forward pass (see llama_forward.h). Worker thread only.
+#include "backends/real/llama_forward.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/ops.h"
+
+namespace prima::real {
+
+LlamaForward::LlamaForward(const LlamaWeights* w, KvStore* kv, kernels::ThreadPool* pool,
+                           AllReduce allreduce)
+    : w_(w), kv_(kv), pool_(pool), allreduce_(std::move(allreduce)) {}
+
+Status LlamaForward::check(const StepInput& s) const {
+  const auto& c = w_->config();
+  for (std::size_t i = 0; i < s.seqs.size(); ++i) {
+    const auto& q = s.seqs[i];
+    const std::string where = "step " + std::to_string(s.step_id) + ", request " +
+                              std::to_string(q.request);
+    if (q.tokens.empty()) return invalid_argument(where + ": no tokens");
+    const std::int64_t end = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
+    if (q.pos0 < 0 || end > c.context_length)
+      return invalid_argument(where + ": positions [" + std::to_string(q.pos0) + ", " +
+                              std::to_string(end) + ") outside the context of " +
+                              std::to_string(c.context_length));
+    for (int t : q.tokens)
+      if (t < 0 || t >= c.vocab)
+        return invalid_argument(where + ": token id " + std::to_string(t) +
+                                " outside the vocabulary of " + std::to_string(c.vocab));
+    const std::int64_t need = (end + kv_->block_size() - 1) / kv_->block_size();
+    if (static_cast<std::int64_t>(q.blocks.size()) < need)
+      return invalid_argument(where + ": block table of " + std::to_string(q.blocks.size()) +
+                              " blocks cannot hold " + std::to_string(end) + " tokens");
+    for (int b : q.blocks)
+      if (b < 0 || b >= kv_->num_blocks())
+        return invalid_argument(where + ": KV block " + std::to_string(b) + " outside the " +
+                                std::to_string(kv_->num_blocks()) + " blocks of the cache");
+  }
+  return ok_status();
+}
+
+void LlamaForward::embed(const StepInput& s, std::vector<float>* x) const {
+  const int H = w_->config().hidden;
+  x->resize(std::size_t(s.total_tokens()) * H);
+  std::int64_t row = 0;
+  for (const auto& q : s.seqs)
+    for (int t : q.tokens) w_->embed(t, x->data() + (row++) * H);
+}
+
+Status LlamaForward::layers(const StepInput& s, float* x) {
+  const auto& c = w_->config();
+  const std::int64_t T = s.total_tokens();
+  const int H = c.hidden, D = c.head_dim;
+  const int nh = w_->local_heads(), nkv = w_->local_kv_heads(), nf = w_->local_ffn();
+  const std::int64_t lq = std::int64_t(nh) * D, lkv = std::int64_t(nkv) * D;
+  h_.resize(T * H);
+  q_.resize(T * lq);
+  k_.resize(T * lkv);
+  v_.resize(T * lkv);
+  att_.resize(T * lq);
+  o_.resize(T * H);
+  g_.resize(T * nf);
+  u_.resize(T * nf);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const std::int64_t grain = 1;
+
+  for (int l = 0; l < w_->num_layers(); ++l) {
+    const LayerWeights& L = w_->layer(l);
+    const kernels::KvLayer kv = kv_->layer(l);
+    pool_->parallel_for(
+        T,
+        [&](std::int64_t b, std::int64_t e, int) {
+          for (std::int64_t t = b; t < e; ++t)
+            kernels::rms_norm(x + t * H, L.attn_norm, H, c.eps, h_.data() + t * H);
+        },
+        grain);
+    kernels::matmul(L.wq, h_.data(), T, q_.data(), *pool_);
+    kernels::matmul(L.wk, h_.data(), T, k_.data(), *pool_);
+    kernels::matmul(L.wv, h_.data(), T, v_.data(), *pool_);
+    std::int64_t row = 0;
+    for (const auto& sq : s.seqs) {
+      const std::int64_t n = static_cast<std::int64_t>(sq.tokens.size());
+      for (std::int64_t i = 0; i < n; ++i) {
+        kernels::rope(q_.data() + (row + i) * lq, nh, D, c.rot_dims, sq.pos0 + i, c.freq_base);
+        kernels::rope(k_.data() + (row + i) * lkv, nkv, D, c.rot_dims, sq.pos0 + i, c.freq_base);
+      }
+      kernels::write_kv(kv, sq.blocks.data(), sq.pos0, n, k_.data() + row * lkv,
+                        v_.data() + row * lkv);
+      kernels::attention(kv, sq.blocks.data(), sq.pos0, n, q_.data() + row * lq, nh, scale,
+                         att_.data() + row * lq, *pool_);
+      row += n;
+    }
+    kernels::matmul(L.wo, att_.data(), T, o_.data(), *pool_);
+    if (allreduce_) PRIMA_RETURN_IF_ERROR(allreduce_(o_.data(), o_.size()));
+    kernels::add_inplace(x, o_.data(), T * H);
+
+    pool_->parallel_for(
+        T,
+        [&](std::int64_t b, std::int64_t e, int) {
+          for (std::int64_t t = b; t < e; ++t)
+            kernels::rms_norm(x + t * H, L.ffn_norm, H, c.eps, h_.data() + t * H);
+        },
+        grain);
+    kernels::matmul(L.gate, h_.data(), T, g_.data(), *pool_);
+    kernels::matmul(L.up, h_.data(), T, u_.data(), *pool_);
+    kernels::silu_mul(g_.data(), u_.data(), T * nf, g_.data());
+    kernels::matmul(L.down, g_.data(), T, o_.data(), *pool_);
+    if (allreduce_) PRIMA_RETURN_IF_ERROR(allreduce_(o_.data(), o_.size()));
+    kernels::add_inplace(x, o_.data(), T * H);
+  }
+  return ok_status();
+}
+
+void LlamaForward::logits(const StepInput& s, const float* x, std::vector<float>* out) {
+  const auto& c = w_->config();
+  const int H = c.hidden;
+  const int n = s.sampled_rows();
+  rows_.resize(std::size_t(n) * H);
+  std::int64_t row = 0;
+  int r = 0;
+  for (const auto& sq : s.seqs) {
+    row += static_cast<std::int64_t>(sq.tokens.size());
+    if (!sq.samples) continue;
+    kernels::rms_norm(x + (row - 1) * H, w_->output_norm(), H, c.eps, rows_.data() + r * H);
+    ++r;
+  }
+  out->resize(std::size_t(n) * c.vocab);
+  if (n) kernels::matmul(w_->output(), rows_.data(), n, out->data(), *pool_);
+}
+
+Status LlamaForward::forward(const StepInput& s, std::vector<float>* logits_out) {
+  PRIMA_RETURN_IF_ERROR(check(s));
+  std::vector<float> x;
+  embed(s, &x);
+  PRIMA_RETURN_IF_ERROR(layers(s, x.data()));
+  logits(s, x.data(), logits_out);
+  return ok_status();
+}
+
+}  // namespace prima::real

@@ -1,0 +1,51 @@
+// LlamaForward: the Llama forward pass of one rank over a mixed batch as the engine forms it
+// (several sequences, each a prefill chunk of n tokens at positions [pos0, pos0 + n) or one
+// decode token), in llama.cpp's order of operations:
+//   x = token_embd[ids]
+//   per layer: h = rms_norm(x) * attn_norm; q, k, v = h Wq^T, h Wk^T, h Wv^T (all tokens at
+//   once); RoPE on q and k at each token's position; K/V written into the paged cache at the
+//   sequence's block table; causal attention per sequence; x += attn Wo^T (all-reduced over
+//   the TP group); h = rms_norm(x) * ffn_norm; x += (silu(h Wg^T) * h Wu^T) Wd^T (all-reduced)
+//   final: rms_norm * output_norm, LM head, only for the rows that sample.
+// With pipeline parallelism each stage runs its own layers (layers()), the first embeds and
+// the last computes logits. Owned and called by one worker thread (not thread-safe: it holds
+// scratch buffers); the kernels run on the given ThreadPool.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "backends/real/kv_store.h"
+#include "backends/real/llama_weights.h"
+#include "backends/real/step_codec.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace prima::real {
+
+class LlamaForward {
+ public:
+  // In-place sum over the tensor-parallel group (null when tp == 1).
+  using AllReduce = std::function<Status(float*, std::size_t)>;
+  LlamaForward(const LlamaWeights* w, KvStore* kv, kernels::ThreadPool* pool,
+               AllReduce allreduce = nullptr);
+
+  // Checks token ids, block tables and positions against the model and the cache.
+  Status check(const StepInput& s) const;
+  // x (T x hidden, T = s.total_tokens()) = embeddings of the step's tokens.
+  void embed(const StepInput& s, std::vector<float>* x) const;
+  // Runs this shard's layers on x in place (writes the K/V of the step's tokens).
+  Status layers(const StepInput& s, float* x);
+  // Logits (sampled_rows x vocab) of the last token of each sampling sequence.
+  void logits(const StepInput& s, const float* x, std::vector<float>* out);
+  // check + embed + layers + logits (a single-stage shard).
+  Status forward(const StepInput& s, std::vector<float>* logits);
+
+ private:
+  const LlamaWeights* w_;
+  KvStore* kv_;
+  kernels::ThreadPool* pool_;
+  AllReduce allreduce_;
+  std::vector<float> h_, q_, k_, v_, att_, o_, g_, u_, rows_;
+};
+
+}  // namespace prima::real

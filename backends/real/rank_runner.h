@@ -1,0 +1,70 @@
+// RankRunner: what one rank of a TP x PP job does with a step. Ranks are laid out stage-major:
+// rank = stage * tp + tp_rank (rank 0: stage 0, TP rank 0, the leader).
+//   - the leader sends each step (StepInput, encoded) to every other rank;
+//   - the first stage embeds the tokens; other stages receive the hidden states of the
+//     step's tokens from the rank with the same TP rank in the previous stage;
+//   - every stage runs its layers (TP ranks all-reduce attention and FFN outputs within the
+//     stage);
+//   - the last stage's TP rank 0 computes the logits of the sampling rows, samples, and
+//     sends the ids to the leader (unless it is the leader); other last-stage ranks stop.
+// Several steps may be in flight in the pipeline (begin_step ... finish_step, FIFO).
+// Not thread-safe: one thread drives it (the executor's worker on the leader, the main thread
+// elsewhere). Borrows the communicators, weights, KV store and thread pool.
+#pragma once
+
+#include <deque>
+#include <vector>
+
+#include "backends/real/comm/communicator.h"
+#include "backends/real/llama_forward.h"
+#include "backends/real/step_codec.h"
+
+namespace prima::real {
+
+struct RankLayout {
+  int tp = 1, pp = 1, rank = 0;
+  int stage() const { return rank / tp; }
+  int tp_rank() const { return rank % tp; }
+  int rank_of(int stage, int tp_rank) const { return stage * tp + tp_rank; }
+  bool first_stage() const { return stage() == 0; }
+  bool last_stage() const { return stage() == pp - 1; }
+};
+
+// Layers [begin, end) of `stage` when `layers` are split over `pp` stages (as evenly as
+// possible, earlier stages take the remainder).
+std::pair<int, int> stage_layers(int layers, int pp, int stage);
+
+class RankRunner {
+ public:
+  // tp_group: the stage's TP communicator (null when tp == 1).
+  RankRunner(RankLayout layout, Communicator* world, Communicator* tp_group,
+             const LlamaWeights* weights, KvStore* kv, kernels::ThreadPool* pool);
+
+  // Leader: checks the step, sends it to the other ranks and runs stage 0's share.
+  Status begin_step(const StepInput& s);
+  // Leader: the ids sampled by the oldest begun step (one per sequence, -1 where none).
+  Result<std::vector<int>> finish_step(const StepInput& s);
+  // Leader, with no step in flight: every rank answers.
+  Status ping();
+  // Leader: tells the other ranks to return from run_worker (idempotent).
+  void shutdown();
+  // Other ranks: executes the leader's steps until shutdown.
+  Status run_worker();
+
+  const RankLayout& layout() const { return layout_; }
+
+ private:
+  Status run_stage(const StepInput& s, std::vector<int>* tokens);
+  Status send_all(const StepInput& s);
+
+  RankLayout layout_;
+  Communicator* world_;
+  LlamaForward fwd_;
+  const LlamaWeights* w_;
+  std::vector<float> x_, logits_;
+  std::vector<std::pair<float, int>> scratch_;
+  std::deque<std::vector<int>> done_tokens_;  // leader, pp == 1: results of begun steps
+  bool shut_down_ = false;
+};
+
+}  // namespace prima::real

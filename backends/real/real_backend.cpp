@@ -1,0 +1,157 @@
+// RealBackend::open: the model file, the tokenizer, the world communicator (TP x PP ranks),
+// this rank's weight shard, its KV store and (leader) the executor. See real_backend.h.
+// open() runs on the main thread; afterwards the leader's executor worker thread (or, on other
+// ranks, the thread calling run_worker) is the only user of the communicators and kernels.
+#include "backends/real/real_backend.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "backends/real/comm/communicator.h"
+#include "backends/real/gguf.h"
+#include "backends/real/kv_store.h"
+#include "backends/real/llama_weights.h"
+#include "backends/real/rank_runner.h"
+#include "backends/real/real_executor.h"
+#include "backends/real/tokenizer.h"
+
+namespace prima::real {
+
+namespace {
+
+class RealBackendImpl : public RealBackend {
+ public:
+  ~RealBackendImpl() override {
+    shutdown();
+    executor_.reset();
+    runner_.reset();
+    tp_group_.reset();
+    world_.reset();
+  }
+
+  bool is_leader() const override { return layout_.rank == 0; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const GgufFile& file() const override { return *file_; }
+  const model::ModelSpec& model_spec() const override { return spec_; }
+  int context_length() const override { return config_.context_length; }
+  int num_kv_blocks() const override { return kv_->num_blocks(); }
+  int block_size() const override { return kv_->block_size(); }
+
+  Executor* executor(Runtime* rt) override {
+    if (!is_leader()) return nullptr;
+    if (!executor_)
+      executor_ = std::make_unique<RealExecutor>(rt, runner_.get(), kv_->block_size(), layout_.pp);
+    return executor_.get();
+  }
+
+  Status run_worker() override {
+    if (is_leader()) return invalid_argument("run_worker called on the leader (rank 0)");
+    return runner_->run_worker();
+  }
+
+  void shutdown() override {
+    if (!is_leader() || !runner_) return;
+    if (executor_) executor_->stop();
+    runner_->shutdown();
+  }
+
+  Status init(const RealBackendOptions& o);
+
+ private:
+  RankLayout layout_;
+  LlamaConfig config_;
+  model::ModelSpec spec_;
+  std::unique_ptr<Communicator> world_, tp_group_;
+  std::unique_ptr<GgufFile> file_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<LlamaWeights> weights_;
+  std::unique_ptr<KvStore> kv_;
+  std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<RankRunner> runner_;
+  std::unique_ptr<RealExecutor> executor_;
+};
+
+Status RealBackendImpl::init(const RealBackendOptions& o) {
+  if (o.tp < 1 || o.pp < 1)
+    return invalid_argument("--tp and --pp must be >= 1 (got " + std::to_string(o.tp) + " and " +
+                            std::to_string(o.pp) + ")");
+  if (o.block_size < 1) return invalid_argument("KV block size must be >= 1");
+  if (o.max_num_seqs < 1) return invalid_argument("max_num_seqs must be >= 1");
+  PRIMA_ASSIGN_OR_RETURN(world_, make_world_communicator());
+  if (world_->size() != o.tp * o.pp)
+    return invalid_argument("--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp) +
+                            " = " + std::to_string(o.tp * o.pp) + " ranks, but " +
+                            std::to_string(world_->size()) +
+                            " processes were launched (mpirun -np must equal tp x pp)");
+  layout_ = {o.tp, o.pp, world_->rank()};
+
+  GgufOpenOptions go;
+  go.manifest = o.manifest;
+  PRIMA_ASSIGN_OR_RETURN(file_, GgufFile::open(o.model_path, go));
+  PRIMA_ASSIGN_OR_RETURN(config_, read_llama_config(*file_));
+  PRIMA_RETURN_IF_ERROR(check_tp(config_, *file_, o.tp));
+  if (o.pp > config_.layers)
+    return invalid_argument("--pp " + std::to_string(o.pp) + " exceeds the model's " +
+                            std::to_string(config_.layers) + " layers");
+  PRIMA_ASSIGN_OR_RETURN(VocabData vocab, vocab_from_gguf(*file_));
+  PRIMA_ASSIGN_OR_RETURN(tokenizer_, Tokenizer::create(std::move(vocab)));
+
+  ShardSpec sh;
+  sh.tp = o.tp;
+  sh.tp_rank = layout_.tp_rank();
+  std::tie(sh.layer_begin, sh.layer_end) = stage_layers(config_.layers, o.pp, layout_.stage());
+  sh.embed = layout_.first_stage();
+  sh.head = layout_.last_stage();
+  PRIMA_ASSIGN_OR_RETURN(weights_, LlamaWeights::bind(*file_, config_, sh));
+
+  // KV blocks: the same number on every rank (sized for the largest stage).
+  const int max_len = o.max_model_len > 0 ? std::min(o.max_model_len, config_.context_length)
+                                          : config_.context_length;
+  const std::int64_t need =
+      std::int64_t(o.max_num_seqs) * ((max_len + o.block_size - 1) / o.block_size);
+  const int stage_layers_max = (config_.layers + o.pp - 1) / o.pp;
+  const double per_block =
+      stage_layers_max * KvStore::block_bytes(o.block_size, config_.kv_heads / o.tp,
+                                              config_.head_dim);
+  std::int64_t blocks = need;
+  if (o.kv_cache_bytes > 0)
+    blocks = std::max<std::int64_t>(blocks, static_cast<std::int64_t>(o.kv_cache_bytes / per_block));
+  if (blocks > (std::int64_t(1) << 30))
+    return invalid_argument("KV cache of " + std::to_string(blocks) + " blocks is too large");
+  kv_ = std::make_unique<KvStore>(weights_->num_layers(), static_cast<int>(blocks), o.block_size,
+                                  config_.kv_heads / o.tp, config_.head_dim);
+
+  if (o.tp > 1) {
+    std::vector<int> ranks;
+    for (int t = 0; t < o.tp; ++t) ranks.push_back(layout_.rank_of(layout_.stage(), t));
+    PRIMA_ASSIGN_OR_RETURN(tp_group_, world_->group(ranks));
+  }
+  int threads = o.threads;
+  if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  pool_ = std::make_unique<kernels::ThreadPool>(threads);
+  runner_ = std::make_unique<RankRunner>(layout_, world_.get(), tp_group_.get(), weights_.get(),
+                                         kv_.get(), pool_.get());
+
+  spec_.name = file_->get_string_or("general.name", "llama");
+  spec_.source = o.model_path;
+  spec_.layers = config_.layers;
+  spec_.hidden = config_.hidden;
+  spec_.heads = config_.heads;
+  spec_.kv_heads = config_.kv_heads;
+  spec_.head_dim = config_.head_dim;
+  spec_.ffn = config_.ffn;
+  spec_.vocab = config_.vocab;
+  spec_.tied_embeddings = config_.tied_embeddings;
+  spec_.max_context = config_.context_length;
+  return ok_status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RealBackend>> RealBackend::open(const RealBackendOptions& opts) {
+  auto b = std::make_unique<RealBackendImpl>();
+  PRIMA_RETURN_IF_ERROR(b->init(opts));
+  return std::unique_ptr<RealBackend>(std::move(b));
+}
+
+}  // namespace prima::real

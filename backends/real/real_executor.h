@@ -1,0 +1,58 @@
+// RealExecutor: the engine's Executor on the real backend (leader rank). launch() runs on the
+// engine's loop: it copies the step's inputs (token ids via Sequence::token_at, positions,
+// block tables, sampling parameters) into a StepInput and queues it; a worker thread (the only
+// user of the RankRunner, its communicators and the kernels' ThreadPool) runs the steps in
+// order, keeping up to `pp` of them in the pipeline, and posts each StepResult (times from the
+// runtime's clock, sampled ids) back through Runtime::post. check_health queues a ping that
+// every rank must answer. Destruction (or stop()) finishes the queued steps and joins the
+// worker. launch/check_health: loop thread only; the rest is internal.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "backends/real/rank_runner.h"
+#include "engine/runtime.h"
+
+namespace prima::real {
+
+class RealExecutor : public Executor {
+ public:
+  RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp);
+  ~RealExecutor() override;
+
+  void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
+  int max_inflight() const override { return pp_; }
+  void check_health(std::function<void(Status)> done) override;
+  // Finishes the queued work and joins the worker thread (idempotent).
+  void stop();
+
+  // The step's inputs as the ranks need them (reads the sequences; loop thread).
+  static StepInput make_input(const StepPlan& step, int block_size);
+
+ private:
+  struct Job {
+    StepInput input;
+    std::function<void(const StepResult&)> done;
+    std::function<void(Status)> health;  // ping jobs
+    Time start_s = 0;
+  };
+  void loop();
+  void finish(Job& job, Status st, std::vector<int> tokens);
+
+  Runtime* rt_;
+  RankRunner* runner_;
+  int block_size_, pp_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stopping_ = false;
+  bool broken_ = false;  // a step failed on the ranks: later steps fail at once
+  Status broken_status_;
+  std::thread worker_;
+};
+
+}  // namespace prima::real

@@ -1,0 +1,128 @@
+// Byte encoding of StepInput (little-endian host order; every rank runs the same binary on
+// the same kind of host). Stateless; thread-safe.
+#include "backends/real/step_codec.h"
+
+#include <cstring>
+#include <string>
+
+namespace prima::real {
+
+std::int64_t StepInput::total_tokens() const {
+  std::int64_t n = 0;
+  for (const auto& s : seqs) n += static_cast<std::int64_t>(s.tokens.size());
+  return n;
+}
+
+int StepInput::sampled_rows() const {
+  int n = 0;
+  for (const auto& s : seqs) n += s.samples ? 1 : 0;
+  return n;
+}
+
+namespace {
+
+struct Writer {
+  std::vector<std::uint8_t> out;
+  template <typename T>
+  void put(const T& v) {
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+    out.insert(out.end(), p, p + sizeof(T));
+  }
+  void put_ints(const std::vector<int>& v) {
+    put<std::uint32_t>(static_cast<std::uint32_t>(v.size()));
+    const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
+    out.insert(out.end(), p, p + v.size() * sizeof(int));
+  }
+};
+
+struct Reader {
+  const std::vector<std::uint8_t>& in;
+  std::size_t off = 0;
+  Status err;
+  template <typename T>
+  T get() {
+    T v{};
+    if (!err.ok()) return v;
+    if (off + sizeof(T) > in.size()) {
+      err = invalid_argument("step message: truncated at byte " + std::to_string(off) + " of " +
+                             std::to_string(in.size()));
+      return v;
+    }
+    std::memcpy(&v, in.data() + off, sizeof(T));
+    off += sizeof(T);
+    return v;
+  }
+  std::vector<int> get_ints() {
+    const auto n = get<std::uint32_t>();
+    std::vector<int> v;
+    if (!err.ok()) return v;
+    if (off + std::size_t(n) * sizeof(int) > in.size()) {
+      err = invalid_argument("step message: int array of " + std::to_string(n) +
+                             " elements at byte " + std::to_string(off) + " runs past the end (" +
+                             std::to_string(in.size()) + " bytes)");
+      return v;
+    }
+    v.resize(n);
+    std::memcpy(v.data(), in.data() + off, std::size_t(n) * sizeof(int));
+    off += std::size_t(n) * sizeof(int);
+    return v;
+  }
+};
+
+constexpr std::uint32_t kMagic = 0x50455453;  // "STEP"
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_step(const StepInput& s) {
+  Writer w;
+  w.put(kMagic);
+  w.put(s.step_id);
+  w.put(static_cast<std::uint8_t>(s.kind));
+  w.put(static_cast<std::uint32_t>(s.seqs.size()));
+  for (const auto& q : s.seqs) {
+    w.put(q.request);
+    w.put(q.pos0);
+    w.put(static_cast<std::uint8_t>(q.samples));
+    w.put(q.sampling.temperature);
+    w.put(static_cast<std::int32_t>(q.sampling.top_k));
+    w.put(q.sampling.top_p);
+    w.put(q.sampling.seed);
+    w.put_ints(q.tokens);
+    w.put_ints(q.blocks);
+  }
+  return std::move(w.out);
+}
+
+Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
+  Reader r{bytes};
+  StepInput s;
+  if (r.get<std::uint32_t>() != kMagic && r.err.ok())
+    return invalid_argument("step message: bad magic at byte 0");
+  s.step_id = r.get<std::uint64_t>();
+  const auto kind = r.get<std::uint8_t>();
+  if (kind > 2 && r.err.ok())
+    return invalid_argument("step message: unknown step kind " + std::to_string(kind) +
+                            " at byte 12");
+  s.kind = static_cast<StepKind>(kind);
+  const auto n = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < n && r.err.ok(); ++i) {
+    SeqInput q;
+    q.request = r.get<std::uint64_t>();
+    q.pos0 = r.get<std::int64_t>();
+    q.samples = r.get<std::uint8_t>() != 0;
+    q.sampling.temperature = r.get<double>();
+    q.sampling.top_k = r.get<std::int32_t>();
+    q.sampling.top_p = r.get<double>();
+    q.sampling.seed = r.get<std::uint64_t>();
+    q.tokens = r.get_ints();
+    q.blocks = r.get_ints();
+    s.seqs.push_back(std::move(q));
+  }
+  if (!r.err.ok()) return r.err;
+  if (r.off != bytes.size())
+    return invalid_argument("step message: " + std::to_string(bytes.size() - r.off) +
+                            " trailing bytes at byte " + std::to_string(r.off));
+  return s;
+}
+
+}  // namespace prima::real

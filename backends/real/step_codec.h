@@ -1,0 +1,38 @@
+// StepInput: one engine step as the ranks execute it (token ids, positions, block tables,
+// sampling parameters of each sequence), and its byte encoding for the leader -> worker
+// broadcast. Built on the engine's loop by RealExecutor::launch (copies everything the
+// devices need), then owned by the worker thread. Plain data; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/core/request.h"
+#include "engine/core/status.h"
+
+namespace prima::real {
+
+enum class StepKind : std::uint8_t { kForward = 0, kPing = 1, kShutdown = 2 };
+
+struct SeqInput {
+  std::uint64_t request = 0;
+  std::int64_t pos0 = 0;    // position of tokens[0]
+  std::vector<int> tokens;  // the chunk's ids (positions pos0 .. pos0 + n - 1)
+  std::vector<int> blocks;  // block table covering positions [0, pos0 + n)
+  bool samples = false;     // a token is sampled after the chunk's last position
+  SamplingParams sampling;
+};
+
+struct StepInput {
+  std::uint64_t step_id = 0;
+  StepKind kind = StepKind::kForward;
+  std::vector<SeqInput> seqs;
+  std::int64_t total_tokens() const;
+  int sampled_rows() const;
+};
+
+std::vector<std::uint8_t> encode_step(const StepInput& s);
+// Errors name the byte offset where the message is short or inconsistent.
+Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes);
+
+}  // namespace prima::real
