@@ -1,7 +1,8 @@
 // matmul(): converts the n activation rows once to the weight type's partner format, then
 // runs the ISA's tile kernel over contiguous ranges of output rows on the pool. The ISA is
-// chosen once per process (AVX2+FMA+F16C when the CPU has them, unless
-// PRIMA_KERNELS=portable). The activation buffer is per calling thread.
+// chosen once per process: AVX2+FMA+F16C when the CPU has them (with AVX-VNNI products when
+// it has those too), unless PRIMA_KERNELS=portable (or =avx2: no VNNI). The activation
+// buffer is per calling thread.
 #include "kernels/cpu/matmul.h"
 
 #include <cstdlib>
@@ -33,6 +34,12 @@ TileFn MatmulKernels::for_type(DType t) const {
     default:
       return nullptr;
   }
+}
+
+float* scratch_floats(std::size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
 }
 
 DType partner_type(DType weight) {
@@ -94,7 +101,9 @@ const detail::MatmulKernels& active_kernels() {
     const bool force_portable = env != nullptr && std::strcmp(env, "portable") == 0;
 #if defined(__x86_64__) || defined(__i386__)
     if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c") && detail::avx2_kernels() != nullptr) {
+        __builtin_cpu_supports("f16c")) {
+      const bool no_vnni = env != nullptr && std::strcmp(env, "avx2") == 0;
+      if (!no_vnni && __builtin_cpu_supports("avxvnni")) return detail::avxvnni_kernels();
       return detail::avx2_kernels();
     }
 #else

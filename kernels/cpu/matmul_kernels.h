@@ -23,8 +23,13 @@ struct MatmulKernels {
 };
 
 const MatmulKernels& portable_kernels();
-// Only valid on a CPU with AVX2 and FMA (and F16C); nullptr when not compiled in.
+// Only valid on a CPU with AVX2, FMA and F16C; nullptr when not compiled in.
 const MatmulKernels* avx2_kernels();
+// The same with AVX-VNNI products; only valid on a CPU that also has AVX-VNNI.
+const MatmulKernels* avxvnni_kernels();
+
+// A per-thread scratch buffer of at least n floats (valid until the thread's next call).
+float* scratch_floats(std::size_t n);
 
 // The activation format matmul converts x to for a weight type (Q4_1 -> Q8_1, ...).
 DType partner_type(DType weight);

@@ -1,6 +1,6 @@
 // Tests for kernels/cpu/matmul.h: every weight type against the dequantize-and-double
 // reference, on the model's shapes and ragged ones, n = 1 and ragged n, 1 and 3 threads;
-// the portable and AVX2 kernel sets agree with each other; row views (tensor-parallel
+// the portable, AVX2 and AVX-VNNI kernel sets agree with each other; row views (tensor-parallel
 // splits) equal the corresponding rows of the full product.
 #include "kernels/cpu/matmul.h"
 
@@ -124,8 +124,11 @@ TEST_P(MatmulTest, MatchesReference) {
     for (int threads : {1, 3}) {
       ThreadPool pool(threads);
       std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
-      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+          __builtin_cpu_supports("f16c")) {
         sets.push_back(detail::avx2_kernels());
+        if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
+      }
       std::vector<std::vector<float>> outs;
       for (const auto* k : sets) {
         std::vector<float> y(std::size_t(n * c.rows), NAN);
