@@ -17,8 +17,8 @@ Status LlamaForward::check(const StepInput& s) const {
   const auto& c = w_->config();
   for (std::size_t i = 0; i < s.seqs.size(); ++i) {
     const auto& q = s.seqs[i];
-    const std::string where = "step " + std::to_string(s.step_id) + ", request " +
-                              std::to_string(q.request);
+    const std::string where =
+        "step " + std::to_string(s.step_id) + ", request " + std::to_string(q.request);
     if (q.tokens.empty()) return invalid_argument(where + ": no tokens");
     const std::int64_t end = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
     if (q.pos0 < 0 || end > c.context_length)

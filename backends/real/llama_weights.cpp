@@ -77,8 +77,9 @@ Result<LlamaConfig> read_llama_config(const GgufFile& f) {
       vocab = t->dims[1];
   }
   if (vocab <= 0)
-    return invalid_argument(f.path() + ": no vocabulary size (llama.vocab_size, "
-                                       "tokenizer.ggml.tokens or token_embd.weight)");
+    return invalid_argument(f.path() +
+                            ": no vocabulary size (llama.vocab_size, "
+                            "tokenizer.ggml.tokens or token_embd.weight)");
   c.vocab = static_cast<int>(vocab);
   c.tied_embeddings = f.tensor("output.weight") == nullptr;
   return c;
@@ -87,8 +88,8 @@ Result<LlamaConfig> read_llama_config(const GgufFile& f) {
 Status check_tp(const LlamaConfig& c, const GgufFile& f, int tp) {
   if (tp < 1) return invalid_argument("tensor parallel degree " + std::to_string(tp) + " < 1");
   auto bad = [&](const std::string& what, int n) {
-    return invalid_argument("--tp " + std::to_string(tp) + " does not divide the model's " +
-                            what + " (" + std::to_string(n) + ")");
+    return invalid_argument("--tp " + std::to_string(tp) + " does not divide the model's " + what +
+                            " (" + std::to_string(n) + ")");
   };
   if (c.heads % tp) return bad("attention heads", c.heads);
   if (c.kv_heads % tp) return bad("KV heads", c.kv_heads);

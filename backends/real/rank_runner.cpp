@@ -65,8 +65,8 @@ Status RankRunner::run_stage(const StepInput& s, std::vector<int>* tokens) {
     const auto& q = s.seqs[i];
     if (!q.samples) continue;
     const std::int64_t pos = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
-    (*tokens)[i] = sample_token(logits_.data() + std::size_t(r) * V, V, q.sampling, q.request,
-                                pos, &scratch_);
+    (*tokens)[i] =
+        sample_token(logits_.data() + std::size_t(r) * V, V, q.sampling, q.request, pos, &scratch_);
     ++r;
   }
   if (layout_.rank == 0) return ok_status();
@@ -91,8 +91,8 @@ Result<std::vector<int>> RankRunner::finish_step(const StepInput& s) {
   }
   std::vector<int> tokens(s.seqs.size(), -1);
   if (s.seqs.empty()) return tokens;
-  PRIMA_RETURN_IF_ERROR(world_->recv(layout_.rank_of(layout_.pp - 1, 0), kTagTokens,
-                                     tokens.data(), tokens.size() * sizeof(int)));
+  PRIMA_RETURN_IF_ERROR(world_->recv(layout_.rank_of(layout_.pp - 1, 0), kTagTokens, tokens.data(),
+                                     tokens.size() * sizeof(int)));
   return tokens;
 }
 

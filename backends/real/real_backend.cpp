@@ -111,11 +111,12 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
       std::int64_t(o.max_num_seqs) * ((max_len + o.block_size - 1) / o.block_size);
   const int stage_layers_max = (config_.layers + o.pp - 1) / o.pp;
   const double per_block =
-      stage_layers_max * KvStore::block_bytes(o.block_size, config_.kv_heads / o.tp,
-                                              config_.head_dim);
+      stage_layers_max *
+      KvStore::block_bytes(o.block_size, config_.kv_heads / o.tp, config_.head_dim);
   std::int64_t blocks = need;
   if (o.kv_cache_bytes > 0)
-    blocks = std::max<std::int64_t>(blocks, static_cast<std::int64_t>(o.kv_cache_bytes / per_block));
+    blocks =
+        std::max<std::int64_t>(blocks, static_cast<std::int64_t>(o.kv_cache_bytes / per_block));
   if (blocks > (std::int64_t(1) << 30))
     return invalid_argument("KV cache of " + std::to_string(blocks) + " blocks is too large");
   kv_ = std::make_unique<KvStore>(weights_->num_layers(), static_cast<int>(blocks), o.block_size,

@@ -24,11 +24,11 @@ class GgufFile;
 
 struct RealBackendOptions {
   std::string model_path;
-  std::string manifest;  // GgufOpenOptions::manifest
-  int threads = 0;       // kernel threads per rank (0: hardware concurrency)
-  int tp = 1, pp = 1;    // must match the ranks launched (tp * pp == world size)
-  int block_size = 16;   // KV block size (tokens)
-  int max_model_len = 0; // 0: the model's context_length
+  std::string manifest;   // GgufOpenOptions::manifest
+  int threads = 0;        // kernel threads per rank (0: hardware concurrency)
+  int tp = 1, pp = 1;     // must match the ranks launched (tp * pp == world size)
+  int block_size = 16;    // KV block size (tokens)
+  int max_model_len = 0;  // 0: the model's context_length
   // KV cache size: blocks = max(kv_cache_bytes / bytes per block, what max_num_seqs
   // sequences of max_model_len need); 0 bytes: enough for max_num_seqs full-length sequences.
   double kv_cache_bytes = 0;

@@ -10,7 +10,9 @@ RealExecutor::RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int 
   worker_ = std::thread([this] { loop(); });
 }
 
-RealExecutor::~RealExecutor() { stop(); }
+RealExecutor::~RealExecutor() {
+  stop();
+}
 
 void RealExecutor::stop() {
   {
@@ -105,8 +107,8 @@ void RealExecutor::loop() {
         finish(job, broken_status_, {});
         continue;
       }
-      Status st = job.input.kind == StepKind::kPing ? runner_->ping()
-                                                     : runner_->begin_step(job.input);
+      Status st =
+          job.input.kind == StepKind::kPing ? runner_->ping() : runner_->begin_step(job.input);
       if (job.input.kind == StepKind::kPing || !st.ok()) {
         if (!st.ok() && job.input.kind == StepKind::kForward &&
             st.code() != StatusCode::kInvalidArgument) {

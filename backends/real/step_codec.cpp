@@ -94,7 +94,7 @@ std::vector<std::uint8_t> encode_step(const StepInput& s) {
 }
 
 Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
-  Reader r{bytes};
+  Reader r{bytes, 0, ok_status()};
   StepInput s;
   if (r.get<std::uint32_t>() != kMagic && r.err.ok())
     return invalid_argument("step message: bad magic at byte 0");
