@@ -4,6 +4,8 @@
 // templates of other families). Skips when the model file is absent.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -118,6 +120,24 @@ TEST_F(TokenizerSmollm2, ChatTemplateMatchesJinja) {
     ++checked;
   }
   EXPECT_GE(checked, 40);
+}
+
+// A long prompt (~100 KB of mixed text) encodes and round-trips; prints the measured speed.
+TEST_F(TokenizerSmollm2, LongPromptSpeed) {
+  const nlohmann::json ref = load_json(kData + "smollm2_chat_reference.json");
+  std::string unit;
+  for (const auto& c : ref.at("cases")) {
+    for (const auto& m : c.at("messages")) unit += m.at("content").get<std::string>() + "\n";
+  }
+  unit += "for (int i = 0; i < 1000; ++i) { total += values[i] * 31337; }\n";
+  std::string text;
+  while (text.size() < 100000) text += unit;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int> ids = tok_->encode(text, false, true);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(tok_->decode(ids), text);
+  std::printf("encode: %zu bytes -> %zu tokens in %.1f ms (%.1f MB/s)\n", text.size(), ids.size(),
+              s * 1e3, text.size() / s / 1e6);
 }
 
 }  // namespace
