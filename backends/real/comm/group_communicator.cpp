@@ -3,6 +3,7 @@
 #include "backends/real/comm/group_communicator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -13,6 +14,12 @@ std::string describe(const Op& op) {
          std::to_string(op.peer) + " (ctx " + std::to_string(op.tag.ctx) +
          (op.tag.internal ? ", internal tag " : ", tag ") + std::to_string(op.tag.value) + ", " +
          std::to_string(op.n) + " bytes)";
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", s);
+  return buf;
 }
 
 GroupCommunicator::GroupCommunicator(std::shared_ptr<Transport> transport,

@@ -142,7 +142,7 @@ class MpiTransport final : public Transport {
       if (first_error.ok())
         first_error =
             Status(StatusCode::kDeadlineExceeded,
-                   describe(ops[i]) + " over mpi timed out after " + std::to_string(timeout_s_) +
+                   describe(ops[i]) + " over mpi timed out after " + seconds_text(timeout_s_) +
                        " s (peer rank " + std::to_string(ops[i].peer) + " not responding)");
       if (ops[i].kind == Op::Kind::kRecv) {
         MPI_Cancel(&reqs[i]);

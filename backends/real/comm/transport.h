@@ -68,5 +68,7 @@ class Transport {
 
 // "send to rank 3 (ctx 0, tag 7, 4096 bytes)": an op named for error messages.
 std::string describe(const Op& op);
+// "1.5" for 1.5 seconds (up to 3 significant digits).
+std::string seconds_text(double s);
 
 }  // namespace prima::real::comm

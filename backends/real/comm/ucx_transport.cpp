@@ -186,7 +186,7 @@ class UcxTransport final : public Transport {
       if (first_error.ok())
         first_error =
             Status(StatusCode::kDeadlineExceeded,
-                   describe(ops[i]) + " over ucx timed out after " + std::to_string(timeout_s_) +
+                   describe(ops[i]) + " over ucx timed out after " + seconds_text(timeout_s_) +
                        " s (peer rank " + std::to_string(ops[i].peer) + " not responding)");
       if (ops[i].kind == Op::Kind::kRecv) {
         ucp_request_cancel(worker_, reqs[i]);
