@@ -38,14 +38,14 @@ struct Sequence;
 
 struct SeqWork {
   RequestId request = 0;
-  // The sequence itself, for backends that compute real tokens (token ids via
-  // Sequence::token_at, the KV block table, sampling parameters). Read it only inside
-  // Executor::launch, on the loop: copy what the devices need before returning.
-  const Sequence* seq = nullptr;
   int num_tokens = 0;       // tokens computed this step: a prefill chunk, or 1 when decoding
   int context_len = 0;      // tokens in the sequence's KV cache once this step is done
   bool is_prefill = false;  // computing prompt (or recomputed) tokens
   bool samples = false;     // produces a new token at the end of the step
+  // The sequence itself, for backends that compute real tokens (token ids via
+  // Sequence::token_at, the KV block table, sampling parameters). Read it only inside
+  // Executor::launch, on the loop: copy what the devices need before returning.
+  const Sequence* seq = nullptr;
 };
 
 // The shape of a batch, as the cost model needs it (aggregates over SeqWork).

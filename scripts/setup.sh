@@ -3,6 +3,7 @@
 # apt-get skips what is installed, the model fetch skips an existing file.
 #   scripts/setup.sh            # build dependencies (apt)
 #   PRIMA_SETUP_SKIP_APT=1 ...  # skip apt (already installed)
+#   PRIMA_SETUP_SKIP_MODEL=1 ...  # skip the model download (scripts/fetch-model.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,4 +31,5 @@ if [ "${PRIMA_SETUP_SKIP_APT:-0}" != 1 ] && [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+[ "${PRIMA_SETUP_SKIP_MODEL:-0}" = 1 ] || bash scripts/fetch-model.sh  # the real model (~93 MB)
 echo "setup: dependencies present" >&2

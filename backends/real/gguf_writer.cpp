@@ -9,9 +9,12 @@
 // recorded as general.alignment (u32) when it is not the default 32; a general.alignment set
 // by the caller is replaced. add_tensor with data == nullptr writes zeros.
 // Not thread-safe; bytes() and write() are const.
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "backends/real/gguf_parse.h"
@@ -62,50 +65,63 @@ class Out {
   void pad_to(std::uint64_t alignment) {
     while (b_.size() % alignment != 0) b_.push_back(0);
   }
-  // A number as scalar type t.
+  // A number (one of i, u, d as the flags say) as scalar type t; integers saturate at the
+  // target type's range (NaN writes 0), so every conversion is defined.
   void number(GgufType t, double d, std::int64_t i, std::uint64_t u, bool is_int, bool is_uint) {
-    auto as_i = [&] {
-      return is_int ? i : is_uint ? static_cast<std::int64_t>(u) : static_cast<std::int64_t>(d);
+    auto as_int = [&]<typename I>(I) -> I {
+      using L = std::numeric_limits<I>;
+      if (is_int) {
+        if constexpr (std::is_signed_v<I>)
+          return static_cast<I>(std::clamp<std::int64_t>(i, L::min(), L::max()));
+        else
+          return i < 0 ? 0
+                       : static_cast<I>(
+                             std::min<std::uint64_t>(static_cast<std::uint64_t>(i), L::max()));
+      }
+      if (is_uint)
+        return static_cast<I>(std::min<std::uint64_t>(u, static_cast<std::uint64_t>(L::max())));
+      if (std::isnan(d) || d <= static_cast<double>(L::min()))
+        return std::isnan(d) ? I{0} : L::min();
+      if (d >= static_cast<double>(L::max())) return L::max();  // 2^63 / 2^64 round up: clamp
+      return static_cast<I>(d);
     };
-    auto as_u = [&] {
-      return is_uint ? u : is_int ? static_cast<std::uint64_t>(i) : static_cast<std::uint64_t>(d);
-    };
-    auto as_d = [&] {
-      return is_int ? static_cast<double>(i) : is_uint ? static_cast<double>(u) : d;
-    };
+    const double real = is_int ? static_cast<double>(i) : is_uint ? static_cast<double>(u) : d;
     switch (t) {
       case GgufType::kU8:
-        put(static_cast<std::uint8_t>(as_u()));
+        put(as_int(std::uint8_t{}));
         break;
       case GgufType::kI8:
-        put(static_cast<std::int8_t>(as_i()));
+        put(as_int(std::int8_t{}));
         break;
       case GgufType::kU16:
-        put(static_cast<std::uint16_t>(as_u()));
+        put(as_int(std::uint16_t{}));
         break;
       case GgufType::kI16:
-        put(static_cast<std::int16_t>(as_i()));
+        put(as_int(std::int16_t{}));
         break;
       case GgufType::kU32:
-        put(static_cast<std::uint32_t>(as_u()));
+        put(as_int(std::uint32_t{}));
         break;
       case GgufType::kI32:
-        put(static_cast<std::int32_t>(as_i()));
+        put(as_int(std::int32_t{}));
         break;
       case GgufType::kU64:
-        put(as_u());
+        put(as_int(std::uint64_t{}));
         break;
       case GgufType::kI64:
-        put(as_i());
+        put(as_int(std::int64_t{}));
         break;
-      case GgufType::kF32:
-        put(static_cast<float>(as_d()));
+      case GgufType::kF32:  // beyond float's range: infinity (the cast alone is undefined)
+        put(std::abs(real) > std::numeric_limits<float>::max() && std::isfinite(real)
+                ? std::copysign(std::numeric_limits<float>::infinity(),
+                                static_cast<float>(real > 0 ? 1 : -1))
+                : static_cast<float>(real));
         break;
       case GgufType::kF64:
-        put(as_d());
+        put(real);
         break;
       case GgufType::kBool:
-        put(static_cast<std::uint8_t>(as_d() != 0.0));
+        put(static_cast<std::uint8_t>(real != 0.0));
         break;
       default:
         break;

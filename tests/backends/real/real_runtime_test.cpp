@@ -1,0 +1,68 @@
+// RealRuntime: timers fire in time order at (not before) their time, cancel works, post is
+// safe from other threads and wakes a sleeping loop, stop ends run().
+#include "backends/real/real_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace prima::real {
+namespace {
+
+TEST(RealRuntime, TimersFireInOrderNotEarly) {
+  RealRuntime rt;
+  std::vector<int> order;
+  std::vector<double> fired_at;
+  const double t0 = rt.now();
+  rt.at(t0 + 0.03, [&] { order.push_back(3), fired_at.push_back(rt.now()); });
+  rt.at(t0 + 0.01, [&] { order.push_back(1), fired_at.push_back(rt.now()); });
+  rt.at(t0 + 0.02, [&] { order.push_back(2), fired_at.push_back(rt.now()); });
+  rt.run_until([&] { return order.size() == 3; });
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_GE(fired_at[0], t0 + 0.01);
+  EXPECT_GE(fired_at[2], t0 + 0.03);
+}
+
+TEST(RealRuntime, CancelledTimerNeverFires) {
+  RealRuntime rt;
+  bool fired = false, done = false;
+  TimerId id = rt.at(rt.now() + 0.005, [&] { fired = true; });
+  rt.cancel(id);
+  rt.cancel(id);     // twice: no-op
+  rt.cancel(12345);  // unknown: no-op
+  rt.at(rt.now() + 0.02, [&] { done = true; });
+  rt.run_until([&] { return done; });
+  EXPECT_FALSE(fired);
+}
+
+TEST(RealRuntime, PostFromOtherThreadsWakesTheLoop) {
+  RealRuntime rt;
+  std::atomic<int> sum{0};
+  int seen = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&rt, &seen] {
+      for (int i = 0; i < 250; ++i) rt.post([&seen] { ++seen; });  // loop thread only
+    });
+  rt.run_until([&] { return seen == 1000; });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(seen, 1000);
+  EXPECT_GE(rt.callbacks_run(), 1000u);
+  (void)sum;
+}
+
+TEST(RealRuntime, StopFromAnotherThreadEndsRun) {
+  RealRuntime rt;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    rt.stop();
+  });
+  rt.run();  // returns only because of stop()
+  stopper.join();
+  SUCCEED();
+}
+
+}  // namespace
+}  // namespace prima::real
