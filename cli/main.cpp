@@ -13,6 +13,8 @@ const std::vector<Command>& commands() {
       {"simulate", "run a scenario on the simulated cluster and write its report", cmd_simulate},
       {"validate", "check scenario/topology files without running them", cmd_validate},
       {"plan", "search configurations for the highest rate that meets an SLO", cmd_plan},
+      {"generate", "run a prompt through a GGUF model on the real backend (CPU, TP/PP ranks)",
+       cmd_generate},
       {"report", "render a run's output directory as a self-contained HTML report", cmd_report},
   };
   return kCommands;
