@@ -1,6 +1,7 @@
 // The Llama forward pass (see llama_forward.h). Worker thread only.
 #include "backends/real/llama_forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -49,6 +50,16 @@ void LlamaForward::embed(const StepInput& s, std::vector<float>* x) const {
     for (int t : q.tokens) w_->embed(t, x->data() + (row++) * H);
 }
 
+Status LlamaForward::gather(const float* local, std::int64_t T, std::int64_t cols,
+                            std::vector<float>* full) {
+  const int tp = w_->shard().tp, r = w_->shard().tp_rank;
+  const std::int64_t width = cols * tp;
+  full->assign(std::size_t(T * width), 0.0f);
+  for (std::int64_t t = 0; t < T; ++t)
+    std::copy(local + t * cols, local + (t + 1) * cols, full->data() + t * width + r * cols);
+  return allreduce_(full->data(), full->size());
+}
+
 Status LlamaForward::layers(const StepInput& s, float* x) {
   const auto& c = w_->config();
   const std::int64_t T = s.total_tokens();
@@ -92,8 +103,14 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
                          att_.data() + row * lq, *pool_);
       row += n;
     }
-    kernels::matmul(L.wo, att_.data(), T, o_.data(), *pool_);
-    if (allreduce_) PRIMA_RETURN_IF_ERROR(allreduce_(o_.data(), o_.size()));
+    if (allreduce_) {
+      PRIMA_RETURN_IF_ERROR(gather(att_.data(), T, lq, &full_att_));
+      part_.resize(std::size_t(T) * L.wo.rows);
+      kernels::matmul(L.wo, full_att_.data(), T, part_.data(), *pool_);
+      PRIMA_RETURN_IF_ERROR(gather(part_.data(), T, L.wo.rows, &o_));
+    } else {
+      kernels::matmul(L.wo, att_.data(), T, o_.data(), *pool_);
+    }
     kernels::add_inplace(x, o_.data(), T * H);
 
     pool_->parallel_for(
@@ -106,8 +123,14 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
     kernels::matmul(L.gate, h_.data(), T, g_.data(), *pool_);
     kernels::matmul(L.up, h_.data(), T, u_.data(), *pool_);
     kernels::silu_mul(g_.data(), u_.data(), T * nf, g_.data());
-    kernels::matmul(L.down, g_.data(), T, o_.data(), *pool_);
-    if (allreduce_) PRIMA_RETURN_IF_ERROR(allreduce_(o_.data(), o_.size()));
+    if (allreduce_) {
+      PRIMA_RETURN_IF_ERROR(gather(g_.data(), T, nf, &full_g_));
+      part_.resize(std::size_t(T) * L.down.rows);
+      kernels::matmul(L.down, full_g_.data(), T, part_.data(), *pool_);
+      PRIMA_RETURN_IF_ERROR(gather(part_.data(), T, L.down.rows, &o_));
+    } else {
+      kernels::matmul(L.down, g_.data(), T, o_.data(), *pool_);
+    }
     kernels::add_inplace(x, o_.data(), T * H);
   }
   return ok_status();

@@ -4,9 +4,13 @@
 //   x = token_embd[ids]
 //   per layer: h = rms_norm(x) * attn_norm; q, k, v = h Wq^T, h Wk^T, h Wv^T (all tokens at
 //   once); RoPE on q and k at each token's position; K/V written into the paged cache at the
-//   sequence's block table; causal attention per sequence; x += attn Wo^T (all-reduced over
-//   the TP group); h = rms_norm(x) * ffn_norm; x += (silu(h Wg^T) * h Wu^T) Wd^T (all-reduced)
+//   sequence's block table; causal attention per sequence; x += attn Wo^T;
+//   h = rms_norm(x) * ffn_norm; x += (silu(h Wg^T) * h Wu^T) Wd^T
 //   final: rms_norm * output_norm, LM head, only for the rows that sample.
+// Tensor parallelism: each rank computes its output rows of every matrix (its heads, its FFN
+// columns, its hidden rows of Wo and Wd) and the stage gathers the slices it needs whole (the
+// attention output, the SwiGLU output, the Wo and Wd outputs) with an all-reduce of
+// zero-padded buffers, which is exact: every value is computed as in a single process.
 // With pipeline parallelism each stage runs its own layers (layers()), the first embeds and
 // the last computes logits. Owned and called by one worker thread (not thread-safe: it holds
 // scratch buffers); the kernels run on the given ThreadPool.
@@ -24,7 +28,7 @@ namespace prima::real {
 
 class LlamaForward {
  public:
-  // In-place sum over the tensor-parallel group (null when tp == 1).
+  // In-place sum over the tensor-parallel group (null when tp == 1); used to gather.
   using AllReduce = std::function<Status(float*, std::size_t)>;
   LlamaForward(const LlamaWeights* w, KvStore* kv, kernels::ThreadPool* pool,
                AllReduce allreduce = nullptr);
@@ -45,7 +49,10 @@ class LlamaForward {
   KvStore* kv_;
   kernels::ThreadPool* pool_;
   AllReduce allreduce_;
-  std::vector<float> h_, q_, k_, v_, att_, o_, g_, u_, rows_;
+  // Gathers a T x (tp * cols) matrix from each rank's T x cols slice `local` into `full`.
+  Status gather(const float* local, std::int64_t T, std::int64_t cols, std::vector<float>* full);
+
+  std::vector<float> h_, q_, k_, v_, att_, o_, g_, u_, rows_, full_att_, full_g_, part_;
 };
 
 }  // namespace prima::real

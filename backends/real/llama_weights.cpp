@@ -1,8 +1,6 @@
-// LlamaConfig from GGUF metadata and LlamaWeights binding (views into the mapping, column
-// slices copied per rank). Runs once at load on the loading thread.
+// LlamaConfig from GGUF metadata and LlamaWeights binding (row-slice views into the
+// mapping). Runs once at load on the loading thread.
 #include "backends/real/llama_weights.h"
-
-#include <cstring>
 
 namespace prima::real {
 
@@ -94,22 +92,7 @@ Status check_tp(const LlamaConfig& c, const GgufFile& f, int tp) {
   if (c.heads % tp) return bad("attention heads", c.heads);
   if (c.kv_heads % tp) return bad("KV heads", c.kv_heads);
   if (c.ffn % tp) return bad("FFN width", c.ffn);
-  if (tp == 1) return ok_status();
-  for (int l = 0; l < c.layers; ++l) {
-    for (const char* nm : {"attn_output", "ffn_down"}) {
-      const std::string name = "blk." + std::to_string(l) + "." + nm + ".weight";
-      const TensorInfo* t = f.tensor(name);
-      if (!t) continue;  // reported as missing by bind()
-      const auto* tr = kernels::type_traits(t->type);
-      if (!tr) continue;
-      const int slice = std::string(nm) == "ffn_down" ? c.ffn / tp : c.heads / tp * c.head_dim;
-      if (slice % tr->block_elems)
-        return invalid_argument("--tp " + std::to_string(tp) + ": " + name + " (" + tr->name +
-                                ", blocks of " + std::to_string(tr->block_elems) +
-                                ") cannot be split by input columns into slices of " +
-                                std::to_string(slice));
-    }
-  }
+  if (c.hidden % tp) return bad("hidden size", c.hidden);
   return ok_status();
 }
 
@@ -146,26 +129,6 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::bind(const GgufFile& f, cons
     v.data = t->data + std::size_t(r) * v.rows * kernels::row_bytes(t->type, cols);
     return v;
   };
-  // Columns [r*cols/tp, (r+1)*cols/tp) of every row, copied (whole blocks).
-  auto col_slice = [&](const TensorInfo* t, std::int64_t rows, std::int64_t cols) {
-    kernels::WeightView v;
-    v.type = t->type;
-    v.rows = rows;
-    v.cols = cols / tp;
-    if (tp == 1) {
-      v.data = t->data;
-      return v;
-    }
-    const std::size_t src_row = kernels::row_bytes(t->type, cols);
-    const std::size_t dst_row = kernels::row_bytes(t->type, v.cols);
-    auto buf = std::make_unique<std::uint8_t[]>(dst_row * rows);
-    for (std::int64_t i = 0; i < rows; ++i)
-      std::memcpy(buf.get() + i * dst_row, t->data + i * src_row + r * dst_row, dst_row);
-    v.data = buf.get();
-    w->owned_.push_back(std::move(buf));
-    return v;
-  };
-
   for (int l = w->s_.layer_begin; l < w->s_.layer_end; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights lw;
@@ -184,10 +147,10 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::bind(const GgufFile& f, cons
     lw.wq = row_slice(q, q_rows, H);
     lw.wk = row_slice(k, kv_rows, H);
     lw.wv = row_slice(v, kv_rows, H);
-    lw.wo = col_slice(o, H, q_rows);
+    lw.wo = row_slice(o, H, q_rows);
     lw.gate = row_slice(g, F, H);
     lw.up = row_slice(u, F, H);
-    lw.down = col_slice(d, H, F);
+    lw.down = row_slice(d, H, F);
     w->layers_.push_back(lw);
   }
   PRIMA_ASSIGN_OR_RETURN(const TensorInfo* emb, find_tensor(f, "token_embd.weight", {H, c.vocab}));

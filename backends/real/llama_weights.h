@@ -2,10 +2,11 @@
 // rank's weights bound to the memory-mapped tensors (LlamaWeights).
 //
 // Sharding (ShardSpec): pipeline stages own a range of layers; tensor parallelism splits
-// attn_q/k/v and ffn_gate/up by output rows (whole heads, ffn columns: views into the
-// mapping) and attn_output/ffn_down by input columns (each rank's slice of every row is
-// copied at load, whole quantization blocks, so each rank computes a partial sum that the
-// stage all-reduces). Norms, embeddings and the LM head are replicated.
+// every layer matrix by output rows (views into the mapping, no copies): attn_q/k/v by
+// heads, ffn_gate/up by FFN columns, attn_output/ffn_down by hidden rows. Each output
+// element is then computed exactly as in a single process (a whole-row dot product), and
+// the stage gathers the slices (see LlamaForward), so TP gives the single-process tokens
+// bit for bit. Norms, embeddings and the LM head are replicated.
 // Immutable after bind(); thread-safe for readers. Borrows the GgufFile (must outlive it).
 #pragma once
 
@@ -45,17 +46,16 @@ struct ShardSpec {
   bool head = true;                     // last stage: final norm + LM head
 };
 
-// Checks that `tp` divides heads, kv_heads and ffn and that the input-column slices of
-// attn_output/ffn_down are whole quantization blocks (error names the numbers).
+// Checks that `tp` divides heads, kv_heads, ffn and hidden (error names the numbers).
 Status check_tp(const LlamaConfig& c, const GgufFile& f, int tp);
 
 struct LayerWeights {
   const float* attn_norm = nullptr;  // hidden
   const float* ffn_norm = nullptr;   // hidden
   kernels::WeightView wq, wk, wv;    // rows: this rank's heads x head_dim
-  kernels::WeightView wo;            // hidden x (local heads x head_dim)
+  kernels::WeightView wo;            // (hidden / tp) x (heads x head_dim)
   kernels::WeightView gate, up;      // rows: ffn / tp
-  kernels::WeightView down;          // hidden x ffn / tp
+  kernels::WeightView down;          // (hidden / tp) x ffn
 };
 
 class LlamaWeights {
@@ -85,7 +85,7 @@ class LlamaWeights {
   kernels::WeightView token_embd_;
   const float* output_norm_ = nullptr;
   kernels::WeightView output_;
-  std::vector<std::unique_ptr<std::uint8_t[]>> owned_;  // column slices, converted norms
+  std::vector<std::unique_ptr<std::uint8_t[]>> owned_;  // norms converted to f32
 };
 
 }  // namespace prima::real
