@@ -58,7 +58,9 @@ std::uint16_t fp32_to_fp16(float f) {
   return std::uint16_t(sign | h);
 }
 
-float bf16_to_fp32(std::uint16_t h) { return from_bits(std::uint32_t(h) << 16); }
+float bf16_to_fp32(std::uint16_t h) {
+  return from_bits(std::uint32_t(h) << 16);
+}
 
 std::uint16_t fp32_to_bf16(float f) {
   std::uint32_t x = bits(f);

@@ -1,0 +1,144 @@
+// Micro-benchmarks of the CPU kernels (kernels/cpu/): quantized matmul at SmolLM2-135M's
+// shapes for decode (n = 1, reported as weight GB/s) and prefill (n = 8, 64, GFLOP/s), with 1
+// and 2 threads, dispatched (AVX2, with VNNI where present), plain AVX2 and portable; thread-pool
+// dispatch overhead; decode attention. Run: build/bench/prima_bench_micro
+// --benchmark_filter='Kernel'.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/ops.h"
+
+namespace prima::kernels {
+namespace {
+
+ThreadPool& pool_of(int threads) {
+  static std::map<int, std::unique_ptr<ThreadPool>> pools;
+  auto& p = pools[threads];
+  if (!p) p = std::make_unique<ThreadPool>(threads);
+  return *p;
+}
+
+std::vector<float> randn(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// args: ggml type, rows, cols, n, threads, kernel set
+void BM_KernelMatmul(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const std::int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const int threads = static_cast<int>(state.range(4));
+  std::vector<std::uint8_t> w(row_bytes(type, cols) * std::size_t(rows));
+  {
+    const auto f = randn(std::size_t(cols), 1);
+    for (std::int64_t r = 0; r < rows; ++r)  // distinct rows without a rows*cols float buffer
+      quantize_row(type, f.data(), w.data() + std::size_t(r) * row_bytes(type, cols), cols);
+    std::mt19937 rng(2);  // perturb the nibbles/bytes so rows differ
+    for (std::size_t i = 0; i < w.size(); i += 7) w[i] ^= std::uint8_t(rng() & 0x11);
+  }
+  const auto x = randn(std::size_t(n * cols), 3);
+  std::vector<float> y(std::size_t(n * rows));
+  const WeightView view{type, w.data(), rows, cols};
+  ThreadPool& pool = pool_of(threads);
+  // Kernel set: 0 = what matmul() dispatches to, 1 = portable, 2 = AVX2 without VNNI.
+  const detail::MatmulKernels* k = &detail::portable_kernels();
+  std::string name = "portable";
+  if (state.range(5) == 0 && std::string(kernel_isa()) == "avx2") {
+    const bool vnni = __builtin_cpu_supports("avxvnni") && std::getenv("PRIMA_KERNELS") == nullptr;
+    k = vnni ? detail::avxvnni_kernels() : detail::avx2_kernels();
+    name = vnni ? "avx2+vnni" : "avx2";
+  } else if (state.range(5) == 2) {
+    k = detail::avx2_kernels();
+    name = "avx2";
+  }
+  for (auto _ : state) {
+    detail::matmul_with(*k, view, x.data(), n, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(type_traits(type)->name) + " " + name);
+  if (n == 1) {
+    state.counters["GB/s"] =
+        benchmark::Counter(double(w.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  } else {
+    state.counters["GFLOP/s"] = benchmark::Counter(2.0 * double(rows * cols * n) * 1e-9,
+                                                   benchmark::Counter::kIsIterationInvariantRate);
+  }
+}
+
+void MatmulArgs(benchmark::internal::Benchmark* b) {
+  const std::int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}};
+  for (int type : {int(DType::kQ4_1), int(DType::kQ8_0)})
+    for (const auto& s : shapes)
+      for (int n : {1, 8, 64})
+        for (int t : {1, 2}) b->Args({type, s[0], s[1], n, t, 0});
+  for (int n : {1, 8, 64})  // the LM head (tied Q8_0 token embeddings)
+    for (int t : {1, 2}) b->Args({int(DType::kQ8_0), 49152, 576, n, t, 0});
+  // The portable kernels and AVX2 without VNNI for comparison.
+  for (int set : {1, 2})
+    for (int n : {1, 64}) {
+      b->Args({int(DType::kQ4_1), 1536, 576, n, 1, set});
+      b->Args({int(DType::kQ8_0), 49152, 576, n, 1, set});
+    }
+}
+BENCHMARK(BM_KernelMatmul)->Apply(MatmulArgs)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// One parallel_for with one trivial item per thread: the cost of waking the workers and
+// waiting for them, paid ~200 times per decoded token.
+void BM_KernelThreadPoolDispatch(benchmark::State& state) {
+  ThreadPool& pool = pool_of(static_cast<int>(state.range(0)));
+  std::vector<std::int64_t> sink(64);
+  for (auto _ : state) {
+    pool.parallel_for(pool.size(), [&](std::int64_t b, std::int64_t e, int t) {
+      sink[std::size_t(t) * 8] += e - b;
+    });
+  }
+  benchmark::DoNotOptimize(sink.data());
+}
+BENCHMARK(BM_KernelThreadPoolDispatch)->Arg(1)->Arg(2)->UseRealTime();
+
+// Decode attention for one token at context length `ctx` (9 query heads, 3 KV heads, 64 dims).
+void BM_KernelAttentionDecode(benchmark::State& state) {
+  const int ctx = static_cast<int>(state.range(0));
+  const int threads = static_cast<int>(state.range(1));
+  KvLayer kv;
+  kv.block_size = 16;
+  kv.kv_heads = 3;
+  kv.head_dim = 64;
+  const int blocks = (ctx + 15) / 16;
+  std::vector<std::uint16_t> k(std::size_t(blocks) * kv.block_stride()), v(k.size());
+  kv.k = k.data();
+  kv.v = v.data();
+  std::vector<int> table(static_cast<std::size_t>(blocks));
+  for (int i = 0; i < blocks; ++i) table[std::size_t(i)] = blocks - 1 - i;
+  const auto kf = randn(std::size_t(ctx) * 192, 4), vf = randn(std::size_t(ctx) * 192, 5);
+  write_kv(kv, table.data(), 0, ctx, kf.data(), vf.data());
+  const auto q = randn(576, 6);
+  std::vector<float> out(576);
+  for (auto _ : state) {
+    attention(kv, table.data(), ctx - 1, 1, q.data(), 9, 0.125f, out.data(), pool_of(threads));
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_KernelAttentionDecode)
+    ->Args({128, 1})
+    ->Args({1024, 1})
+    ->Args({1024, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace prima::kernels

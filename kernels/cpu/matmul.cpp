@@ -1,0 +1,141 @@
+// matmul(): converts the n activation rows once to the weight type's partner format, then
+// runs the ISA's tile kernel over contiguous ranges of output rows on the pool. The ISA is
+// chosen once per process: AVX2+FMA+F16C when the CPU has them (with AVX-VNNI products when
+// it has those too), unless PRIMA_KERNELS=portable (or =avx2: no VNNI). The activation
+// buffer is per calling thread.
+#include "kernels/cpu/matmul.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+namespace prima::kernels {
+
+namespace detail {
+
+TileFn MatmulKernels::for_type(DType t) const {
+  switch (t) {
+    case DType::kF32:
+      return f32;
+    case DType::kF16:
+      return f16;
+    case DType::kBF16:
+      return bf16;
+    case DType::kQ4_0:
+      return q4_0;
+    case DType::kQ4_1:
+      return q4_1;
+    case DType::kQ8_0:
+      return q8_0;
+    case DType::kQ6_K:
+      return q6_k;
+    default:
+      return nullptr;
+  }
+}
+
+float* scratch_floats(std::size_t n) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < n) buf.resize(n);
+  return buf.data();
+}
+
+DType partner_type(DType weight) {
+  switch (weight) {
+    case DType::kQ4_0:
+    case DType::kQ8_0:
+      return DType::kQ8_0;
+    case DType::kQ4_1:
+      return DType::kQ8_1;
+    case DType::kQ6_K:
+      return DType::kQ8_K;
+    default:
+      return weight;  // F32, F16, BF16
+  }
+}
+
+void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, std::int64_t n,
+                 float* y, ThreadPool& pool) {
+  if (n <= 0 || w.rows <= 0) return;
+  const TileFn fn = k.for_type(w.type);
+  const DType xt = partner_type(w.type);
+  const std::size_t x_stride = row_bytes(xt, w.cols);
+  const std::size_t w_stride = row_bytes(w.type, w.cols);
+  thread_local std::vector<std::uint8_t> xq;
+  if (xq.size() < x_stride * std::size_t(n)) xq.resize(x_stride * std::size_t(n));
+  std::uint8_t* xb = xq.data();
+  const std::int64_t cols = w.cols;
+  if (n >= 8 && pool.size() > 1) {
+    pool.parallel_for(n, [&](std::int64_t b, std::int64_t e, int) {
+      for (std::int64_t t = b; t < e; ++t)
+        quantize_row(xt, x + t * cols, xb + std::size_t(t) * x_stride, cols);
+    });
+  } else {
+    for (std::int64_t t = 0; t < n; ++t)
+      quantize_row(xt, x + t * cols, xb + std::size_t(t) * x_stride, cols);
+  }
+  const auto* wb = static_cast<const std::uint8_t*>(w.data);
+  const std::int64_t rows = w.rows;
+  // The pool gives each thread one contiguous range, so the grain only aligns the ranges
+  // (4 rows); a product too small to repay a dispatch (< 32 KiB of weight bytes x tokens)
+  // runs on the calling thread.
+  const std::int64_t grain =
+      double(w_stride) * double(rows) * double(n) < 32768.0 ? rows : std::int64_t(4);
+  pool.parallel_for(
+      rows,
+      [&](std::int64_t r0, std::int64_t r1, int) {
+        fn(wb, w_stride, r0, r1, xb, x_stride, n, cols, y, rows);
+      },
+      grain);
+}
+
+}  // namespace detail
+
+namespace {
+
+const detail::MatmulKernels& active_kernels() {
+  static const detail::MatmulKernels* k = [] {
+    const char* env = std::getenv("PRIMA_KERNELS");
+    const bool force_portable = env != nullptr && std::strcmp(env, "portable") == 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")) {
+      const bool no_vnni = env != nullptr && std::strcmp(env, "avx2") == 0;
+      if (!no_vnni && __builtin_cpu_supports("avxvnni")) return detail::avxvnni_kernels();
+      return detail::avx2_kernels();
+    }
+#else
+    (void)force_portable;
+#endif
+    return &detail::portable_kernels();
+  }();
+  return *k;
+}
+
+}  // namespace
+
+void matmul(const WeightView& w, const float* x, std::int64_t n, float* y, ThreadPool& pool) {
+  detail::matmul_with(active_kernels(), w, x, n, y, pool);
+}
+
+const char* kernel_isa() {
+  return active_kernels().isa;
+}
+
+void matmul_reference(const WeightView& w, const float* x, std::int64_t n, float* y) {
+  std::vector<float> row(static_cast<std::size_t>(w.cols));
+  const std::size_t stride = row_bytes(w.type, w.cols);
+  const auto* base = static_cast<const std::uint8_t*>(w.data);
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w.type, base + std::size_t(r) * stride, row.data(), w.cols);
+    for (std::int64_t t = 0; t < n; ++t) {
+      double s = 0.0;
+      for (std::int64_t c = 0; c < w.cols; ++c) s += double(row[c]) * double(x[t * w.cols + c]);
+      y[t * w.rows + r] = static_cast<float>(s);
+    }
+  }
+}
+
+}  // namespace prima::kernels

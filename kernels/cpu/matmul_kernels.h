@@ -1,0 +1,41 @@
+// Internal to kernels/cpu: the per-ISA matmul tile kernels behind matmul(), exposed so tests
+// can hold the implementations to each other. Stateless; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/matmul.h"
+
+namespace prima::kernels::detail {
+
+// Dot products of weight rows [r0, r1) with n activation rows already converted to the
+// weight type's partner format: y[t * ldy + r] = dot(W[r], X[t]) for t < n.
+// w points at row 0 (rows w_stride bytes apart); x at activation row 0 (x_stride apart).
+using TileFn = void (*)(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0,
+                        std::int64_t r1, const std::uint8_t* x, std::size_t x_stride,
+                        std::int64_t n, std::int64_t cols, float* y, std::int64_t ldy);
+
+struct MatmulKernels {
+  const char* isa;
+  TileFn f32, f16, bf16, q4_0, q4_1, q8_0, q6_k;
+  TileFn for_type(DType t) const;  // nullptr for types that are not weights
+};
+
+const MatmulKernels& portable_kernels();
+// Only valid on a CPU with AVX2, FMA and F16C; nullptr when not compiled in.
+const MatmulKernels* avx2_kernels();
+// The same with AVX-VNNI products; only valid on a CPU that also has AVX-VNNI.
+const MatmulKernels* avxvnni_kernels();
+
+// A per-thread scratch buffer of at least n floats (valid until the thread's next call).
+float* scratch_floats(std::size_t n);
+
+// The activation format matmul converts x to for a weight type (Q4_1 -> Q8_1, ...).
+DType partner_type(DType weight);
+
+// matmul through a given kernel set.
+void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, std::int64_t n,
+                 float* y, ThreadPool& pool);
+
+}  // namespace prima::kernels::detail

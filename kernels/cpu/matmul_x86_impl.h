@@ -1,0 +1,231 @@
+// Internal to kernels/cpu: the x86 SIMD matmul tile kernels for Q4_0, Q4_1 and Q8_0 weights,
+// included by matmul_avx2.cpp (PRIMA_X86_VNNI 0) and matmul_avxvnni.cpp (PRIMA_X86_VNNI 1,
+// 8-bit products with one _mm256_dpbusd_avx_epi32 instead of maddubs + madd). Each including
+// file compiles it with its own target flags; the code is in an anonymous namespace, so each
+// file gets its own copy. Stateless; thread-safe (the scratch buffer is per thread). No
+// standard-library templates here: their instantiations would be compiled for the SIMD target and
+// could be picked by the linker for the whole program.
+//
+// Scheme: the activation block scales (and Q8_1 sums) are converted to float once per call;
+// a micro-kernel handles NR weight rows x NT activation rows per pass (NR = 1, NT <= 4 in
+// use), so a weight block is unpacked once for NT tokens. Nibbles are
+// unpacked with and/shift; products u8 x s8 (the sign trick for signed x signed); one fma per
+// block into float accumulators.
+#pragma once
+
+#include <immintrin.h>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+#ifndef PRIMA_X86_VNNI
+#error "define PRIMA_X86_VNNI before including matmul_x86_impl.h"
+#endif
+
+namespace prima::kernels::detail {
+namespace {
+
+inline float h2f(std::uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// 32 nibbles -> 32 bytes in element order (low nibbles are elements 0..15).
+inline __m256i unpack_nibbles(const std::uint8_t* qs) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m = _mm_set1_epi8(0x0f);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// Sum of u8 x s8 products of 32 bytes, as 8 float partial sums.
+inline __m256 dot_us(__m256i u, __m256i s) {
+#if PRIMA_X86_VNNI
+  return _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s));
+#else
+  const __m256i p16 = _mm256_maddubs_epi16(u, s);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+#endif
+}
+
+inline __m256i load32(const std::int8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Per-format weight block access: the block's 32 values as bytes for the u8 side of the
+// product (`u`), how to turn the activation bytes into the s8 side (`s`), and the scales.
+struct FmtQ4_1 {
+  using W = BlockQ4_1;
+  using X = BlockQ8_1;
+  static constexpr bool kMin = true;
+  static __m256i u(const W& b) { return unpack_nibbles(b.qs); }
+  static __m256i s(__m256i x, const W&, __m256i) { return x; }
+};
+struct FmtQ4_0 {
+  using W = BlockQ4_0;
+  using X = BlockQ8_0;
+  static constexpr bool kMin = false;
+  // (q - 8) signed: |q - 8| as u8, the activation takes its sign.
+  static __m256i signed_w(const W& b) {
+    return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
+  }
+  static __m256i u(const W& b) {
+    const __m256i q = signed_w(b);
+    return _mm256_sign_epi8(q, q);
+  }
+  static __m256i s(__m256i x, const W& b, __m256i) { return _mm256_sign_epi8(x, signed_w(b)); }
+};
+struct FmtQ8_0 {
+  using W = BlockQ8_0;
+  using X = BlockQ8_0;
+  static constexpr bool kMin = false;
+  static __m256i u(const W& b) {
+    const __m256i q = load32(b.qs);
+    return _mm256_sign_epi8(q, q);
+  }
+  static __m256i s(__m256i x, const W& b, __m256i) { return _mm256_sign_epi8(x, load32(b.qs)); }
+};
+
+// Activation scales as floats: dx[t * nb + b], sx likewise (Q8_1 only).
+struct XScales {
+  const float* dx;
+  const float* sx;
+  std::int64_t nb;
+};
+
+// NR weight rows x NT activation rows. out[r * NT + t].
+template <typename F, int NR, int NT>
+__attribute__((always_inline)) inline void micro(const std::uint8_t* w, std::size_t ws,
+                                                 const std::uint8_t* x, std::size_t xs,
+                                                 const XScales& sc, std::int64_t t0, float* out) {
+  using W = typename F::W;
+  using X = typename F::X;
+  // With a single product per block, alternate two accumulator sets (even/odd blocks) to
+  // hide the fma latency.
+  constexpr int kSets = NR * NT == 1 ? 2 : 1;
+  __m256 acc[kSets][NR][NT];
+  float summ[NR][NT] = {};
+#pragma GCC unroll 8
+  for (int a = 0; a < kSets; ++a)
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) acc[a][r][t] = _mm256_setzero_ps();
+  const std::int64_t nb = sc.nb;
+  // One block into accumulator set S (a compile-time index: the accumulators stay in
+  // registers).
+  auto step = [&]<int S>(std::int64_t b) __attribute__((always_inline)) {
+    __m256i u[NR];
+    float dw[NR], mw[NR];
+    const W* wb[NR];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) {
+      wb[r] = reinterpret_cast<const W*>(w + r * ws) + b;
+      u[r] = F::u(*wb[r]);
+      dw[r] = h2f(wb[r]->d);
+      if constexpr (F::kMin) mw[r] = h2f(wb[r]->m);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      const X& xb = reinterpret_cast<const X*>(x + t * xs)[b];
+      const __m256i xq = load32(xb.qs);
+      const float dx = sc.dx[(t0 + t) * nb + b];
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) {
+        const __m256 p = dot_us(u[r], F::s(xq, *wb[r], u[r]));
+        acc[S][r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), p, acc[S][r][t]);
+        if constexpr (F::kMin) summ[r][t] += mw[r] * sc.sx[(t0 + t) * nb + b];
+      }
+    }
+  };
+  std::int64_t b = 0;
+  if constexpr (kSets == 2) {
+    for (; b + 2 <= nb; b += 2) {
+      step.template operator()<0>(b);
+      step.template operator()<1>(b + 1);
+    }
+  }
+  for (; b < nb; ++b) step.template operator()<0>(b);
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      __m256 a = acc[0][r][t];
+      if constexpr (kSets == 2) a = _mm256_add_ps(a, acc[1][r][t]);
+      out[r * NT + t] = hsum(a) + summ[r][t];
+    }
+}
+
+template <typename F, int NR>
+inline void rows_pass(const std::uint8_t* wr, std::size_t ws, const std::uint8_t* x, std::size_t xs,
+                      const XScales& sc, std::int64_t r, std::int64_t tb, std::int64_t te, float* y,
+                      std::int64_t ldy) {
+  float out[NR * 4];
+  std::int64_t t = tb;
+  for (; t + 4 <= te; t += 4) {
+    micro<F, NR, 4>(wr, ws, x + std::size_t(t) * xs, xs, sc, t, out);
+    for (int i = 0; i < NR; ++i)
+      for (int j = 0; j < 4; ++j) y[(t + j) * ldy + r + i] = out[i * 4 + j];
+  }
+  const int left = static_cast<int>(te - t);
+  const std::uint8_t* xt = x + std::size_t(t) * xs;
+  switch (left) {
+    case 3:
+      micro<F, NR, 3>(wr, ws, xt, xs, sc, t, out);
+      break;
+    case 2:
+      micro<F, NR, 2>(wr, ws, xt, xs, sc, t, out);
+      break;
+    case 1:
+      micro<F, NR, 1>(wr, ws, xt, xs, sc, t, out);
+      break;
+    default:
+      return;
+  }
+  for (int i = 0; i < NR; ++i)
+    for (int j = 0; j < left; ++j) y[(t + j) * ldy + r + i] = out[i * left + j];
+}
+
+constexpr int kTokenBlock = 64;  // activation rows kept hot while sweeping the weight rows
+
+template <typename F>
+void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int64_t r1,
+          const std::uint8_t* x, std::size_t x_stride, std::int64_t n, std::int64_t cols, float* y,
+          std::int64_t ldy) {
+  using X = typename F::X;
+  const std::int64_t nb = cols / 32;
+  float* dx = scratch_floats(std::size_t(2 * n * nb));
+  float* sx = dx + n * nb;
+  for (std::int64_t t = 0; t < n; ++t) {
+    const X* xb = reinterpret_cast<const X*>(x + std::size_t(t) * x_stride);
+    for (std::int64_t b = 0; b < nb; ++b) {
+      dx[t * nb + b] = h2f(xb[b].d);
+      if constexpr (F::kMin) sx[t * nb + b] = h2f(xb[b].s);
+    }
+  }
+  const XScales sc{dx, sx, nb};
+  for (std::int64_t tb = 0; tb < n; tb += kTokenBlock) {
+    const std::int64_t te = n < tb + kTokenBlock ? n : tb + kTokenBlock;
+    // One weight row per pass: measured faster than two (NR = 2) for Q4_1 decode on this
+    // machine (Sapphire Rapids), and no slower for prefill.
+    for (std::int64_t r = r0; r < r1; ++r)
+      rows_pass<F, 1>(w + std::size_t(r) * w_stride, w_stride, x, x_stride, sc, r, tb, te, y, ldy);
+  }
+}
+
+// The kernel set: these three formats here, the rest from the portable kernels.
+inline MatmulKernels make_x86_kernels(const char* isa) {
+  MatmulKernels m = portable_kernels();
+  m.isa = isa;
+  m.q4_0 = &tile<FmtQ4_0>;
+  m.q4_1 = &tile<FmtQ4_1>;
+  m.q8_0 = &tile<FmtQ8_0>;
+  return m;
+}
+
+}  // namespace
+}  // namespace prima::kernels::detail

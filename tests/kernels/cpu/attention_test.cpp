@@ -1,0 +1,170 @@
+// Tests for kernels/cpu/attention.h: the pooled kernel against the double reference (GQA,
+// several chunk shapes, decode and prefill), a shuffled non-contiguous block table equal to
+// a contiguous cache, causality, and write_kv's placement and f16 rounding.
+#include "kernels/cpu/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/attention_kernels.h"
+#include "kernels/cpu/quant.h"
+
+namespace prima::kernels {
+namespace {
+
+std::vector<float> randn(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+struct Cache {
+  std::vector<std::uint16_t> k, v;
+  KvLayer layer;
+  Cache(int blocks, int block_size, int kv_heads, int head_dim) {
+    layer.block_size = block_size;
+    layer.kv_heads = kv_heads;
+    layer.head_dim = head_dim;
+    k.assign(std::size_t(blocks) * layer.block_stride(), 0x7e00);  // NaN: unwritten slots
+    v.assign(k.size(), 0x7e00);
+    layer.k = k.data();
+    layer.v = v.data();
+  }
+};
+
+// Writes a sequence of `len` tokens in chunks and runs attention on each chunk.
+std::vector<float> run(Cache& c, const std::vector<int>& table, int len,
+                       const std::vector<int>& chunks, int n_heads, ThreadPool* pool) {
+  const int kvd = c.layer.kv_heads * c.layer.head_dim, qd = n_heads * c.layer.head_dim;
+  const auto k = randn(std::size_t(len) * kvd, 1), v = randn(std::size_t(len) * kvd, 2);
+  const auto q = randn(std::size_t(len) * qd, 3);
+  std::vector<float> out(std::size_t(len) * qd, NAN);
+  const float scale = 1.0f / std::sqrt(float(c.layer.head_dim));
+  int pos = 0;
+  for (int n : chunks) {
+    write_kv(c.layer, table.data(), pos, n, k.data() + std::size_t(pos) * kvd,
+             v.data() + std::size_t(pos) * kvd);
+    if (pool)
+      attention(c.layer, table.data(), pos, n, q.data() + std::size_t(pos) * qd, n_heads, scale,
+                out.data() + std::size_t(pos) * qd, *pool);
+    else
+      attention_reference(c.layer, table.data(), pos, n, q.data() + std::size_t(pos) * qd, n_heads,
+                          scale, out.data() + std::size_t(pos) * qd);
+    pos += n;
+  }
+  return out;
+}
+
+TEST(Attention, MatchesReferenceWithGqa) {
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    const std::vector<std::vector<int>> chunkings{
+        {1, 1, 1, 1, 1}, {37}, {20, 1, 1, 15}, {16, 16, 5}};
+    for (const auto& chunks : chunkings) {
+      const int len = std::accumulate(chunks.begin(), chunks.end(), 0);
+      Cache a(8, 16, 3, 64), b(8, 16, 3, 64);
+      std::vector<int> table{5, 2, 7, 0, 3, 1, 6, 4};
+      const auto got = run(a, table, len, chunks, 9, &pool);
+      const auto ref = run(b, table, len, chunks, 9, nullptr);
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], ref[i], 3e-3 + 3e-3 * std::fabs(ref[i])) << "index " << i;
+    }
+  }
+}
+
+TEST(Attention, ShuffledBlockTableEqualsContiguousCache) {
+  ThreadPool pool(2);
+  const int len = 45;
+  Cache contiguous(3, 16, 3, 64), paged(12, 16, 3, 64);
+  std::vector<int> identity{0, 1, 2}, shuffled{9, 4, 11};
+  const auto a = run(contiguous, identity, len, {30, 1, 14}, 9, &pool);
+  const auto b = run(paged, shuffled, len, {30, 1, 14}, 9, &pool);
+  EXPECT_EQ(a, b);
+  // The K rows of token 17 (block 1, slot 1) sit in physical block 4.
+  const auto& L = paged.layer;
+  for (int j = 0; j < L.token_stride(); ++j)
+    ASSERT_EQ(paged.k[std::size_t(4 * L.block_stride() + 1 * L.token_stride() + j)],
+              contiguous.k[std::size_t(1 * L.block_stride() + 1 * L.token_stride() + j)]);
+}
+
+TEST(Attention, IsCausalAndFirstTokenCopiesV) {
+  ThreadPool pool(1);
+  Cache c(2, 4, 1, 8);
+  std::vector<int> table{1, 0};
+  const int len = 6;
+  const auto k = randn(len * 8, 10), v = randn(len * 8, 11), q = randn(len * 16, 12);
+  write_kv(c.layer, table.data(), 0, len, k.data(), v.data());
+  std::vector<float> out(len * 16);
+  attention(c.layer, table.data(), 0, len, q.data(), 2, 0.3f, out.data(), pool);
+  // Token 0 sees only itself: output = its V (f16-rounded), for both query heads.
+  for (int h = 0; h < 2; ++h)
+    for (int j = 0; j < 8; ++j) EXPECT_EQ(out[h * 8 + j], fp16_to_fp32(fp32_to_fp16(v[j])));
+  // Changing a later token's K/V does not change earlier outputs.
+  auto v2 = v;
+  for (int j = 0; j < 8; ++j) v2[5 * 8 + j] += 10.0f;
+  write_kv(c.layer, table.data(), 5, 1, k.data() + 40, v2.data() + 40);
+  std::vector<float> out2(len * 16);
+  attention(c.layer, table.data(), 0, len, q.data(), 2, 0.3f, out2.data(), pool);
+  for (int i = 0; i < 5 * 16; ++i) ASSERT_EQ(out[i], out2[i]);
+  bool changed = false;
+  for (int i = 5 * 16; i < 6 * 16; ++i) changed |= out[i] != out2[i];
+  EXPECT_TRUE(changed);
+}
+
+TEST(Attention, WriteKvRoundsToF16) {
+  Cache c(2, 2, 2, 4);
+  std::vector<int> table{1, 0};
+  const auto k = randn(3 * 8, 20), v = randn(3 * 8, 21);
+  write_kv(c.layer, table.data(), 0, 3, k.data(), v.data());
+  for (int p = 0; p < 3; ++p) {
+    const std::size_t base = std::size_t(table[p / 2]) * 16 + std::size_t(p % 2) * 8;
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_EQ(c.k[base + j], fp32_to_fp16(k[p * 8 + j]));
+      EXPECT_EQ(c.v[base + j], fp32_to_fp16(v[p * 8 + j]));
+    }
+  }
+}
+
+TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")))
+    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+  const auto& a = detail::attention_portable_kernels();
+  const auto& b = detail::attention_avx2_kernels();
+  for (int d : {64, 40, 7}) {
+    const int count = 13, stride = 3 * d + 5;
+    const auto kf = randn(std::size_t(count * stride), 30), q = randn(std::size_t(d), 31);
+    const auto p = randn(std::size_t(count), 32);
+    std::vector<std::uint16_t> k(kf.size());
+    for (std::size_t i = 0; i < k.size(); ++i) k[i] = fp32_to_fp16(kf[i]);
+    std::vector<float> sa(count), sb(count);
+    a.kq(q.data(), k.data(), stride, count, d, 0.25f, sa.data());
+    b.kq(q.data(), k.data(), stride, count, d, 0.25f, sb.data());
+    std::vector<float> oa(std::size_t(d), 1.0f), ob(std::size_t(d), 1.0f);
+    a.pv(p.data(), k.data(), stride, count, d, oa.data());
+    b.pv(p.data(), k.data(), stride, count, d, ob.data());
+    for (int i = 0; i < count; ++i) {
+      double e = 0;
+      for (int j = 0; j < d; ++j) e += double(q[j]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
+      ASSERT_NEAR(sa[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+      ASSERT_NEAR(sb[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+    }
+    for (int j = 0; j < d; ++j) {
+      double e = 1.0;
+      for (int i = 0; i < count; ++i)
+        e += double(p[i]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
+      ASSERT_NEAR(oa[j], e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+      ASSERT_NEAR(ob[j], e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace prima::kernels
