@@ -317,8 +317,12 @@ Result<std::unique_ptr<GgufFile>> GgufParser::parse(const std::uint8_t* data, st
       return c.error(info_at, field,
                      "row length " + std::to_string(row) + " is not a multiple of the " + tr->name +
                          " block size " + std::to_string(tr->block_elems));
-    // elems <= 2^63 and block_bytes <= 8 * block_elems, so this cannot overflow u64.
-    t.nbytes = elems / static_cast<std::uint64_t>(tr->block_elems) * tr->block_bytes;
+    // Checked: 2^62 F32 elements would wrap a u64 byte count (found by the fuzzer).
+    if (!mul_within(elems / static_cast<std::uint64_t>(tr->block_elems), tr->block_bytes,
+                    std::numeric_limits<std::uint64_t>::max(), t.nbytes))
+      return c.error(
+          info_at, field,
+          "byte size of " + std::to_string(elems) + " " + tr->name + " elements overflows");
     const std::uint64_t offset_at = c.pos();
     if (Status s = c.read(t.offset, field + " offset"); !s.ok()) return s;
     f->by_name_.emplace(t.name, f->tensors_.size());

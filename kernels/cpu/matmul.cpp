@@ -78,11 +78,11 @@ void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, st
   }
   const auto* wb = static_cast<const std::uint8_t*>(w.data);
   const std::int64_t rows = w.rows;
-  // Grain: enough rows per chunk to amortise the dispatch (>= ~16 KiB of weights) while
-  // leaving work for every thread on the small matrices.
-  std::int64_t grain = std::int64_t(16384 / (w_stride > 0 ? w_stride : 1));
-  if (grain < 4) grain = 4;
-  if (grain * pool.size() > rows) grain = (rows + pool.size() - 1) / pool.size();
+  // The pool gives each thread one contiguous range, so the grain only aligns the ranges
+  // (4 rows); a product too small to repay a dispatch (< 32 KiB of weight bytes x tokens)
+  // runs on the calling thread.
+  const std::int64_t grain =
+      double(w_stride) * double(rows) * double(n) < 32768.0 ? rows : std::int64_t(4);
   pool.parallel_for(
       rows,
       [&](std::int64_t r0, std::int64_t r1, int) {

@@ -99,8 +99,9 @@ struct XScales {
 
 // NR weight rows x NT activation rows. out[r * NT + t].
 template <typename F, int NR, int NT>
-inline void micro(const std::uint8_t* w, std::size_t ws, const std::uint8_t* x, std::size_t xs,
-                  const XScales& sc, std::int64_t t0, float* out) {
+__attribute__((always_inline)) inline void micro(const std::uint8_t* w, std::size_t ws,
+                                                 const std::uint8_t* x, std::size_t xs,
+                                                 const XScales& sc, std::int64_t t0, float* out) {
   using W = typename F::W;
   using X = typename F::X;
   // With a single product per block, alternate two accumulator sets (even/odd blocks) to
@@ -108,33 +109,50 @@ inline void micro(const std::uint8_t* w, std::size_t ws, const std::uint8_t* x, 
   constexpr int kSets = NR * NT == 1 ? 2 : 1;
   __m256 acc[kSets][NR][NT];
   float summ[NR][NT] = {};
+#pragma GCC unroll 8
   for (int a = 0; a < kSets; ++a)
+#pragma GCC unroll 8
     for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
       for (int t = 0; t < NT; ++t) acc[a][r][t] = _mm256_setzero_ps();
   const std::int64_t nb = sc.nb;
-  for (std::int64_t b = 0; b < nb; ++b) {
+  // One block into accumulator set S (a compile-time index: the accumulators stay in
+  // registers).
+  auto step = [&]<int S>(std::int64_t b) __attribute__((always_inline)) {
     __m256i u[NR];
     float dw[NR], mw[NR];
     const W* wb[NR];
+#pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
       wb[r] = reinterpret_cast<const W*>(w + r * ws) + b;
       u[r] = F::u(*wb[r]);
       dw[r] = h2f(wb[r]->d);
       if constexpr (F::kMin) mw[r] = h2f(wb[r]->m);
     }
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       const X& xb = reinterpret_cast<const X*>(x + t * xs)[b];
       const __m256i xq = load32(xb.qs);
       const float dx = sc.dx[(t0 + t) * nb + b];
+#pragma GCC unroll 8
       for (int r = 0; r < NR; ++r) {
         const __m256 p = dot_us(u[r], F::s(xq, *wb[r], u[r]));
-        __m256& a = acc[kSets == 2 ? (b & 1) : 0][r][t];
-        a = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), p, a);
+        acc[S][r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), p, acc[S][r][t]);
         if constexpr (F::kMin) summ[r][t] += mw[r] * sc.sx[(t0 + t) * nb + b];
       }
     }
+  };
+  std::int64_t b = 0;
+  if constexpr (kSets == 2) {
+    for (; b + 2 <= nb; b += 2) {
+      step.template operator()<0>(b);
+      step.template operator()<1>(b + 1);
+    }
   }
+  for (; b < nb; ++b) step.template operator()<0>(b);
+#pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       __m256 a = acc[0][r][t];
       if constexpr (kSets == 2) a = _mm256_add_ps(a, acc[1][r][t]);

@@ -38,7 +38,9 @@ struct TypeTraits {
 
 // Traits of a ggml type number; nullptr when prima does not support it.
 const TypeTraits* type_traits(std::uint32_t ggml_type);
-inline const TypeTraits* type_traits(DType t) { return type_traits(static_cast<std::uint32_t>(t)); }
+inline const TypeTraits* type_traits(DType t) {
+  return type_traits(static_cast<std::uint32_t>(t));
+}
 // Bytes of a row of n elements (n a multiple of the block size).
 std::size_t row_bytes(DType t, std::int64_t n);
 

@@ -15,6 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Polling time before yielding the CPU between polls (as in ucx_transport.cpp): low latency
+// first, then room for ranks that share cores.
+constexpr std::chrono::microseconds kSpinBeforeYield{1000};
+
 struct Context {
   MPI_Comm comm = MPI_COMM_NULL;
   std::map<int, int> world_to_local;  // world rank -> rank in comm
@@ -104,6 +108,7 @@ class MpiTransport final : public Transport {
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_));
     std::size_t iterations = 0;
+    Clock::time_point spin_start;
     for (;;) {
       bool pending = false;
       for (std::size_t i = 0; i < count; ++i) {
@@ -133,8 +138,12 @@ class MpiTransport final : public Transport {
       }
       if (!pending) break;
       if (++iterations % 256 == 0) {
-        if (Clock::now() > deadline) break;
-        std::this_thread::yield();
+        const auto now = Clock::now();
+        if (now > deadline) break;
+        if (iterations == 256)
+          spin_start = now;
+        else if (now - spin_start > kSpinBeforeYield)
+          std::this_thread::yield();
       }
     }
     for (std::size_t i = 0; i < count; ++i) {

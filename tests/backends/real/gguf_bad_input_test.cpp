@@ -195,6 +195,15 @@ TEST(GgufBadInput, TensorInfoCorruptions) {
   patch<std::uint64_t>(b, q.dims + 8, std::uint64_t{1} << 40);
   expect_error(b, {"offset " + std::to_string(q.dims + 8), "dims[1]: element count overflows"});
 
+  // 2^62 + 4 F32 elements: the byte count wraps to 16 in u64 arithmetic (a fuzzer find).
+  b = good;
+  patch<std::uint32_t>(b, q.type, 0);
+  patch<std::uint64_t>(b, q.dims, (std::uint64_t{1} << 62) + 4);
+  patch<std::uint64_t>(b, q.dims + 8, 1);
+  expect_error(b, {"offset " + std::to_string(q.name),
+                   "tensor 'blk.0.attn_q.weight': byte size of 4611686018427387908 F32 "
+                   "elements overflows"});
+
   b = good;
   patch<std::uint64_t>(b, t.dims, 48);
   expect_error(b, {"tensor 'tB': row length 48 is not a multiple of the Q8_0 block size 32"});

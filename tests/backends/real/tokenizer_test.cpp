@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,25 @@ TEST(TokenizerPretokenize, InvalidUtf8IsKeptAsBytes) {
   for (const auto& x : p) joined += x;
   EXPECT_EQ(joined, s);
   EXPECT_EQ(p, (Pieces{"a", "\xff\xfe", " b"}));
+}
+
+// Every string of the fixtures, split as Python's regex module splits with the expressions.
+TEST(TokenizerPretokenize, MatchesPythonRegex) {
+  const std::string path =
+      std::string(PRIMA_SOURCE_DIR) + "/tests/data/tokenizer/pretokenize_reference.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in.good()) << path;
+  const nlohmann::json ref = nlohmann::json::parse(in);
+  int n = 0;
+  for (const auto& c : ref.at("cases")) {
+    auto type = tok::pre_type_from_name(c.at("pre").get<std::string>());
+    ASSERT_TRUE(type.ok()) << type.status().to_string();
+    const std::string text = c.at("text");
+    EXPECT_EQ(split(*type, text), c.at("pieces").get<Pieces>())
+        << c.at("pre") << ": \"" << text.substr(0, 120) << "\"";
+    ++n;
+  }
+  EXPECT_GE(n, 150);
 }
 
 // A GPT-2 style vocabulary: the 256 byte characters, then merged tokens, then specials.

@@ -7,9 +7,11 @@ and off.
 smollm2_chat_reference.json: what Python jinja2 renders with the model's own
 tokenizer.chat_template (read with the PyPI package gguf) for several message lists, plus
 the canonical templates of other families (written out below) for the family renderers.
+pretokenize_reference.json: the pieces Python's regex module gives for the gpt2, smollm and
+llama3 pre-tokenizer expressions on the same strings.
 
 Usage: python3 tests/data/tokenizer/make_reference.py [model.gguf]
-Needs: pip install llama-cpp-python gguf jinja2
+Needs: pip install llama-cpp-python gguf jinja2 regex
 """
 import json
 import os
@@ -102,6 +104,44 @@ def make_tokens():
     with open(os.path.join(HERE, "smollm2_reference.json"), "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=False, indent=1)
     print("wrote %d token cases" % len(cases))
+
+
+PRE_EXPRESSIONS = {
+    "gpt2": [r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"],
+    "smollm": [r"\p{N}",
+               r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"],
+    "llama3": [r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+               r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
+}
+
+
+def regex_split(expressions, text):
+    """Applies the expressions in sequence; unmatched stretches stay pieces of their own."""
+    import regex
+    pieces = [text] if text else []
+    for expr in expressions:
+        out = []
+        for p in pieces:
+            pos = 0
+            for m in regex.finditer(expr, p):
+                if m.start() > pos:
+                    out.append(p[pos:m.start()])
+                out.append(m.group(0))
+                pos = m.end()
+            if pos < len(p):
+                out.append(p[pos:])
+        pieces = out
+    return pieces
+
+
+def make_pretokenize():
+    cases = [{"pre": name, "text": s, "pieces": regex_split(exprs, s)}
+             for name, exprs in PRE_EXPRESSIONS.items() for s in STRINGS]
+    out = {"generator": "Python regex %s: the pre-tokenizer expressions, applied in sequence"
+                        % __import__("regex").__version__, "cases": cases}
+    with open(os.path.join(HERE, "pretokenize_reference.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=False, indent=1)
+    print("wrote %d pre-tokenizer cases" % len(cases))
 
 
 # Canonical templates of other families, for the family renderers (rendered with jinja2 too).
@@ -207,6 +247,7 @@ def make_chat():
 
 
 if __name__ == "__main__":
+    make_pretokenize()
     make_chat()
     try:
         import llama_cpp  # noqa: F401

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/attention_kernels.h"
 #include "kernels/cpu/quant.h"
 
 namespace prima::kernels {
@@ -127,6 +128,40 @@ TEST(Attention, WriteKvRoundsToF16) {
     for (int j = 0; j < 8; ++j) {
       EXPECT_EQ(c.k[base + j], fp32_to_fp16(k[p * 8 + j]));
       EXPECT_EQ(c.v[base + j], fp32_to_fp16(v[p * 8 + j]));
+    }
+  }
+}
+
+TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")))
+    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+  const auto& a = detail::attention_portable_kernels();
+  const auto& b = detail::attention_avx2_kernels();
+  for (int d : {64, 40, 7}) {
+    const int count = 13, stride = 3 * d + 5;
+    const auto kf = randn(std::size_t(count * stride), 30), q = randn(std::size_t(d), 31);
+    const auto p = randn(std::size_t(count), 32);
+    std::vector<std::uint16_t> k(kf.size());
+    for (std::size_t i = 0; i < k.size(); ++i) k[i] = fp32_to_fp16(kf[i]);
+    std::vector<float> sa(count), sb(count);
+    a.kq(q.data(), k.data(), stride, count, d, 0.25f, sa.data());
+    b.kq(q.data(), k.data(), stride, count, d, 0.25f, sb.data());
+    std::vector<float> oa(std::size_t(d), 1.0f), ob(std::size_t(d), 1.0f);
+    a.pv(p.data(), k.data(), stride, count, d, oa.data());
+    b.pv(p.data(), k.data(), stride, count, d, ob.data());
+    for (int i = 0; i < count; ++i) {
+      double e = 0;
+      for (int j = 0; j < d; ++j) e += double(q[j]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
+      ASSERT_NEAR(sa[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+      ASSERT_NEAR(sb[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+    }
+    for (int j = 0; j < d; ++j) {
+      double e = 1.0;
+      for (int i = 0; i < count; ++i)
+        e += double(p[i]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
+      ASSERT_NEAR(oa[j], e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+      ASSERT_NEAR(ob[j], e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
     }
   }
 }
