@@ -76,6 +76,12 @@ int cmd_generate(const Args& args) {
     return kExitBadInput;
   }
 
+  for (const auto& s : stops)
+    if (s.empty()) {
+      std::fprintf(stderr, "prima generate: --stop needs a non-empty string\n");
+      return kExitBadInput;
+    }
+
   real::RealBackendOptions bo;
   bo.model_path = model;
   bo.manifest = manifest;
