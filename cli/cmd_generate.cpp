@@ -5,7 +5,9 @@
 // backend's worker thread and the runtime's post().
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "backends/real/real_backend.h"
 #include "backends/real/real_runtime.h"
@@ -30,14 +32,16 @@ int exit_for(const Status& st) {
 
 int cmd_generate(const Args& args) {
   std::string model, prompt, manifest;
-  int max_tokens = 64, threads = 0, tp = 1, pp = 1, top_k = 0;
+  std::string prompt_file;
+  int max_tokens = 64, threads = 0, tp = 1, pp = 1, top_k = 0, batch = 1;
   double temperature = 0, top_p = 1.0;
   std::uint64_t seed = 0;
   std::vector<std::string> stops;
   po::options_description opts("prima generate --model PATH --prompt TEXT [options]");
   opts.add_options()("help,h", "show this help")("model", po::value(&model),
                                                  "GGUF model file (llama architecture)")(
-      "prompt", po::value(&prompt), "the prompt text")(
+      "prompt", po::value(&prompt), "the prompt text")("prompt-file", po::value(&prompt_file),
+                                                       "read the prompt text from this file")(
       "chat", "apply the model's chat template to the prompt as a user message")(
       "max-tokens", po::value(&max_tokens)->default_value(64), "tokens to generate at most")(
       "temperature", po::value(&temperature)->default_value(0.0), "0: greedy")(
@@ -48,7 +52,11 @@ int cmd_generate(const Args& args) {
       "tp", po::value(&tp)->default_value(1), "tensor-parallel ranks")(
       "pp", po::value(&pp)->default_value(1), "pipeline stages")(
       "ids", "print the generated token ids instead of the text")(
-      "stop", po::value(&stops)->composing(), "stop string (repeatable)")(
+      "ignore-eos", "do not stop at end-of-generation tokens (benchmarks)")(
+      "batch", po::value(&batch)->default_value(1),
+      "run N copies of the request at once (seeds seed..seed+N-1); prints the first, reports "
+      "the aggregate throughput")("stop", po::value(&stops)->composing(),
+                                  "stop string (repeatable)")(
       "manifest", po::value(&manifest), "sha256 manifest to verify the model against");
   po::variables_map vm;
   try {
@@ -65,14 +73,25 @@ int cmd_generate(const Args& args) {
                  "--prompt 'Hi' --chat\n";
     return kExitOk;
   }
-  if (model.empty() || !vm.count("prompt")) {
+  if (!prompt_file.empty()) {
+    std::ifstream in(prompt_file, std::ios::binary);
+    if (!in) {
+      std::fprintf(stderr, "prima generate: cannot read --prompt-file %s\n", prompt_file.c_str());
+      return kExitBadInput;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    prompt = ss.str();
+  }
+  if (model.empty() || (!vm.count("prompt") && prompt_file.empty())) {
     std::fprintf(stderr, "prima generate: --model and --prompt are required (see --help)\n");
     return kExitBadInput;
   }
-  if (max_tokens < 1 || temperature < 0 || top_k < 0 || top_p <= 0 || top_p > 1) {
+  if (max_tokens < 1 || temperature < 0 || top_k < 0 || top_p <= 0 || top_p > 1 || batch < 1 ||
+      batch > 256) {
     std::fprintf(stderr,
                  "prima generate: need --max-tokens >= 1, --temperature >= 0, --top-k >= 0, "
-                 "0 < --top-p <= 1\n");
+                 "0 < --top-p <= 1, 1 <= --batch <= 256\n");
     return kExitBadInput;
   }
 
@@ -88,7 +107,7 @@ int cmd_generate(const Args& args) {
   bo.threads = threads;
   bo.tp = tp;
   bo.pp = pp;
-  bo.max_num_seqs = 1;
+  bo.max_num_seqs = batch;
   auto opened = real::RealBackend::open(bo);
   if (!opened.ok()) {
     std::fprintf(stderr, "prima generate: %s\n", opened.status().message().c_str());
@@ -132,7 +151,7 @@ int cmd_generate(const Args& args) {
   Executor* ex = backend->executor(&rt);
   cluster::EngineOptions eo;
   eo.scheduler.block_size = backend->block_size();
-  eo.scheduler.max_num_seqs = 1;
+  eo.scheduler.max_num_seqs = batch;
   eo.max_model_len = ctx;
   cluster::ReplicaSetup rs;
   rs.executor = ex;
@@ -151,7 +170,7 @@ int cmd_generate(const Args& args) {
   r.sampling.top_k = top_k;
   r.sampling.top_p = top_p;
   r.sampling.seed = seed;
-  r.stop_ids = tok.eog_ids();
+  if (!vm.count("ignore-eos")) r.stop_ids = tok.eog_ids();
 
   const bool print_ids = vm.count("ids") > 0;
   std::vector<int> out;
@@ -189,7 +208,22 @@ int cmd_generate(const Args& args) {
       shown = t.substr(0, n);
     }
   };
+  // --batch: the first request is the one printed; all count in the throughput.
+  RequestId first_id = 0;
+  int ended = 0;
+  std::int64_t generated_all = 0;
+  Time last_first_token_s = 0;
+  int started = 0;                 // requests that produced their first token
+  std::int64_t batch_decoded = 0;  // tokens produced once all had started
+
   engine.on_token = [&](const Sequence& s) {
+    if (s.num_generated == 1) {
+      ++started;
+      last_first_token_s = rt.now();
+    } else if (started == batch) {
+      ++batch_decoded;
+    }
+    if (s.req.id != first_id) return;
     if (first_token_s < 0) first_token_s = rt.now();
     out = s.output_ids;
     emit(false);
@@ -200,14 +234,22 @@ int cmd_generate(const Args& args) {
     }
   };
   engine.on_end = [&](const Sequence& s) {
+    generated_all += s.num_generated;
+    end_s = rt.now();
+    if (++ended == batch && !stopped) done = true;
+    if (s.req.id != first_id) return;
     outcome = s.outcome;
     reason = s.reason;
     if (!stopped) out = s.output_ids;
-    end_s = rt.now();
-    done = true;
   };
   const Time t0 = rt.now();
-  engine.submit(std::move(r));
+  for (int i = 1; i < batch; ++i) {
+    Request copy = r;
+    copy.sampling.seed = seed + i;
+    copy.id = 0;
+    engine.submit(std::move(copy));
+  }
+  first_id = engine.submit(std::move(r));
   if (!done) rt.run_until([&] { return done; });
   emit(true);
   backend->shutdown();  // joins the executor's worker, releases the other ranks
@@ -229,6 +271,16 @@ int cmd_generate(const Args& args) {
                "decode %.1f tokens/s (%.3f s)\n",
                ids.size(), out.size(), prefill_s > 0 ? ids.size() / prefill_s : 0.0, prefill_s,
                decode_s > 0 && out.size() > 1 ? (out.size() - 1) / decode_s : 0.0, decode_s);
+  if (batch > 1) {
+    // Decode phase of the batch: from the last request's first token to the last end.
+    const double phase_s = end_s - last_first_token_s;
+    std::fprintf(stderr,
+                 "batch %d: %lld tokens generated in %.3f s (%.1f tokens/s overall), batch decode "
+                 "%.1f tokens/s\n",
+                 batch, static_cast<long long>(generated_all), end_s - t0,
+                 end_s > t0 ? generated_all / (end_s - t0) : 0.0,
+                 phase_s > 0 ? batch_decoded / phase_s : 0.0);
+  }
   return kExitOk;
 }
 

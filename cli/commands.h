@@ -14,6 +14,7 @@ int cmd_report(const Args& args);
 int cmd_validate(const Args& args);
 int cmd_plan(const Args& args);
 int cmd_generate(const Args& args);
+int cmd_profile(const Args& args);
 
 struct Command {
   const char* name;

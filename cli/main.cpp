@@ -15,6 +15,8 @@ const std::vector<Command>& commands() {
       {"plan", "search configurations for the highest rate that meets an SLO", cmd_plan},
       {"generate", "run a prompt through a GGUF model on the real backend (CPU, TP/PP ranks)",
        cmd_generate},
+      {"profile", "measure the real CPU backend and write the simulator's calibration",
+       cmd_profile},
       {"report", "render a run's output directory as a self-contained HTML report", cmd_report},
   };
   return kCommands;
@@ -25,14 +27,18 @@ static void usage(std::FILE* out) {
                "prima - a simulation-first distributed LLM inference engine\n\n"
                "usage: prima COMMAND [ARGS...]\n\ncommands:\n");
   for (const auto& c : commands()) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
-  std::fprintf(out,
-               "\nexamples:\n"
-               "  prima simulate                          # the built-in default scenario\n"
-               "  prima simulate scenarios/x.json --out out/x --set seed=7\n"
-               "  prima simulate scenarios/x.json --out out/x --html  # + out/x/report.html\n"
-               "  prima validate scenarios/*.json topologies/*.json\n"
-               "  prima plan scenarios/plans/llama2_70b_bitbrick.json --out out/plan\n\n"
-               "Run 'prima COMMAND --help' for a command's options.\n");
+  std::fprintf(
+      out,
+      "\nexamples:\n"
+      "  prima simulate                          # the built-in default scenario\n"
+      "  prima simulate scenarios/x.json --out out/x --set seed=7\n"
+      "  prima simulate scenarios/x.json --out out/x --html  # + out/x/report.html\n"
+      "  prima validate scenarios/*.json topologies/*.json\n"
+      "  prima plan scenarios/plans/llama2_70b_bitbrick.json --out out/plan\n"
+      "  prima generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf --prompt Hi --chat\n"
+      "  mpirun -np 3 prima generate --model M.gguf --prompt Hi --tp 3\n"
+      "  prima profile --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out cal.json\n\n"
+      "Run 'prima COMMAND --help' for a command's options.\n");
 }
 
 }  // namespace prima::cli

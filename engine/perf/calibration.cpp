@@ -41,6 +41,10 @@ Calibration parse_calibration(const config::JsonReader& r) {
     g->finish();
   }
   r.string("source", "");
+  // Written by `prima profile` next to the efficiencies: informational here (the GPU object
+  // a topology may use, and the measurements the fit came from).
+  r.consume("hardware");
+  r.consume("profile");
   r.finish();
   return c;
 }

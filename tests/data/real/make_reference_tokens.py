@@ -17,6 +17,22 @@ import sys
 
 import jinja2
 import llama_cpp
+import llama_cpp.llama
+
+# This machine's CPU has AMX; llama.cpp's AMX "extra buffer type" crashes here (a segfault in
+# ggml_backend_amx_mul_mat), so the reference runs llama.cpp's plain CPU path, as prima's
+# kernels do: model params with use_extra_bufts = False (no AMX / repacked weight buffers).
+_default_params = llama_cpp.llama_model_default_params
+
+
+def _plain_cpu_params():
+    p = _default_params()
+    p.use_extra_bufts = False
+    return p
+
+
+llama_cpp.llama_model_default_params = _plain_cpu_params
+llama_cpp.llama.llama_cpp.llama_model_default_params = _plain_cpu_params
 
 N_TOKENS = 32
 PROMPTS = [

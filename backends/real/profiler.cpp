@@ -1,0 +1,388 @@
+// Profiler (profiler.h): measurement loops, the machine probes and the calibration fit.
+#include "backends/real/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "backends/real/gguf.h"
+#include "backends/real/kv_store.h"
+#include "backends/real/llama_forward.h"
+#include "backends/real/llama_weights.h"
+#include "engine/perf/cost_model.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace prima::real {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Median wall time of fn over `repeats` runs after one warm-up run.
+template <typename Fn>
+double median_time(int repeats, Fn&& fn) {
+  fn();
+  std::vector<double> t;
+  for (int i = 0; i < std::max(1, repeats); ++i) {
+    auto t0 = Clock::now();
+    fn();
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::string cpu_model_name(double* mhz) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, name = "unknown CPU";
+  *mhz = 0;
+  while (std::getline(in, line)) {
+    auto value = [&] { return line.substr(line.find(':') + 2); };
+    if (line.rfind("model name", 0) == 0 && name == "unknown CPU") name = value();
+    if (line.rfind("cpu MHz", 0) == 0 && *mhz == 0) *mhz = std::stod(value());
+  }
+  return name;
+}
+
+double host_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  in >> key >> kb;
+  return kb * 1024;
+}
+
+// All threads sum 64-bit words of a 512 MiB buffer (integer adds vectorise): read bandwidth.
+double measure_read_bandwidth(kernels::ThreadPool& pool, int repeats) {
+  const std::int64_t n = (512ll << 20) / 8;
+  std::vector<std::uint64_t> buf(n);
+  pool.parallel_for(n, [&](std::int64_t b, std::int64_t e, int) {
+    for (std::int64_t i = b; i < e; ++i) buf[i] = static_cast<std::uint64_t>(i);
+  });
+  std::vector<std::uint64_t> sums(pool.size() * 8);
+  const double t = median_time(repeats, [&] {
+    pool.parallel_for(
+        n,
+        [&](std::int64_t b, std::int64_t e, int th) {
+          std::uint64_t s = 0;
+          for (std::int64_t i = b; i < e; ++i) s += buf[i];
+          sums[th * 8] += s;
+        },
+        4096);
+  });
+  return double(n) * 8 / t;
+}
+
+struct Fixture {
+  std::unique_ptr<GgufFile> file;
+  LlamaConfig cfg;
+  std::unique_ptr<LlamaWeights> w;
+  std::unique_ptr<KvStore> kv;
+  std::unique_ptr<kernels::ThreadPool> pool;
+  std::unique_ptr<LlamaForward> fwd;
+  int blocks_per_seq = 0;
+};
+
+constexpr int kBlockSize = 16;
+
+model::ModelSpec spec_of(const GgufFile& f, const LlamaConfig& c) {
+  model::ModelSpec m;
+  m.name = f.get_string_or("general.name", "llama");
+  m.source = f.path();
+  m.layers = c.layers;
+  m.hidden = c.hidden;
+  m.heads = c.heads;
+  m.kv_heads = c.kv_heads;
+  m.head_dim = c.head_dim;
+  m.ffn = c.ffn;
+  m.vocab = c.vocab;
+  m.tied_embeddings = c.tied_embeddings;
+  m.max_context = c.context_length;
+  return m;
+}
+
+// A step of `seqs` sequences, each computing `n` tokens ending at context `ctx`; sequence s
+// uses blocks [s * blocks_per_seq, ...). Every sequence samples.
+StepInput make_step(const Fixture& fx, int seqs, int n, int ctx) {
+  StepInput st;
+  for (int s = 0; s < seqs; ++s) {
+    SeqInput q;
+    q.request = s + 1;
+    q.pos0 = ctx - n;
+    for (int i = 0; i < n; ++i) q.tokens.push_back((s * 131 + i * 7) % fx.cfg.vocab);
+    const int nb = (ctx + kBlockSize - 1) / kBlockSize;
+    for (int b = 0; b < nb; ++b) q.blocks.push_back(s * fx.blocks_per_seq + b);
+    q.samples = true;
+    st.seqs.push_back(std::move(q));
+  }
+  return st;
+}
+
+BatchShape shape_of(const StepInput& st) {
+  BatchShape b;
+  for (const auto& q : st.seqs) {
+    SeqWork w;
+    w.num_tokens = static_cast<int>(q.tokens.size());
+    w.context_len = static_cast<int>(q.pos0) + w.num_tokens;
+    w.is_prefill = w.num_tokens > 1;
+    w.samples = q.samples;
+    b.add(w);
+  }
+  return b;
+}
+
+double predict(const ProfileResult& r, const perf::Efficiency& e, const BatchShape& b) {
+  perf::CostModel cm(r.model, model::Quantization::kW4A16, r.hardware, plan::ParallelPlan{}, e);
+  plan::LinkSpec none;
+  none.bandwidth_Bps = 1e12;
+  return cm.step_time_s(b, none, none);
+}
+
+// Solves field(e) in [1e-4, 1] so that predict == measured (predicted time falls as the
+// efficiency rises); 1 when even full efficiency predicts slower than measured.
+void fit(const ProfileResult& r, perf::Efficiency* e, double perf::Efficiency::*field,
+         const BatchShape& b, double measured) {
+  double lo = 1e-4, hi = 1.0;
+  e->*field = hi;
+  if (predict(r, *e, b) >= measured) return;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = std::sqrt(lo * hi);
+    e->*field = mid;
+    (predict(r, *e, b) > measured ? lo : hi) = mid;
+  }
+  e->*field = hi;
+}
+
+}  // namespace
+
+Result<ProfileResult> run_profile(const ProfileOptions& opts,
+                                  const std::function<void(const std::string&)>& progress) {
+  ProfileResult r;
+  Fixture fx;
+  GgufOpenOptions go;
+  go.manifest = opts.manifest;
+  auto f = GgufFile::open(opts.model_path, go);
+  if (!f.ok()) return f.status();
+  fx.file = std::move(*f);
+  auto cfg = read_llama_config(*fx.file);
+  if (!cfg.ok()) return cfg.status();
+  fx.cfg = *cfg;
+  auto w = LlamaWeights::bind(*fx.file, fx.cfg, ShardSpec{});
+  if (!w.ok()) return w.status();
+  fx.w = std::move(*w);
+  r.threads = opts.threads > 0 ? opts.threads
+                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  fx.pool = std::make_unique<kernels::ThreadPool>(r.threads);
+  const int max_ctx = std::min(fx.cfg.context_length,
+                               *std::max_element(opts.contexts.begin(), opts.contexts.end()));
+  const int max_seqs = 16;
+  fx.blocks_per_seq = (std::max(max_ctx, 512) + kBlockSize - 1) / kBlockSize;
+  fx.kv = std::make_unique<KvStore>(fx.cfg.layers, max_seqs * fx.blocks_per_seq, kBlockSize,
+                                    fx.cfg.kv_heads, fx.cfg.head_dim);
+  // Touch the whole cache (untouched pages would read as the shared zero page).
+  for (int l = 0; l < fx.kv->layers(); ++l) {
+    kernels::KvLayer L = fx.kv->layer(l);
+    const std::int64_t n = L.block_stride() * fx.kv->num_blocks();
+    std::fill(L.k, L.k + n, std::uint16_t(0x2e66));  // 0.1 in f16
+    std::fill(L.v, L.v + n, std::uint16_t(0x2e66));
+  }
+  fx.fwd = std::make_unique<LlamaForward>(fx.w.get(), fx.kv.get(), fx.pool.get());
+
+  double mhz = 0;
+  r.cpu = cpu_model_name(&mhz);
+  r.isa = kernels::kernel_isa();
+  r.model = spec_of(*fx.file, fx.cfg);
+  r.mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats);
+  r.peak_flops = (mhz > 0 ? mhz * 1e6 : 2e9) * 32.0 * r.threads;
+  r.dispatch_s = median_time(opts.repeats * 20, [&] {
+    fx.pool->parallel_for(r.threads, [](std::int64_t, std::int64_t, int) {});
+  });
+  progress("machine: " + r.cpu + ", " + std::to_string(r.threads) + " threads, kernels " + r.isa +
+           ", read bandwidth " + std::to_string(r.mem_bw_Bps / 1e9) + " GB/s");
+
+  r.hardware.name = opts.name.empty() ? "cpu:" + r.cpu : opts.name;
+  r.hardware.source =
+      "prima profile: read bandwidth measured; peak = cpu MHz x 32 FP32 "
+      "FLOP/cycle (AVX2 FMA) x threads";
+  r.hardware.hbm_bytes = host_memory_bytes();
+  r.hardware.hbm_bw_Bps = r.mem_bw_Bps;
+  r.hardware.fp16_flops = r.peak_flops;
+  r.hardware.bf16_flops = r.peak_flops;
+  r.hardware.int8_ops = 2 * r.peak_flops;
+
+  // Operators: the linear layers of layer 0 and the LM head over batch sizes.
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> U(-1, 1);
+  const auto& L0 = fx.w->layer(0);
+  const std::vector<std::pair<std::string, const kernels::WeightView*>> linears = {
+      {"attn_q", &L0.wq},      {"attn_k", &L0.wk},         {"attn_v", &L0.wv},
+      {"attn_output", &L0.wo}, {"ffn_gate", &L0.gate},     {"ffn_up", &L0.up},
+      {"ffn_down", &L0.down},  {"output", &fx.w->output()}};
+  const int max_batch = *std::max_element(opts.batches.begin(), opts.batches.end());
+  std::vector<float> x(std::size_t(max_batch) * std::max(fx.cfg.hidden, fx.cfg.ffn));
+  for (float& v : x) v = U(rng);
+  std::vector<float> y(std::size_t(max_batch) * fx.cfg.vocab);
+  for (const auto& [name, wv] : linears) {
+    for (int n : opts.batches) {
+      if (name == "output" && n > 16) continue;  // only sampled rows reach the LM head
+      const double t =
+          median_time(opts.repeats, [&] { kernels::matmul(*wv, x.data(), n, y.data(), *fx.pool); });
+      const double bytes = double(kernels::row_bytes(wv->type, wv->cols)) * wv->rows;
+      r.ops.push_back({"matmul:" + name, n, 0, t, 2.0 * wv->rows * wv->cols * n, bytes});
+    }
+    progress("matmul " + name + " done");
+  }
+  // Norm, RoPE, SwiGLU per batch size.
+  std::vector<float> nw(fx.cfg.hidden, 1.0f), a(std::size_t(max_batch) * fx.cfg.ffn);
+  for (int n : opts.batches) {
+    double t = median_time(opts.repeats, [&] {
+      for (int i = 0; i < n; ++i)
+        kernels::rms_norm(x.data() + std::size_t(i) * fx.cfg.hidden, nw.data(), fx.cfg.hidden,
+                          fx.cfg.eps, a.data() + std::size_t(i) * fx.cfg.hidden);
+    });
+    r.ops.push_back({"rms_norm", n, 0, t, 0, 8.0 * n * fx.cfg.hidden});
+    t = median_time(opts.repeats, [&] {
+      for (int i = 0; i < n; ++i)
+        kernels::rope(a.data() + std::size_t(i) * fx.cfg.hidden, fx.cfg.heads, fx.cfg.head_dim,
+                      fx.cfg.rot_dims, 100 + i, fx.cfg.freq_base);
+    });
+    r.ops.push_back({"rope", n, 0, t, 0, 8.0 * n * fx.cfg.hidden});
+    t = median_time(opts.repeats, [&] {
+      kernels::silu_mul(x.data(), a.data(), std::int64_t(n) * fx.cfg.ffn, a.data());
+    });
+    r.ops.push_back({"silu_mul", n, 0, t, 0, 12.0 * n * fx.cfg.ffn});
+  }
+  // Attention of layer 0 over contexts: one decode token, and a prefill chunk ending there.
+  const int qdim = fx.cfg.heads * fx.cfg.head_dim;
+  std::vector<float> q(std::size_t(128) * qdim), out(q.size());
+  for (float& v : q) v = U(rng);
+  const float scale = 1.0f / std::sqrt(float(fx.cfg.head_dim));
+  std::vector<int> table(fx.blocks_per_seq);
+  for (int b = 0; b < fx.blocks_per_seq; ++b) table[b] = b;
+  const double kv_token_bytes = 2.0 * 2 * fx.cfg.kv_heads * fx.cfg.head_dim;
+  for (int c : opts.contexts) {
+    if (c > max_ctx) continue;
+    const kernels::KvLayer kvl = fx.kv->layer(0);
+    double t = median_time(opts.repeats, [&] {
+      kernels::attention(kvl, table.data(), c - 1, 1, q.data(), fx.cfg.heads, scale, out.data(),
+                         *fx.pool);
+    });
+    r.ops.push_back({"attention:decode", 1, c, t, 4.0 * c * qdim, kv_token_bytes * c});
+    const int n = std::min(c, 128);
+    t = median_time(opts.repeats, [&] {
+      kernels::attention(kvl, table.data(), c - n, n, q.data(), fx.cfg.heads, scale, out.data(),
+                         *fx.pool);
+    });
+    r.ops.push_back({"attention:prefill", n, c, t, 4.0 * qdim * (double(n) * c - n * (n - 1) / 2.0),
+                     kv_token_bytes * c});
+  }
+  progress("operators done (" + std::to_string(r.ops.size()) + " timings)");
+
+  // Whole forward steps.
+  struct Shape {
+    const char* kind;
+    int seqs, n, ctx;
+  };
+  std::vector<Shape> shapes = {
+      {"decode", 1, 1, 128}, {"prefill", 1, 256, 256}, {"decode", 1, 1, max_ctx}};
+  for (int b : {4, 8, 16})
+    for (int c : {128, std::min(1024, max_ctx)}) shapes.push_back({"decode", b, 1, c});
+  for (int n : {32, 128, 512})
+    if (n <= max_ctx) shapes.push_back({"prefill", 1, n, n});
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const Shape& s = shapes[i];
+    StepInput st = make_step(fx, s.seqs, s.n, s.ctx);
+    Status err;
+    std::vector<float> logits;
+    const double t = median_time(std::max(1, opts.repeats / (s.n >= 256 ? 2 : 1)), [&] {
+      Status st2 = fx.fwd->forward(st, &logits);
+      if (!st2.ok()) err = st2;
+    });
+    if (!err.ok()) return err;
+    StepTiming sm{s.kind, s.seqs, s.seqs * s.n, s.ctx, t, 0, i < 3};
+    r.steps.push_back(sm);
+    progress(std::string("step ") + s.kind + " seqs=" + std::to_string(s.seqs) +
+             " tokens=" + std::to_string(sm.tokens) + " ctx=" + std::to_string(s.ctx) + ": " +
+             std::to_string(t * 1e3) + " ms");
+  }
+
+  // Fit: gemm_memory on the short decode, gemm_compute on the prefill, attention_memory on the
+  // long decode; twice, since each step involves all three a little.
+  perf::Efficiency e;
+  e.step_overhead_s = 0;
+  e.layer_overhead_s = 7 * r.dispatch_s;  // seven matmuls per layer, one dispatch each
+  e.allreduce_latency_s = 0;
+  e.p2p_latency_s = 0;
+  std::vector<BatchShape> bs;
+  for (const Shape& s : shapes) bs.push_back(shape_of(make_step(fx, s.seqs, s.n, s.ctx)));
+  for (int round = 0; round < 2; ++round) {
+    fit(r, &e, &perf::Efficiency::gemm_memory, bs[0], r.steps[0].seconds);
+    fit(r, &e, &perf::Efficiency::gemm_compute, bs[1], r.steps[1].seconds);
+    fit(r, &e, &perf::Efficiency::attention_memory, bs[2], r.steps[2].seconds);
+  }
+  e.attention_compute = std::min(1.0, e.gemm_compute * 1.0);
+  e.elementwise_memory = e.gemm_memory;
+  r.efficiency = e;
+  for (std::size_t i = 0; i < shapes.size(); ++i) r.steps[i].predicted_s = predict(r, e, bs[i]);
+  return r;
+}
+
+nlohmann::json profile_to_json(const ProfileResult& r) {
+  using nlohmann::json;
+  const perf::Efficiency& e = r.efficiency;
+  json eff = {{"gemm_compute", e.gemm_compute},
+              {"gemm_memory", e.gemm_memory},
+              {"attention_compute", e.attention_compute},
+              {"attention_memory", e.attention_memory},
+              {"elementwise_memory", e.elementwise_memory},
+              {"step_overhead_s", e.step_overhead_s},
+              {"layer_overhead_s", e.layer_overhead_s},
+              {"source", "fitted by prima profile on " + r.model.name}};
+  json hw = {{"name", r.hardware.name},
+             {"source", r.hardware.source},
+             {"hbm", std::to_string(static_cast<long long>(r.hardware.hbm_bytes)) + "B"},
+             {"hbm_bandwidth", std::to_string(r.hardware.hbm_bw_Bps / 1e9) + "GB/s"},
+             {"fp16_tflops", r.hardware.fp16_flops / 1e12}};
+  json ops = json::array();
+  for (const auto& o : r.ops)
+    ops.push_back({{"op", o.op},
+                   {"batch", o.batch},
+                   {"context", o.context},
+                   {"seconds", o.seconds},
+                   {"gflops", o.flops > 0 ? o.flops / o.seconds / 1e9 : 0.0},
+                   {"gbps", o.bytes / o.seconds / 1e9}});
+  json steps = json::array();
+  for (const auto& s : r.steps)
+    steps.push_back({{"kind", s.kind},
+                     {"seqs", s.seqs},
+                     {"tokens", s.tokens},
+                     {"context", s.context},
+                     {"seconds", s.seconds},
+                     {"predicted_s", s.predicted_s},
+                     {"ratio", s.predicted_s / s.seconds},
+                     {"fitted", s.fitted}});
+  return {{"source", "prima profile of " + r.model.name + " on " + r.cpu},
+          {"gpus", {{r.hardware.name, eff}}},
+          {"hardware", hw},
+          {"profile",
+           {{"cpu", r.cpu},
+            {"kernels", r.isa},
+            {"threads", r.threads},
+            {"read_bandwidth_GBps", r.mem_bw_Bps / 1e9},
+            {"peak_gflops", r.peak_flops / 1e9},
+            {"dispatch_us", r.dispatch_s * 1e6},
+            {"model", r.model.name},
+            {"operators", ops},
+            {"steps", steps}}}};
+}
+
+}  // namespace prima::real

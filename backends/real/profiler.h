@@ -1,0 +1,81 @@
+// Profiler: measures the real CPU backend on this machine (`prima profile`) and fits the
+// simulator's calibration to it, so a simulated "CPU" replica can be compared with a real run.
+//
+// What it measures (median of `repeats` runs after a warm-up, on a ThreadPool of `threads`):
+//   - the machine: memory read bandwidth (all threads streaming a 512 MiB buffer) and the
+//     nominal FP32 FMA peak (cpu MHz x 32 FLOP/cycle x threads);
+//   - operators over batch sizes: every linear layer of layer 0 and the LM head (matmul), and
+//     RMSNorm / RoPE / SwiGLU; attention over context lengths (decode and a prefill chunk);
+//   - whole forward steps: decode batches at several contexts and prefill chunks.
+// The fit: with the cost model of engine/perf (roofline per operator), the efficiency shares
+// (gemm_memory, gemm_compute, attention_memory) are solved by bisection so that the model's
+// step time equals the measured one on three calibration steps; layer_overhead_s is the
+// measured pool dispatch cost per layer. Other steps are predicted and compared (validation).
+// Single-threaded driver; not reentrant.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/model/model_spec.h"
+#include "engine/perf/calibration.h"
+#include "engine/plan/topology.h"
+
+namespace prima::real {
+
+struct ProfileOptions {
+  std::string model_path;
+  std::string manifest;
+  int threads = 0;  // 0: hardware concurrency
+  std::vector<int> batches{1, 2, 4, 8, 16, 32, 64, 128};
+  std::vector<int> contexts{128, 512, 1024, 2048};
+  int repeats = 5;
+  std::string name;  // hardware name in the calibration (default "cpu:<model name>")
+};
+
+struct OpTiming {
+  std::string op;  // "matmul:attn_q", "attention:decode", "rms_norm", ...
+  int batch = 0;   // tokens
+  int context = 0;
+  double seconds = 0;
+  double flops = 0;
+  double bytes = 0;
+};
+
+struct StepTiming {
+  std::string kind;  // "decode" or "prefill"
+  int seqs = 0;
+  int tokens = 0;   // tokens computed
+  int context = 0;  // context per sequence after the step
+  double seconds = 0;
+  double predicted_s = 0;  // cost model with the fitted calibration
+  bool fitted = false;     // one of the calibration steps
+};
+
+struct ProfileResult {
+  std::string cpu;
+  std::string isa;
+  int threads = 0;
+  double mem_bw_Bps = 0;
+  double peak_flops = 0;
+  double dispatch_s = 0;  // one empty parallel_for
+  model::ModelSpec model;
+  plan::GpuSpec hardware;
+  perf::Efficiency efficiency;
+  std::vector<OpTiming> ops;
+  std::vector<StepTiming> steps;
+};
+
+// progress(line) is called as each measurement ends.
+Result<ProfileResult> run_profile(const ProfileOptions& opts,
+                                  const std::function<void(const std::string&)>& progress);
+
+// The calibration file `prima profile --out` writes: {"source", "gpus": {name: efficiency},
+// "hardware": the GPU object a topology can use, "profile": the measurements}. Readable by
+// perf::load_calibration_file (a scenario's "calibration").
+nlohmann::json profile_to_json(const ProfileResult& r);
+
+}  // namespace prima::real

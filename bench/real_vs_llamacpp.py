@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""prima's real CPU backend vs llama.cpp on the same GGUF file, in the same run.
+
+For each thread count: prefill tokens/s (a 128-token prompt) and decode tokens/s (64 tokens,
+end-of-generation ignored), prima through `prima generate`, llama.cpp through the PyPI
+package llama-cpp-python (each in its own process, so peak RSS is per engine); then prima's
+batch-8 decode throughput against its batch-1 decode. Prints a table and writes JSON.
+
+  python3 bench/real_vs_llamacpp.py [--model M] [--threads 1,2] [--repeats 3] [--out F.json]
+
+llama.cpp runs its plain CPU path (use_extra_bufts = False): its AMX buffer type crashes on
+this machine, and prima has no AMX kernels either. Medians over --repeats runs; the machine
+is shared, so compare the ratios, not the absolute figures.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+PRIMA = os.environ.get("PRIMA_BINARY", os.path.join(ROOT, "build", "prima"))
+TEXT = ("The history of the printing press begins in the fifteenth century, when Johannes "
+        "Gutenberg combined movable metal type, oil-based inks and a wooden screw press into a "
+        "system that could produce books quickly and cheaply. Before this, books were copied by "
+        "hand, a slow and expensive process that limited literacy to a small elite. The new "
+        "technology spread across Europe within a few decades, and by 1500 presses in more than "
+        "two hundred cities had printed millions of volumes. Printing changed religion, science "
+        "and politics: it carried the ideas of the Reformation, let scientists share exact "
+        "diagrams and tables, and made pamphlets a tool of public debate. Historians still argue")
+
+
+def run(cmd, env=None):
+    """Runs cmd; returns (stdout, stderr, peak RSS in MiB)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        o, e = out.read().decode(), err.read().decode()
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {e[-2000:]}")
+    return o, e, ru.ru_maxrss / 1024.0
+
+
+def llama_worker(model, threads, n_prompt, n_decode, repeats):
+    import time
+    import llama_cpp
+    import llama_cpp.llama
+    default = llama_cpp.llama_model_default_params
+
+    def plain():
+        p = default()
+        p.use_extra_bufts = False
+        return p
+    llama_cpp.llama_model_default_params = plain
+    llama_cpp.llama.llama_cpp.llama_model_default_params = plain
+    llm = llama_cpp.Llama(model_path=model, n_ctx=1024, n_threads=threads, n_threads_batch=threads,
+                          n_batch=512, verbose=False)
+    toks = llm.tokenize(TEXT.encode(), add_bos=False, special=False)[:n_prompt]
+    pre, dec = [], []
+    for _ in range(repeats):
+        llm.reset()
+        t0 = time.perf_counter()
+        llm.eval(toks)
+        pre.append(len(toks) / (time.perf_counter() - t0))
+        t0 = time.perf_counter()
+        for i in range(n_decode):
+            llm.eval([toks[i % len(toks)]])
+        dec.append(n_decode / (time.perf_counter() - t0))
+    print(json.dumps({"prompt_tokens": len(toks), "prefill_tps": statistics.median(pre),
+                      "decode_tps": statistics.median(dec), "version": llama_cpp.__version__}))
+
+
+def prima_run(model, threads, prompt_file, n_decode, batch=1):
+    cmd = [PRIMA, "generate", "--model", model, "--prompt-file", prompt_file, "--max-tokens",
+           str(n_decode + 1), "--ignore-eos", "--threads", str(threads), "--ids"]
+    if batch > 1:
+        cmd += ["--batch", str(batch)]
+    _, err, rss = run(cmd)
+    m = re.search(r"prompt: (\d+) tokens, generated: (\d+) tokens; prefill ([\d.]+) tokens/s.*"
+                  r"decode ([\d.]+) tokens/s", err)
+    if not m:
+        raise RuntimeError("unexpected prima output: " + err)
+    r = {"prompt_tokens": int(m.group(1)), "prefill_tps": float(m.group(3)),
+         "decode_tps": float(m.group(4)), "rss_mib": rss}
+    b = re.search(r"batch decode ([\d.]+) tokens/s", err)
+    if b:
+        r["batch_decode_tps"] = float(b.group(1))
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=os.path.join(ROOT, "models", "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--decode-tokens", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--out", default="")
+    ap.add_argument("--llama-worker", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.llama_worker:
+        llama_worker(a.model, int(a.threads), a.prompt_tokens, a.decode_tokens, a.repeats)
+        return
+    # The prompt prima reads: llama.cpp's first N tokens of TEXT, as text.
+    import llama_cpp
+    vocab = llama_cpp.Llama(model_path=a.model, vocab_only=True, verbose=False)
+    ids = vocab.tokenize(TEXT.encode(), add_bos=False, special=False)[:a.prompt_tokens]
+    prompt_file = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+    prompt_file.write(vocab.detokenize(ids).decode())
+    prompt_file.close()
+    rows = []
+    for t in [int(x) for x in a.threads.split(",")]:
+        out, _, rss = run([sys.executable, os.path.abspath(__file__), "--llama-worker", "--model", a.model,
+                           "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
+                           "--decode-tokens", str(a.decode_tokens), "--repeats", str(a.repeats)])
+        ll = json.loads(out.strip().splitlines()[-1])
+        ll["rss_mib"] = rss
+        runs = [prima_run(a.model, t, prompt_file.name, a.decode_tokens) for _ in range(a.repeats)]
+        pr = {k: statistics.median(r[k] for r in runs) for k in ("prefill_tps", "decode_tps", "rss_mib")}
+        pr["prompt_tokens"] = runs[0]["prompt_tokens"]
+        bruns = [prima_run(a.model, t, prompt_file.name, a.decode_tokens, a.batch) for _ in range(a.repeats)]
+        pr["batch"] = a.batch
+        pr["batch_decode_tps"] = statistics.median(r["batch_decode_tps"] for r in bruns)
+        pr["batch_rss_mib"] = max(r["rss_mib"] for r in bruns)
+        rows.append({"threads": t, "prima": pr, "llama_cpp": ll,
+                     "prefill_ratio": pr["prefill_tps"] / ll["prefill_tps"],
+                     "decode_ratio": pr["decode_tps"] / ll["decode_tps"],
+                     "batch_speedup": pr["batch_decode_tps"] / pr["decode_tps"]})
+    os.unlink(prompt_file.name)
+    print(f"{'threads':>7} {'prefill prima':>14} {'llama.cpp':>10} {'ratio':>6} {'decode prima':>13} "
+          f"{'llama.cpp':>10} {'ratio':>6} {'batch-' + str(a.batch):>9} {'x b1':>5} {'RSS prima':>10} {'llama.cpp':>10}")
+    for r in rows:
+        p, l = r["prima"], r["llama_cpp"]
+        print(f"{r['threads']:>7} {p['prefill_tps']:>14.1f} {l['prefill_tps']:>10.1f} {r['prefill_ratio']:>6.2f} "
+              f"{p['decode_tps']:>13.1f} {l['decode_tps']:>10.1f} {r['decode_ratio']:>6.2f} "
+              f"{p['batch_decode_tps']:>9.1f} {r['batch_speedup']:>5.2f} {p['rss_mib']:>9.0f}M {l['rss_mib']:>9.0f}M")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"model": os.path.basename(a.model), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
