@@ -51,7 +51,8 @@ PROMPTS = [
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else "models/SmolLM2-135M-Instruct.Q4_1.gguf"
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "smollm2_reference.json")
-    llm = llama_cpp.Llama(model_path=path, n_ctx=1024, n_threads=2, n_batch=512, seed=0, verbose=False)
+    llm = llama_cpp.Llama(model_path=path, n_ctx=1024, n_threads=2, n_batch=512, seed=0, verbose=False,
+                          logits_all=True)
     template = llm.metadata["tokenizer.chat_template"]
     eog = {llm.token_eos()}
     for i in range(llm.n_vocab()):
@@ -70,7 +71,16 @@ def main():
             out_ids.append(int(tok))
             if tok in eog or len(out_ids) >= N_TOKENS:
                 break
+        # llama.cpp's own margin between its best and second-best logit at each generated
+        # position: where it is small, float rounding differences can flip the choice.
+        llm.reset()
+        llm.eval(list(ids) + out_ids[:-1])
+        margins = []
+        for i in range(len(out_ids)):
+            row = sorted(llm.scores[len(ids) - 1 + i], reverse=True)
+            margins.append(round(float(row[0] - row[1]), 4))
         case = {"name": p["name"], "text": text, "prompt_ids": [int(t) for t in ids], "output_ids": out_ids,
+                "top2_margins": margins,
                 "output_text": llm.detokenize(out_ids).decode("utf-8", "replace")}
         if "messages" in p:
             case["messages"] = p["messages"]
