@@ -13,6 +13,7 @@ int cmd_simulate(const Args& args);
 int cmd_report(const Args& args);
 int cmd_validate(const Args& args);
 int cmd_plan(const Args& args);
+int cmd_serve(const Args& args);
 
 struct Command {
   const char* name;

@@ -14,6 +14,8 @@ const std::vector<Command>& commands() {
       {"validate", "check scenario/topology files without running them", cmd_validate},
       {"plan", "search configurations for the highest rate that meets an SLO", cmd_plan},
       {"report", "render a run's output directory as a self-contained HTML report", cmd_report},
+      {"serve", "serve OpenAI, TGI and KServe v2 APIs over HTTP (--backend sim: emulator)",
+       cmd_serve},
   };
   return kCommands;
 }
@@ -29,7 +31,8 @@ static void usage(std::FILE* out) {
                "  prima simulate scenarios/x.json --out out/x --set seed=7\n"
                "  prima simulate scenarios/x.json --out out/x --html  # + out/x/report.html\n"
                "  prima validate scenarios/*.json topologies/*.json\n"
-               "  prima plan scenarios/plans/llama2_70b_bitbrick.json --out out/plan\n\n"
+               "  prima plan scenarios/plans/llama2_70b_bitbrick.json --out out/plan\n"
+               "  prima serve --backend sim --port 8000   # the emulator over HTTP\n\n"
                "Run 'prima COMMAND --help' for a command's options.\n");
 }
 
