@@ -105,11 +105,11 @@ TEST(Emulator, CancelFromAnotherThreadFreesTheBlocks) {
       r.id = 7;
       r.arrival_s = cl->rt->now();
       r.prompt_tokens = 500;
-      r.max_output_tokens = 4000;
+      r.max_output_tokens = 3000;  // within the model's 4096-token context
       cl->engine->submit(std::move(r));
     });
     emu.wake();
-    while (tokens < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (tokens < 3 && !ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     cl->rt->post([&] { cl->engine->cancel(7, "client disconnected"); });
     emu.wake();
     while (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -124,7 +124,8 @@ TEST(Emulator, CancelFromAnotherThreadFreesTheBlocks) {
   });
   client.join();
   EXPECT_EQ(reason, "client disconnected");
-  EXPECT_LT(tokens.load(), 4000);
+  EXPECT_GE(tokens.load(), 3);
+  EXPECT_LT(tokens.load(), 3000);
   EXPECT_EQ(in_system.load(), 0);
   EXPECT_EQ(used_blocks.load(), 0);
 }
