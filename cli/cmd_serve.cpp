@@ -28,6 +28,7 @@
 #include "engine/config/scenario.h"
 #include "server/engine_bridge.h"
 #include "server/http_server.h"
+#include "server/metrics.h"
 
 namespace po = boost::program_options;
 
@@ -151,13 +152,15 @@ Exit codes: 0 ok (also after a SIGTERM drain), 1 failure, 2 bad input.
     cl.rt->post(std::move(fn));
     emu.wake();
   });
+  server::ServerMetrics metrics(sc->model.name);
+  bridge.set_metrics(&metrics, cl.recorder.get(), sc->plan.gpus_per_replica() * sc->plan.replicas);
   server::ModelInfo model;
   model.name = sc->model.name;
   model.max_model_len = sc->max_model_len > 0 ? sc->max_model_len : sc->model.max_context;
   model.created = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
-  server::HttpServer http(so, &bridge, model, "sim");
+  server::HttpServer http(so, &bridge, model, "sim", &metrics);
   http.health_extra = [&](nlohmann::json* j) {
     (*j)["sim_time_s"] = emu.sim_time_now();
     (*j)["speed"] = eo.speed;

@@ -6,12 +6,20 @@ namespace prima::server {
 EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn post)
     : engine_(engine), rt_(rt), post_(std::move(post)) {
   engine_->on_token = [this](const Sequence& s) {
-    if (auto st = find(s.req.id)) {
-      const int idx = s.num_generated - 1;
-      const int id =
-          idx >= 0 && idx < static_cast<int>(s.output_ids.size()) ? s.output_ids[idx] : -1;
-      st->push(StreamToken{idx, id, rt_->now()});
+    std::shared_ptr<TokenStream> st;
+    double last = -1;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = streams_.find(s.req.id);
+      if (it == streams_.end()) return;
+      st = it->second.stream;
+      last = it->second.last_token_s;
+      it->second.last_token_s = rt_->now();
     }
+    const int idx = s.num_generated - 1;
+    const int id = idx >= 0 && idx < static_cast<int>(s.output_ids.size()) ? s.output_ids[idx] : -1;
+    st->push(StreamToken{idx, id, rt_->now()});
+    if (metrics_) metrics_->on_token(s.req.priority, last >= 0 ? rt_->now() - last : -1);
   };
   engine_->on_end = [this](const Sequence& s) {
     std::shared_ptr<TokenStream> st;
@@ -19,9 +27,10 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
       std::lock_guard<std::mutex> lock(mu_);
       auto it = streams_.find(s.req.id);
       if (it == streams_.end()) return;
-      st = std::move(it->second);
+      st = std::move(it->second.stream);
       streams_.erase(it);
     }
+    if (metrics_) metrics_->on_end(s);
     StreamEnd e;
     e.outcome = s.outcome;
     e.reason = s.reason;
@@ -41,10 +50,10 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
   };
 }
 
-std::shared_ptr<TokenStream> EngineBridge::find(RequestId id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second;
+void EngineBridge::set_metrics(ServerMetrics* m, const metrics::Recorder* rec, int gpus) {
+  metrics_ = m;
+  recorder_ = rec;
+  gpus_ = gpus;
 }
 
 std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId* id_out) {
@@ -52,7 +61,7 @@ std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId
   auto st = std::make_shared<TokenStream>();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    streams_.emplace(id, st);  // before the engine can see the request
+    streams_.emplace(id, Entry{st});  // before the engine can see the request
   }
   ++open_;
   ++submitted_;
@@ -91,6 +100,10 @@ void EngineBridge::publish() {
     s.kv_blocks += r->kv().num_blocks();
   }
   s.now_s = rt_->now();
+  if (metrics_)
+    metrics_->on_state(s.now_s, s.running, s.waiting, s.kv_usage,
+                       recorder_ ? recorder_->preemptions() : 0,
+                       recorder_ ? recorder_->busy_gpu_seconds() : 0, gpus_);
   std::lock_guard<std::mutex> lock(mu_);
   snap_ = s;
 }

@@ -6,8 +6,8 @@
 // may read (/health, limits).
 //
 // Thread-safety: submit, cancel, snapshot: any thread. The constructor, publish and the hooks:
-// the loop thread. Ownership: borrows the engine and the post function's target; owns the
-// map id -> stream (shared with the handlers).
+// the loop thread. Ownership: borrows the engine, the metrics and the post function's target;
+// owns the map id -> stream (shared with the handlers).
 #pragma once
 
 #include <atomic>
@@ -17,6 +17,8 @@
 #include <unordered_map>
 
 #include "engine/cluster/serving_engine.h"
+#include "engine/metrics/recorder.h"
+#include "server/metrics.h"
 #include "server/token_stream.h"
 
 namespace prima::server {
@@ -54,11 +56,18 @@ class EngineBridge {
   // Requests submitted through the bridge whose end was not delivered yet.
   std::int64_t open() const { return open_.load(); }
 
+  // Loop thread (before serving): feed these metrics (borrowed) from the hooks and
+  // publish(); busy GPU time and preemptions come from the engine's recorder.
+  void set_metrics(ServerMetrics* m, const metrics::Recorder* rec, int gpus);
+
   // Loop thread.
   void publish();
 
  private:
-  std::shared_ptr<TokenStream> find(RequestId id);
+  struct Entry {
+    std::shared_ptr<TokenStream> stream;
+    double last_token_s = -1;  // loop thread only
+  };
 
   cluster::ServingEngine* engine_;
   Runtime* rt_;
@@ -66,8 +75,11 @@ class EngineBridge {
   std::atomic<RequestId> next_id_{1};
   std::atomic<std::int64_t> open_{0}, submitted_{0}, ended_{0};
   mutable std::mutex mu_;
-  std::unordered_map<RequestId, std::shared_ptr<TokenStream>> streams_;  // guarded by mu_
-  EngineSnapshot snap_;                                                  // guarded by mu_
+  std::unordered_map<RequestId, Entry> streams_;  // guarded by mu_
+  ServerMetrics* metrics_ = nullptr;
+  const metrics::Recorder* recorder_ = nullptr;
+  int gpus_ = 0;
+  EngineSnapshot snap_;  // guarded by mu_
 };
 
 }  // namespace prima::server

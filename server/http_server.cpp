@@ -30,8 +30,10 @@ Status ServerOptions::validate() const {
 }
 
 HttpServer::HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model,
-                       std::string backend)
-    : opts_(std::move(opts)), guard_(GuardOptions{opts_.api_key, opts_.max_concurrent}) {
+                       std::string backend, const ServerMetrics* metrics)
+    : opts_(std::move(opts)),
+      guard_(GuardOptions{opts_.api_key, opts_.max_concurrent}),
+      metrics_(metrics) {
   ctx_.bridge = bridge;
   ctx_.guard = &guard_;
   ctx_.model = std::move(model);
@@ -108,6 +110,11 @@ void HttpServer::setup() {
   svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(health().dump(), "application/json");
   });
+  if (metrics_)
+    for (const char* path : {"/metrics", "/prima/metrics"})
+      svr_.Get(path, [this](const httplib::Request&, httplib::Response& res) {
+        res.set_content(metrics_->text(), "text/plain; version=0.0.4; charset=utf-8");
+      });
   add_openai_routes(svr_, &ctx_);
   add_tgi_routes(svr_, &ctx_);
   add_kserve_routes(svr_, &ctx_);

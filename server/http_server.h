@@ -1,8 +1,9 @@
 // HttpServer: the HTTP front end of `prima serve` on cpp-httplib: server setup (thread pool,
 // body size limit, timeouts), the pre-routing checks (API key), the error bodies of routes
 // that fail before a handler answers (404, 413, ...), GET /health, and the API route sets
-// (routes.h). Draining: start_draining() makes new generation requests answer 503 while the
-// ones in progress finish; wait_drained() waits for them; stop() closes the listener.
+// (routes.h), GET /metrics and /prima/metrics (metrics.h). Draining: start_draining() makes new
+// generation requests answer 503 while the ones in progress finish; wait_drained() waits for them;
+// stop() closes the listener.
 //
 // Thread-safety: serve() blocks on the calling thread; handlers run on the pool's threads;
 // start_draining, wait_drained, stop and port may be called from any thread.
@@ -18,6 +19,7 @@
 #include "engine/core/status.h"
 #include "server/engine_bridge.h"
 #include "server/guard.h"
+#include "server/metrics.h"
 #include "server/server_context.h"
 
 namespace prima::server {
@@ -36,7 +38,9 @@ struct ServerOptions {
 
 class HttpServer {
  public:
-  HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model, std::string backend);
+  // `metrics` (borrowed; may be null) answers GET /metrics and /prima/metrics.
+  HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model, std::string backend,
+             const ServerMetrics* metrics = nullptr);
   ~HttpServer();
 
   // Binds the listening socket; an error names the address.
@@ -61,6 +65,7 @@ class HttpServer {
   ServerOptions opts_;
   Guard guard_;
   ServerContext ctx_;
+  const ServerMetrics* metrics_;
   httplib::Server svr_;
   int port_ = 0;
 };
