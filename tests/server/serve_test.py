@@ -528,6 +528,39 @@ class DrainTest(unittest.TestCase):
             srv.stop()
 
 
+class LocustTest(unittest.TestCase):
+    def test_headless_locust_run_against_the_seed001_scenario(self):
+        """bench/locustfile.py (seed 001's test: POST /generate, max_new_tokens 128)."""
+        import importlib.util
+        import shutil
+        if importlib.util.find_spec("locust") is None or not shutil.which("locust"):
+            self.skipTest("locust is not installed (python3 -m pip install locust)")
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        srv = Server("--scenario",
+                     os.path.join(root, "scenarios/seed_claims/seed001_llama2_13b_a100_node.json"),
+                     "--speed", "1")
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                r = subprocess.run(
+                    ["locust", "-f", os.path.join(root, "bench/locustfile.py"), "--headless",
+                     "-u", "20", "-r", "20", "-t", "6s", "--host", srv.base, "--only-summary",
+                     "--csv", os.path.join(d, "run"), "--exit-code-on-error", "1"],
+                    capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                with open(os.path.join(d, "run_stats.csv")) as f:
+                    import csv
+                    rows = {row["Name"]: row for row in csv.DictReader(f)}
+            gen = rows["/generate"]
+            self.assertEqual(int(gen["Failure Count"]), 0)
+            self.assertGreaterEqual(int(gen["Request Count"]), 20)
+            print(f"\n  locust: {gen['Request Count']} requests, "
+                  f"{float(gen['Requests/s']):.1f} req/s, mean {float(gen['Average Response Time']):.0f} ms",
+                  file=sys.stderr)
+            srv.wait_idle()
+        finally:
+            srv.stop()
+
+
 class TimingTest(unittest.TestCase):
     def test_client_ttft_matches_the_simulated_ttft(self):
         """--speed 1: the TTFT a client sees is the simulated TTFT plus the server's overhead."""
