@@ -164,6 +164,7 @@ Exit codes: 0 ok (also after a SIGTERM drain), 1 failure, 2 bad input.
   http.health_extra = [&](nlohmann::json* j) {
     (*j)["sim_time_s"] = emu.sim_time_now();
     (*j)["speed"] = eo.speed;
+    (*j)["sim_lag_ms"] = emu.lag_wall_s() * 1e3;
   };
   if (Status st = http.bind(); !st.ok()) {
     std::fprintf(stderr, "prima serve: %s\n", st.message().c_str());

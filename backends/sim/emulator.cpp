@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace prima::sim {
@@ -48,6 +49,7 @@ void Emulator::run(const std::function<void()>& on_slice) {
     // 2. Arrivals and cancellations from other threads enter now, and run at once.
     if (rt_->drain_posted() > 0) platform_->run_until(rt_->now());
     ++slices_;
+    lag_wall_s_ = std::max(0.0, (target() - rt_->now()) / opts_.speed);
     if (on_slice) on_slice();
     // 3. Sleep until the next slice, a post or stop.
     std::unique_lock<std::mutex> lock(mu_);

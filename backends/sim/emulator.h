@@ -47,6 +47,10 @@ class Emulator {
   double sim_time_now() const;
   // Slices run so far.
   std::int64_t slices() const { return slices_.load(); }
+  // Thread-safe: how far (wall-clock seconds) the simulation trailed the wall clock at the
+  // end of the last slice: ~0 while the loop keeps up; grows when simulating `speed` x real
+  // time needs more CPU than there is (the simulation is then slower than asked, never ahead).
+  double lag_wall_s() const { return lag_wall_s_.load(); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -59,6 +63,7 @@ class Emulator {
   double sim_start_ = 0;
   std::atomic<bool> started_{false};
   std::atomic<std::int64_t> slices_{0};
+  std::atomic<double> lag_wall_s_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool woken_ = false;  // guarded by mu_

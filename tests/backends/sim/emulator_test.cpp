@@ -80,6 +80,7 @@ TEST(Emulator, TokensComeOutAtTheirSimulatedTimesOnTheWallClock) {
   }
   EXPECT_GT(toks.back().sim_s, toks.front().sim_s);  // decode steps take simulated time
   EXPECT_GT(emu.slices(), 10);
+  EXPECT_LT(emu.lag_wall_s(), 0.005);  // 10x real time is easy: the loop keeps up
 }
 
 TEST(Emulator, CancelFromAnotherThreadFreesTheBlocks) {
