@@ -132,6 +132,8 @@ Exit codes: 0 ok (also after a SIGTERM drain), 1 failure, 2 bad input.
     return kExitBadInput;
   }
 
+  // A client that goes away must not kill the server: writes to its socket fail instead.
+  std::signal(SIGPIPE, SIG_IGN);
   // Signals go to the signal thread only (blocked here, before any thread starts).
   sigset_t sigs;
   sigemptyset(&sigs);
