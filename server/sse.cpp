@@ -12,6 +12,7 @@ struct SseState {
   std::unique_ptr<StreamFormatter> fmt;
   bool opened = false;
   bool ended = false;  // the engine's end was written (or taken)
+  std::chrono::steady_clock::time_point last_write = std::chrono::steady_clock::now();
   std::vector<StreamToken> toks;
 };
 
@@ -42,9 +43,16 @@ void stream_sse(httplib::Response& res, EngineBridge* bridge, Submitted sub,
         std::optional<StreamEnd> end;
         st->toks.clear();
         if (!st->sub.stream->wait(&st->toks, &end, std::chrono::milliseconds(50))) {
-          // Nothing new: is the client still there?
+          // Nothing new (e.g. queued): a comment line every second finds a client that went
+          // away (the write fails) without waiting for the first token.
+          const auto now = std::chrono::steady_clock::now();
+          if (now - st->last_write >= std::chrono::seconds(1)) {
+            st->last_write = now;
+            if (!write(": keep-alive\n\n")) return false;
+          }
           return !sink.is_writable || sink.is_writable();
         }
+        st->last_write = std::chrono::steady_clock::now();
         if (!st->toks.empty() && !write(st->fmt->tokens(st->toks))) return false;
         if (end) {
           st->ended = true;

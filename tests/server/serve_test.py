@@ -393,6 +393,32 @@ class DisconnectTest(unittest.TestCase):
         self.assertEqual(h["kv_free_blocks"], h["kv_blocks"])
 
 
+class QueuedDisconnectTest(unittest.TestCase):
+    def test_a_queued_client_that_goes_away_is_cancelled_before_its_first_token(self):
+        # One sequence at a time: the second request waits in the queue, with no token to write.
+        srv = Server("--speed", "1", "--set", "scheduler.max_num_seqs=1")
+        try:
+            m = srv.health()["model"]
+            body = {"model": m, "prompt": "x", "max_tokens": 3000, "stream": True}
+            first = open_stream(srv.port, "/v1/completions", body)
+            read_until(first, b'"text":" the"')
+            second = open_stream(srv.port, "/v1/completions", body)
+            deadline = time.time() + 5
+            while srv.health()["waiting"] != 1:
+                self.assertLess(time.time(), deadline, srv.health())
+                time.sleep(0.02)
+            second.close()
+            deadline = time.time() + 4  # found by the keep-alive comment (1 s)
+            while srv.health()["in_system"] != 1:
+                self.assertLess(time.time(), deadline, srv.health())
+                time.sleep(0.05)
+            self.assertEqual(srv.health()["waiting"], 0)
+            first.close()
+            srv.wait_idle()
+        finally:
+            srv.stop()
+
+
 def metrics():
     """/metrics as {series (name and labels as written): value}"""
     code, headers, body = MAIN.request("GET", "/metrics")
