@@ -610,7 +610,7 @@ class TimingTest(unittest.TestCase):
                   f"{', '.join(f'{d * 1e3:.2f}' for d in diffs)}", file=sys.stderr)
             self.assertLess(statistics.median(diffs), 0.005)
             self.assertGreater(min(diffs), -0.002)  # never earlier than simulated
-            self.assertLess(max(diffs), 0.025)
+            self.assertLess(max(diffs), 0.05)  # a loaded 2-core CI machine: outliers
         finally:
             srv.stop()
 
