@@ -3,8 +3,8 @@
 // says); this file owns the pacing: wait for new tokens (50 ms at most), write them, and
 // when the client has gone (a write fails or the socket is no longer writable) cancel the
 // request in the engine ("client disconnected") and stop. While no token comes (a queued
-// request), an SSE comment (": keep-alive") every second finds a client that went away. The admission slot is held until
-// the response is released.
+// request), an SSE comment (": keep-alive") every second finds a client that went away.
+// The admission slot is held until the response is released.
 // Thread-safety: the provider runs on the handler thread that owns the response.
 #pragma once
 
