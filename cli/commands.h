@@ -15,6 +15,7 @@ int cmd_validate(const Args& args);
 int cmd_plan(const Args& args);
 int cmd_generate(const Args& args);
 int cmd_profile(const Args& args);
+int cmd_serve(const Args& args);
 
 struct Command {
   const char* name;

@@ -18,6 +18,8 @@ const std::vector<Command>& commands() {
       {"profile", "measure the real CPU backend and write the simulator's calibration",
        cmd_profile},
       {"report", "render a run's output directory as a self-contained HTML report", cmd_report},
+      {"serve", "serve OpenAI, TGI and KServe v2 APIs over HTTP (--backend sim: emulator)",
+       cmd_serve},
   };
   return kCommands;
 }
@@ -37,7 +39,8 @@ static void usage(std::FILE* out) {
       "  prima plan scenarios/plans/llama2_70b_bitbrick.json --out out/plan\n"
       "  prima generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf --prompt Hi --chat\n"
       "  mpirun -np 3 prima generate --model M.gguf --prompt Hi --tp 3\n"
-      "  prima profile --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out cal.json\n\n"
+      "  prima profile --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out cal.json\n"
+      "  prima serve --backend sim --port 8000   # the emulator over HTTP\n\n"
       "Run 'prima COMMAND --help' for a command's options.\n");
 }
 

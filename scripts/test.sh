@@ -4,5 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Python clients of the serving tests (tests/server/serve_test.py): the official openai package
+# and locust (Debian 12's system Python refuses plain pip installs: PEP 668).
+for pkg in openai locust; do
+  python3 -c "import $pkg" 2>/dev/null || python3 -m pip install -q "$pkg" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "$pkg"
+done
 PRIMA_WERROR=1 bash scripts/build.sh
 ctest --test-dir "${PRIMA_BUILD_DIR:-build}" -j "${PRIMA_JOBS:-2}" --output-on-failure --timeout 900

@@ -5,11 +5,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "backends/sim/fault_injector.h"
-#include "backends/sim/platform.h"
-#include "backends/sim/sim_executor.h"
-#include "backends/sim/sim_fabric.h"
-#include "backends/sim/sim_runtime.h"
+#include "backends/sim/sim_cluster.h"
 #include "engine/cluster/autoscaler.h"
 #include "engine/cluster/cluster_options.h"
 #include "engine/cluster/serving_engine.h"
@@ -26,18 +22,6 @@ using OJson = nlohmann::ordered_json;
 
 double gb(double bytes) {
   return bytes / 1e9;
-}
-
-SimOptions parse_sim_options(const config::Scenario& sc) {
-  SimOptions o;
-  config::JsonReader r(sc.sim, sc.file, "/sim");
-  o.aggregate_stage_execs = r.boolean("aggregate_stage_execs", o.aggregate_stage_execs);
-  o.analytic_intra_node_collectives =
-      r.boolean("analytic_intra_node_collectives", o.analytic_intra_node_collectives);
-  o.exclusive_links_analytic = r.boolean("exclusive_links_analytic", o.exclusive_links_analytic);
-  o.timer_stages = r.boolean("timer_stages", o.timer_stages);
-  r.finish();
-  return o;
 }
 
 OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
@@ -190,154 +174,18 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   const auto wall_start = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
 
-  PRIMA_ASSIGN_OR_RETURN(plan::MemoryFit fit, check_scenario_plan(sc));
-  PRIMA_ASSIGN_OR_RETURN(std::vector<plan::ReplicaPlacement> placements,
-                         plan::place(sc.plan, sc.topology));
-  SimOptions sim_opts;
-  PRIMA_RETURN_IF_ERROR(config::to_status([&] { sim_opts = parse_sim_options(sc); }));
   PRIMA_ASSIGN_OR_RETURN(auto driver, workload::make_workload(sc.workload, sc.seed, sc.duration_s));
-  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<SimPlatform> platform, SimPlatform::create(sc.topology));
-
-  cluster::ClusterOptions copts = sc.cluster;
-  if (copts.disaggregation.enabled() &&
-      copts.disaggregation.prefill_replicas + copts.disaggregation.decode_replicas !=
-          sc.plan.replicas)
-    return invalid_argument(fmt::format(
-        "{}: /disaggregation: prefill_replicas ({}) + decode_replicas ({}) must equal the "
-        "deployment's replicas ({})",
-        sc.file, copts.disaggregation.prefill_replicas, copts.disaggregation.decode_replicas,
-        sc.plan.replicas));
-  // Autoscaling: every replica the autoscaler may start needs its own GPUs. Place as many as
-  // the topology holds (capped at max_replicas); the first sc.plan.replicas start up.
-  int max_capped_from = 0;
-  std::vector<plan::ReplicaPlacement> pool;
-  if (copts.autoscaler.enabled) {
-    auto& as = copts.autoscaler;
-    const int fit_max = sc.topology.total_gpus() / std::max(1, sc.plan.gpus_per_replica());
-    if (as.max_replicas > fit_max) {
-      fmt::print(stderr,
-                 "{}: /autoscaler/max_replicas: {} replicas of {} GPUs do not fit on the {} "
-                 "GPUs of topology {}; capped at {}\n",
-                 sc.file, as.max_replicas, sc.plan.gpus_per_replica(), sc.topology.total_gpus(),
-                 sc.topology.name, fit_max);
-      max_capped_from = as.max_replicas;
-      as.max_replicas = fit_max;
-      as.min_replicas = std::min(as.min_replicas, fit_max);
-    }
-    plan::ParallelPlan all = sc.plan;
-    all.replicas = std::max(as.max_replicas, sc.plan.replicas);
-    PRIMA_ASSIGN_OR_RETURN(pool, plan::place(all, sc.topology));
-    placements.assign(pool.begin(), pool.begin() + sc.plan.replicas);
-  }
-
-  SimRuntime rt;
-  // The fault timeline (none: no injector, and the fast paths stay as they are). Declared
-  // before the executors and the fabric, which borrow it.
-  std::unique_ptr<FaultInjector> injector;
-  if (!sc.faults.empty())
-    injector = std::make_unique<FaultInjector>(platform.get(), &rt, sc.faults, sc.env, sc.seed);
-  perf::CostModel cost(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
-                       sc.calibration.for_gpu(sc.topology.gpu.name),
-                       sc.memory.kv_bytes_per_element);
-  // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
-  cost.set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
-  std::vector<std::unique_ptr<SimExecutor>> executors;
-  std::vector<cluster::ReplicaSetup> setups;
-  const int kv_blocks = static_cast<int>(fit.kv_tokens / sc.scheduler.block_size);
-  auto make_setup = [&](const plan::ReplicaPlacement& pl) {
-    executors.push_back(
-        std::make_unique<SimExecutor>(platform.get(), &rt, pl, cost_fns_from(cost), sim_opts));
-    if (injector) executors.back()->set_fault_injector(injector.get());
-    cluster::ReplicaSetup rs;
-    rs.executor = executors.back().get();
-    rs.gpus = sc.plan.gpus_per_replica();
-    rs.stage_gpus = sc.plan.tensor_parallel;
-    rs.num_kv_blocks = kv_blocks;
-    rs.devices = pl.devices;
-    return rs;
-  };
-  // A replica whose weight shard is corrupted never starts (seed 004: the service does not
-  // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
-  std::vector<std::string> load_errors;
-  std::vector<int> slot_of_replica;  // replica id -> index into placements (then pool)
-  for (std::size_t i = 0; i < placements.size(); ++i) {
-    const auto& pl = placements[i];
-    std::string bad;
-    for (const auto& f : sc.faults)
-      for (const auto& st : pl.devices)
-        for (DeviceId d : st)
-          if (bad.empty() && f.type == faults::FaultType::kCorruptedShard && f.target.index == d)
-            bad = fmt::format(
-                "replica {} did not start: the weight shard of gpu {} failed its "
-                "checksum (sha256 mismatch; corrupted_shard fault)",
-                pl.replica, d);
-    if (!bad.empty()) {
-      fmt::print(stderr, "{}: {}\n", sc.file, bad);
-      load_errors.push_back(std::move(bad));
-      continue;
-    }
-    slot_of_replica.push_back(static_cast<int>(i));
-    setups.push_back(make_setup(pl));
-  }
-
+  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cl, build_sim_cluster(sc));
+  const plan::MemoryFit& fit = cl->fit;
+  const cluster::ClusterOptions& copts = cl->copts;
+  const int kv_blocks = cl->kv_blocks;
+  const int max_capped_from = cl->max_capped_from;
+  SimRuntime& rt = *cl->rt;
+  FaultInjector* injector = cl->injector.get();
+  cluster::ServingEngine& engine = *cl->engine;
+  metrics::Recorder& rec = *cl->recorder;
   SimulationOutput out;
   out.fit = fit;
-  out.recorder = std::make_unique<metrics::Recorder>(sc.plan.gpus_per_replica() * sc.plan.replicas);
-  metrics::Recorder& rec = *out.recorder;
-  cluster::EngineOptions eopts;
-  eopts.scheduler = sc.scheduler;
-  eopts.scheduler.kv_bytes_per_token = fit.kv_bytes_per_token;  // per GPU: swap traffic
-  eopts.routing = sc.routing;
-  eopts.max_model_len = sc.max_model_len;
-  eopts.cluster = copts;
-  eopts.use_cluster_router = true;
-  eopts.kv_bytes_per_token = sc.model.kv_bytes_per_token(sc.memory.kv_bytes_per_element);
-  cluster::ServingEngine engine(&rt, eopts, setups, &rec);
-
-  // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut):
-  // autoscaling and failover reload weights from storage, disaggregation moves KV.
-  std::unique_ptr<SimFabric> fabric;
-  if (copts.autoscaler.enabled || copts.disaggregation.enabled() || injector) {
-    fabric = std::make_unique<SimFabric>(platform.get(), &rt);
-    if (injector) fabric->set_fault_injector(injector.get());
-    engine.set_fabric(fabric.get());
-  }
-  // Free placements (indices into pool).
-  std::vector<int> free_slots;
-  for (int i = static_cast<int>(pool.size()) - 1; i >= static_cast<int>(placements.size()); --i)
-    free_slots.push_back(i);
-  if (fabric && (copts.autoscaler.enabled || injector)) {
-    cluster::ReplicaProvider prov;
-    if (copts.autoscaler.enabled)
-      prov.create = [&](ReplicaId id) -> std::optional<cluster::ReplicaSetup> {
-        if (free_slots.empty()) return std::nullopt;
-        const int slot = free_slots.back();
-        free_slots.pop_back();
-        if (static_cast<std::size_t>(id) >= slot_of_replica.size())
-          slot_of_replica.resize(id + 1, -1);
-        slot_of_replica[id] = slot;
-        return make_setup(pool[slot]);  // a fresh executor (idle ones stay until the end)
-      };
-    // Each GPU reads its weight shard from the storage host, all at once (they contend).
-    prov.load = [&, weight_bytes = fit.weight_bytes](ReplicaId, const cluster::ReplicaSetup& rs,
-                                                     std::function<void(Status)> done) {
-      auto left = std::make_shared<int>(0);
-      auto first_error = std::make_shared<Status>();
-      for (const auto& st : rs.devices) *left += static_cast<int>(st.size());
-      if (*left == 0) return done(ok_status());
-      for (const auto& st : rs.devices)
-        for (DeviceId d : st)
-          fabric->load_from_storage(d, weight_bytes, [=](Status s) {
-            if (!s.ok() && first_error->ok()) *first_error = s;
-            if (--*left == 0) done(*first_error);
-          });
-    };
-    if (copts.autoscaler.enabled)
-      prov.release = [&](ReplicaId id, const cluster::ReplicaSetup&) {
-        free_slots.push_back(slot_of_replica[id]);
-      };
-    engine.set_replica_provider(std::move(prov));
-  }
   engine.start();
   if (injector) injector->start();
 
@@ -428,7 +276,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   }));
   rt.post(maybe_finish);
 
-  platform->run();
+  cl->platform->run();
 
   // Memory: weights and activations are fixed; the KV cache counts at its peak use.
   double kv_peak = 0;
@@ -451,17 +299,19 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
                             samples ? fragmentation_sum / samples : 0.0);
   cluster_sections(copts, engine, rec, max_capped_from, &in.extra);
   in.extra["failover"] = failover_section(copts, engine);
-  if (!load_errors.empty()) in.extra["load_errors"] = load_errors;
+  if (!cl->load_errors.empty()) in.extra["load_errors"] = cl->load_errors;
   in.extra["incidents"] = metrics::incidents_json(rec, fault_windows(sc), rt.now());
+  std::vector<plan::ReplicaPlacement> placements = cl->placements;
   if (copts.autoscaler.enabled) {
-    placements = pool;  // every GPU a replica may have used
-    in.gpus = static_cast<int>(pool.size()) * sc.plan.gpus_per_replica();
+    placements = cl->pool;  // every GPU a replica may have used
+    in.gpus = static_cast<int>(cl->pool.size()) * sc.plan.gpus_per_replica();
   }
   for (const auto& pl : placements)
     for (std::size_t s = 0; s < pl.devices.size(); ++s)
       for (DeviceId d : pl.devices[s])
         in.gpu_labels.push_back({d, sc.topology.node_of(d), pl.replica, static_cast<int>(s)});
   out.report = metrics::build_report(rec, in);
+  out.recorder = std::move(cl->recorder);
   return out;
 }
 

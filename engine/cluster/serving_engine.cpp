@@ -30,14 +30,20 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
                      router_options(opts).affinity_slack_tokens),
       cache_(opts.cluster.response_cache) {
   events_.on_token = [this](Sequence* s) {
-    if (is_warmup(s)) return;
+    if (is_warmup(s) || cancelling_.count(s->req.id)) return;
     recorder_->on_token(rt_->now());
     if (on_token) on_token(*s);
     if (info_[s->replica].role == ReplicaRole::kPrefill && !decode_pool_.empty() &&
         s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
       start_handoff(s);
   };
-  events_.on_finished = [this](Sequence* s) { end(s, Outcome::kCompleted, ""); };
+  events_.on_finished = [this](Sequence* s) {
+    auto c = cancelling_.find(s->req.id);
+    if (c == cancelling_.end()) return end(s, Outcome::kCompleted, "");
+    std::string why = std::move(c->second);
+    cancelling_.erase(c);
+    end(s, Outcome::kFailed, std::move(why));
+  };
   events_.on_failed = [this](Sequence* s) { end(s, Outcome::kFailed, s->reason); };
   events_.on_step = [this](ReplicaId id, const sched::ScheduledStep& step, const StepResult& r) {
     ReplicaInfo& ri = info_[id];
@@ -50,6 +56,14 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
     recorder_->on_step(r.start_s, r.end_s, gpu_s, r.flops);
     if (step.preempted) recorder_->on_preemptions(step.preempted);
     if (ri.state == ReplicaState::kDraining) rt_->post([this, id] { maybe_remove(id); });
+    // Cancelled while on the devices: out of the scheduler now (before it plans the next
+    // step; frees the KV blocks), ended once the step's events are delivered.
+    if (!cancelling_.empty())
+      for (Sequence* s : step.seqs)
+        if (cancelling_.count(s->req.id)) {
+          replicas_[id]->cancel(s);
+          rt_->post([this, rid = s->req.id] { finish_cancel(rid); });
+        }
     if (migrator_ && r.status.ok())
       migrator_->on_step(id, step.plan.shape.tokens(), r.end_s - r.start_s);
     if (!r.status.ok()) ++counters_.step_failures;
@@ -433,6 +447,52 @@ void ServingEngine::end(Sequence* s, Outcome o, std::string reason) {
   if (r >= 0 && r < static_cast<ReplicaId>(info_.size()) &&
       info_[r].state == ReplicaState::kDraining)
     rt_->post([this, r] { maybe_remove(r); });
+}
+
+bool ServingEngine::cancel(RequestId id, const std::string& reason) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return false;
+  Sequence* s = it->second.get();
+  if (cancelling_.count(id)) return true;  // already on its way out
+  auto p = std::find_if(pending_.begin(), pending_.end(),
+                        [id](const Pending& q) { return q.seq->req.id == id; });
+  if (p != pending_.end()) {  // waiting at the engine for a healthy replica
+    rt_->cancel(p->timeout);
+    pending_.erase(p);
+    end(s, Outcome::kFailed, reason);
+    return true;
+  }
+  if (handoffs_.count(id)) {  // KV in transit: on_transfer_done finds it gone
+    end(s, Outcome::kFailed, reason);
+    return true;
+  }
+  if (s->replica >= 0 && s->replica < static_cast<ReplicaId>(replicas_.size())) {
+    Replica* r = replicas_[s->replica].get();
+    if (s->in_flight) {  // on the devices: taken out when the step returns
+      cancelling_.emplace(id, reason);
+      return true;
+    }
+    r->cancel(s);  // frees its KV blocks; false when not queued there (e.g. cache answer)
+  }
+  end(s, Outcome::kFailed, reason);
+  return true;
+}
+
+void ServingEngine::finish_cancel(RequestId id) {
+  auto c = cancelling_.find(id);
+  if (c == cancelling_.end()) return;
+  std::string why = std::move(c->second);
+  cancelling_.erase(c);
+  auto it = live_.find(id);
+  if (it == live_.end()) return;  // ended meanwhile (finished or failed in that step)
+  Sequence* s = it->second.get();
+  if (s->in_flight) {  // in a newer step already: wait for that one
+    cancelling_.emplace(id, std::move(why));
+    return;
+  }
+  if (s->replica >= 0 && s->replica < static_cast<ReplicaId>(replicas_.size()))
+    replicas_[s->replica]->cancel(s);
+  end(s, Outcome::kFailed, std::move(why));
 }
 
 void ServingEngine::fail_all(const std::string& reason) {

@@ -140,6 +140,13 @@ class ServingEngine {
   // immediately (rejected) if no replica can ever hold it.
   RequestId submit(Request r);
 
+  // Cancels a request (a client went away): it is taken out of wherever it is (its replica's
+  // queue or batch, a KV hand-off, the engine's wait for a healthy replica), its KV blocks are
+  // freed, and it ends once as failed with `reason`. A sequence in a step on the devices is
+  // taken out when that step returns (its result is dropped). False when the id is not in
+  // the system (already ended, or unknown): cancelling twice is harmless.
+  bool cancel(RequestId id, const std::string& reason);
+
   // Hooks: called on the loop. on_end runs once per request, after the recorder saw it.
   std::function<void(const Sequence&)> on_token;
   std::function<void(const Sequence&)> on_end;
@@ -221,6 +228,7 @@ class ServingEngine {
   void transfer_kv(RequestId id, ReplicaId dst);
   void on_transfer_done(RequestId id, ReplicaId dst, Status st);
   void end(Sequence* s, Outcome o, std::string reason);
+  void finish_cancel(RequestId id);  // a cancelled sequence's step returned
   void integrate_below_min(Time now);
 
   // Health checks and failover (failover.cpp).
@@ -235,7 +243,8 @@ class ServingEngine {
   void drain_pending();
   bool recovering_anywhere() const;
   bool begin_recovery(ReplicaId id);
-  void reload(ReplicaId id);  // provider_.load, then finish_recovery or back to kUnhealthy  // true when it is on its way back
+  void reload(ReplicaId id);  // provider_.load, then finish_recovery or back to kUnhealthy  // true
+                              // when it is on its way back
   void finish_recovery(ReplicaId id);
   Executor* executor_of(ReplicaId id) const { return info_[id].setup.executor; }
   const std::vector<Replica*>& routing_pool() const { return accepting_; }
@@ -267,6 +276,7 @@ class ServingEngine {
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> live_;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> warm_;
   std::unordered_map<RequestId, Handoff> handoffs_;
+  std::unordered_map<RequestId, std::string> cancelling_;  // in a step: reason, until it returns
 };
 
 }  // namespace prima::cluster

@@ -1,0 +1,172 @@
+// build_sim_cluster: the construction half of run_simulation (see sim_cluster.h), shared by
+// `prima simulate` and the emulator of `prima serve --backend sim`.
+#include "backends/sim/sim_cluster.h"
+
+#include <fmt/format.h>
+
+#include "backends/sim/simulation.h"
+
+namespace prima::sim {
+namespace {
+
+SimOptions parse_sim_options(const config::Scenario& sc) {
+  SimOptions o;
+  config::JsonReader r(sc.sim, sc.file, "/sim");
+  o.aggregate_stage_execs = r.boolean("aggregate_stage_execs", o.aggregate_stage_execs);
+  o.analytic_intra_node_collectives =
+      r.boolean("analytic_intra_node_collectives", o.analytic_intra_node_collectives);
+  o.exclusive_links_analytic = r.boolean("exclusive_links_analytic", o.exclusive_links_analytic);
+  o.timer_stages = r.boolean("timer_stages", o.timer_stages);
+  r.finish();
+  return o;
+}
+
+}  // namespace
+
+cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl) {
+  executors.push_back(
+      std::make_unique<SimExecutor>(platform.get(), rt.get(), pl, cost_fns_from(*cost), sim_opts));
+  if (injector) executors.back()->set_fault_injector(injector.get());
+  cluster::ReplicaSetup rs;
+  rs.executor = executors.back().get();
+  rs.gpus = sc->plan.gpus_per_replica();
+  rs.stage_gpus = sc->plan.tensor_parallel;
+  rs.num_kv_blocks = kv_blocks;
+  rs.devices = pl.devices;
+  return rs;
+}
+
+Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc) {
+  auto c = std::make_unique<SimCluster>();
+  c->sc = &sc;
+  PRIMA_ASSIGN_OR_RETURN(c->fit, check_scenario_plan(sc));
+  PRIMA_ASSIGN_OR_RETURN(c->placements, plan::place(sc.plan, sc.topology));
+  PRIMA_RETURN_IF_ERROR(config::to_status([&] { c->sim_opts = parse_sim_options(sc); }));
+  PRIMA_ASSIGN_OR_RETURN(c->platform, SimPlatform::create(sc.topology));
+
+  c->copts = sc.cluster;
+  cluster::ClusterOptions& copts = c->copts;
+  if (copts.disaggregation.enabled() &&
+      copts.disaggregation.prefill_replicas + copts.disaggregation.decode_replicas !=
+          sc.plan.replicas)
+    return invalid_argument(fmt::format(
+        "{}: /disaggregation: prefill_replicas ({}) + decode_replicas ({}) must equal the "
+        "deployment's replicas ({})",
+        sc.file, copts.disaggregation.prefill_replicas, copts.disaggregation.decode_replicas,
+        sc.plan.replicas));
+  // Autoscaling: every replica the autoscaler may start needs its own GPUs. Place as many as
+  // the topology holds (capped at max_replicas); the first sc.plan.replicas start up.
+  if (copts.autoscaler.enabled) {
+    auto& as = copts.autoscaler;
+    const int fit_max = sc.topology.total_gpus() / std::max(1, sc.plan.gpus_per_replica());
+    if (as.max_replicas > fit_max) {
+      fmt::print(stderr,
+                 "{}: /autoscaler/max_replicas: {} replicas of {} GPUs do not fit on the {} "
+                 "GPUs of topology {}; capped at {}\n",
+                 sc.file, as.max_replicas, sc.plan.gpus_per_replica(), sc.topology.total_gpus(),
+                 sc.topology.name, fit_max);
+      c->max_capped_from = as.max_replicas;
+      as.max_replicas = fit_max;
+      as.min_replicas = std::min(as.min_replicas, fit_max);
+    }
+    plan::ParallelPlan all = sc.plan;
+    all.replicas = std::max(as.max_replicas, sc.plan.replicas);
+    PRIMA_ASSIGN_OR_RETURN(c->pool, plan::place(all, sc.topology));
+    c->placements.assign(c->pool.begin(), c->pool.begin() + sc.plan.replicas);
+  }
+
+  c->rt = std::make_unique<SimRuntime>();
+  // The fault timeline (none: no injector, and the fast paths stay as they are). Created
+  // before the executors and the fabric, which borrow it.
+  if (!sc.faults.empty())
+    c->injector =
+        std::make_unique<FaultInjector>(c->platform.get(), c->rt.get(), sc.faults, sc.env, sc.seed);
+  c->cost = std::make_unique<perf::CostModel>(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
+                                              sc.calibration.for_gpu(sc.topology.gpu.name),
+                                              sc.memory.kv_bytes_per_element);
+  // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
+  c->cost->set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
+  std::vector<cluster::ReplicaSetup> setups;
+  c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
+  // A replica whose weight shard is corrupted never starts (seed 004: the service does not
+  // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
+  for (std::size_t i = 0; i < c->placements.size(); ++i) {
+    const auto& pl = c->placements[i];
+    std::string bad;
+    for (const auto& f : sc.faults)
+      for (const auto& st : pl.devices)
+        for (DeviceId d : st)
+          if (bad.empty() && f.type == faults::FaultType::kCorruptedShard && f.target.index == d)
+            bad = fmt::format(
+                "replica {} did not start: the weight shard of gpu {} failed its "
+                "checksum (sha256 mismatch; corrupted_shard fault)",
+                pl.replica, d);
+    if (!bad.empty()) {
+      fmt::print(stderr, "{}: {}\n", sc.file, bad);
+      c->load_errors.push_back(std::move(bad));
+      continue;
+    }
+    c->slot_of_replica.push_back(static_cast<int>(i));
+    setups.push_back(c->make_setup(pl));
+  }
+
+  c->recorder = std::make_unique<metrics::Recorder>(sc.plan.gpus_per_replica() * sc.plan.replicas);
+  cluster::EngineOptions eopts;
+  eopts.scheduler = sc.scheduler;
+  eopts.scheduler.kv_bytes_per_token = c->fit.kv_bytes_per_token;  // per GPU: swap traffic
+  eopts.routing = sc.routing;
+  eopts.max_model_len = sc.max_model_len;
+  eopts.cluster = copts;
+  eopts.use_cluster_router = true;
+  eopts.kv_bytes_per_token = sc.model.kv_bytes_per_token(sc.memory.kv_bytes_per_element);
+  c->engine =
+      std::make_unique<cluster::ServingEngine>(c->rt.get(), eopts, setups, c->recorder.get());
+
+  // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut):
+  // autoscaling and failover reload weights from storage, disaggregation moves KV.
+  if (copts.autoscaler.enabled || copts.disaggregation.enabled() || c->injector) {
+    c->fabric = std::make_unique<SimFabric>(c->platform.get(), c->rt.get());
+    if (c->injector) c->fabric->set_fault_injector(c->injector.get());
+    c->engine->set_fabric(c->fabric.get());
+  }
+  // Free placements (indices into pool).
+  for (int i = static_cast<int>(c->pool.size()) - 1; i >= static_cast<int>(c->placements.size());
+       --i)
+    c->free_slots.push_back(i);
+  if (c->fabric && (copts.autoscaler.enabled || c->injector)) {
+    SimCluster* cl = c.get();
+    cluster::ReplicaProvider prov;
+    if (copts.autoscaler.enabled)
+      prov.create = [cl](ReplicaId id) -> std::optional<cluster::ReplicaSetup> {
+        if (cl->free_slots.empty()) return std::nullopt;
+        const int slot = cl->free_slots.back();
+        cl->free_slots.pop_back();
+        if (static_cast<std::size_t>(id) >= cl->slot_of_replica.size())
+          cl->slot_of_replica.resize(id + 1, -1);
+        cl->slot_of_replica[id] = slot;
+        return cl->make_setup(cl->pool[slot]);  // a fresh executor (idle ones stay)
+      };
+    // Each GPU reads its weight shard from the storage host, all at once (they contend).
+    prov.load = [cl, weight_bytes = c->fit.weight_bytes](ReplicaId, const cluster::ReplicaSetup& rs,
+                                                         std::function<void(Status)> done) {
+      auto left = std::make_shared<int>(0);
+      auto first_error = std::make_shared<Status>();
+      for (const auto& st : rs.devices) *left += static_cast<int>(st.size());
+      if (*left == 0) return done(ok_status());
+      for (const auto& st : rs.devices)
+        for (DeviceId d : st)
+          cl->fabric->load_from_storage(d, weight_bytes, [=](Status s) {
+            if (!s.ok() && first_error->ok()) *first_error = s;
+            if (--*left == 0) done(*first_error);
+          });
+    };
+    if (copts.autoscaler.enabled)
+      prov.release = [cl](ReplicaId id, const cluster::ReplicaSetup&) {
+        cl->free_slots.push_back(cl->slot_of_replica[id]);
+      };
+    c->engine->set_replica_provider(std::move(prov));
+  }
+  return c;
+}
+
+}  // namespace prima::sim

@@ -1,0 +1,62 @@
+// SimCluster: a scenario's simulated cluster, built and ready to serve: the SimGrid platform,
+// the runtime on its clock, the fault injector (when the scenario has faults), one
+// SimExecutor per replica, the fabric (when a policy moves bytes) and the engine's
+// ServingEngine with its Recorder. `prima simulate` (run_simulation) drives it with the
+// scenario's workload; `prima serve --backend sim` (the Emulator) drives it with HTTP arrivals
+// paced to the wall clock. Nothing is started: the caller calls engine->start() (and
+// injector->start()) before running the platform.
+//
+// Thread-safety: none; every member is for the thread that built it (the simulation loop),
+// except rt->post(). Ownership: owns everything it built; members are destroyed in reverse
+// order of declaration (the engine before the executors, the platform last). One per process
+// (SimGrid allows one engine per process).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/sim/fault_injector.h"
+#include "backends/sim/platform.h"
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_fabric.h"
+#include "backends/sim/sim_options.h"
+#include "backends/sim/sim_runtime.h"
+#include "engine/cluster/serving_engine.h"
+#include "engine/config/scenario.h"
+#include "engine/metrics/recorder.h"
+#include "engine/perf/cost_model.h"
+#include "engine/plan/parallel_plan.h"
+
+namespace prima::sim {
+
+struct SimCluster {
+  const config::Scenario* sc = nullptr;  // borrowed; outlives the cluster
+  plan::MemoryFit fit;
+  SimOptions sim_opts;
+  cluster::ClusterOptions copts;  // the scenario's, with max_replicas capped to the topology
+  int max_capped_from = 0;        // max_replicas asked for, when capped (else 0)
+  int kv_blocks = 0;              // per replica
+  std::vector<plan::ReplicaPlacement> placements;  // replicas started first
+  std::vector<plan::ReplicaPlacement> pool;        // autoscaling: every placement that fits
+  std::vector<std::string> load_errors;            // replicas that did not start
+  std::vector<int> slot_of_replica;                // replica id -> index into placements/pool
+  std::vector<int> free_slots;                     // unused indices into pool
+
+  std::unique_ptr<SimPlatform> platform;
+  std::unique_ptr<SimRuntime> rt;
+  std::unique_ptr<FaultInjector> injector;  // null without faults
+  std::unique_ptr<perf::CostModel> cost;
+  std::vector<std::unique_ptr<SimExecutor>> executors;
+  std::unique_ptr<metrics::Recorder> recorder;
+  std::unique_ptr<cluster::ServingEngine> engine;
+  std::unique_ptr<SimFabric> fabric;  // null unless autoscaling, disaggregation or faults
+
+  // A fresh executor on a placement, as the engine's ReplicaSetup.
+  cluster::ReplicaSetup make_setup(const plan::ReplicaPlacement& pl);
+};
+
+// Builds the cluster of `sc` (checks the plan first; errors name the scenario file).
+Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc);
+
+}  // namespace prima::sim

@@ -1,0 +1,45 @@
+// Error bodies of the three APIs (see api_error.h).
+#include "server/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace prima::server {
+
+ApiError bad_field(const std::string& param, const std::string& message) {
+  ApiError e;
+  e.status = 400;
+  e.param = param;
+  e.message = message;
+  return e;
+}
+
+std::string error_body(const ApiError& e, ErrorStyle style) {
+  using nlohmann::json;
+  switch (style) {
+    case ErrorStyle::kTgi:
+      return json{{"error", e.message}, {"error_type", e.type}}.dump();
+    case ErrorStyle::kKServe:
+      return json{{"error", e.message}}.dump();
+    case ErrorStyle::kOpenAI:
+      break;
+  }
+  json err{{"message", e.message},
+           {"type", e.type},
+           {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+           {"code", e.code.empty() ? json(nullptr) : json(e.code)}};
+  return json{{"error", err}}.dump();
+}
+
+void send_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
+  res.status = e.status;
+  if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
+  res.set_content(error_body(e, style), "application/json");
+}
+
+ErrorStyle style_for_path(const std::string& path) {
+  if (path.rfind("/v2/", 0) == 0) return ErrorStyle::kKServe;
+  if (path.rfind("/generate", 0) == 0) return ErrorStyle::kTgi;
+  return ErrorStyle::kOpenAI;
+}
+
+}  // namespace prima::server

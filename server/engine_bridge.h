@@ -1,0 +1,85 @@
+// EngineBridge: where HTTP handler threads meet the engine's loop. A handler submits a
+// GenRequest and gets a TokenStream; the request is posted into the loop, enters the engine
+// at the loop's current time, and the engine's on_token / on_end hooks (installed here) fill
+// the stream. cancel() posts ServingEngine::cancel (a client went away). publish() runs on
+// the loop after each slice and copies the engine's gauges into a snapshot that any thread
+// may read (/health, limits).
+//
+// Thread-safety: submit, cancel, snapshot: any thread. The constructor, publish and the hooks:
+// the loop thread. Ownership: borrows the engine, the metrics and the post function's target;
+// owns the map id -> stream (shared with the handlers).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "engine/cluster/serving_engine.h"
+#include "engine/metrics/recorder.h"
+#include "server/metrics.h"
+#include "server/token_stream.h"
+
+namespace prima::server {
+
+// What the server asks of the engine for one request.
+struct GenRequest {
+  int prompt_tokens = 0;
+  int max_tokens = 0;
+  Priority priority = Priority::kNormal;
+  double sla_s = 0;
+  std::vector<int> prompt_ids;  // when the client sent token ids
+};
+
+struct EngineSnapshot {
+  std::int64_t in_system = 0;  // requests in the engine (queued, running, leaving)
+  int running = 0, waiting = 0;
+  double kv_usage = 0;  // mean over replicas up
+  std::int64_t kv_free_blocks = 0, kv_blocks = 0;
+  std::int64_t submitted = 0, ended = 0;  // through this bridge
+  double now_s = 0;                       // engine time of the snapshot
+};
+
+class EngineBridge {
+ public:
+  // post(fn) must run fn on the engine's loop (thread-safe).
+  using PostFn = std::function<void(std::function<void()>)>;
+  EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn post);
+
+  // Any thread. The stream ends exactly once (completed, rejected or failed).
+  std::shared_ptr<TokenStream> submit(const GenRequest& g, RequestId* id);
+  void cancel(RequestId id, const std::string& reason);
+  // Ends every request still in the engine as failed (shutdown after the drain timeout).
+  void fail_all(const std::string& reason);
+  EngineSnapshot snapshot() const;
+  // Requests submitted through the bridge whose end was not delivered yet.
+  std::int64_t open() const { return open_.load(); }
+
+  // Loop thread (before serving): feed these metrics (borrowed) from the hooks and
+  // publish(); busy GPU time and preemptions come from the engine's recorder.
+  void set_metrics(ServerMetrics* m, const metrics::Recorder* rec, int gpus);
+
+  // Loop thread.
+  void publish();
+
+ private:
+  struct Entry {
+    std::shared_ptr<TokenStream> stream;
+    double last_token_s = -1;  // loop thread only
+  };
+
+  cluster::ServingEngine* engine_;
+  Runtime* rt_;
+  PostFn post_;
+  std::atomic<RequestId> next_id_{1};
+  std::atomic<std::int64_t> open_{0}, submitted_{0}, ended_{0};
+  mutable std::mutex mu_;
+  std::unordered_map<RequestId, Entry> streams_;  // guarded by mu_
+  ServerMetrics* metrics_ = nullptr;
+  const metrics::Recorder* recorder_ = nullptr;
+  int gpus_ = 0;
+  EngineSnapshot snap_;  // guarded by mu_
+};
+
+}  // namespace prima::server

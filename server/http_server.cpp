@@ -1,0 +1,176 @@
+// HttpServer: setup, routing, pre-routing checks, error bodies, /health (see http_server.h).
+#include "server/http_server.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <thread>
+
+#include "server/routes.h"
+
+namespace prima::server {
+
+using nlohmann::json;
+
+Status ServerOptions::validate() const {
+  if (port < 0 || port > 65535)
+    return invalid_argument(fmt::format("--port: {} is not a TCP port (0..65535)", port));
+  if (max_body_bytes < 1024)
+    return invalid_argument(fmt::format("--max-body-bytes: {} is below 1024", max_body_bytes));
+  if (max_concurrent < 1)
+    return invalid_argument(fmt::format("--max-concurrent: {} must be >= 1", max_concurrent));
+  if (default_max_tokens < 1)
+    return invalid_argument(
+        fmt::format("--default-max-tokens: {} must be >= 1", default_max_tokens));
+  if (max_tokens_cap < 0)
+    return invalid_argument(fmt::format("--max-tokens: {} must be >= 0", max_tokens_cap));
+  if (threads < 0 || threads > 100000)
+    return invalid_argument(fmt::format("--threads: {} must be in 0..100000", threads));
+  return ok_status();
+}
+
+HttpServer::HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model,
+                       std::string backend, const ServerMetrics* metrics)
+    : opts_(std::move(opts)),
+      guard_(GuardOptions{opts_.api_key, opts_.max_concurrent}),
+      metrics_(metrics) {
+  ctx_.bridge = bridge;
+  ctx_.guard = &guard_;
+  ctx_.model = std::move(model);
+  ctx_.limits.default_max_tokens = opts_.default_max_tokens;
+  ctx_.limits.max_tokens_cap = opts_.max_tokens_cap;
+  ctx_.backend = std::move(backend);
+  setup();
+}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+void HttpServer::setup() {
+  const int threads = opts_.threads > 0 ? opts_.threads : opts_.max_concurrent + 16;
+  svr_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr_.set_payload_max_length(opts_.max_body_bytes);
+  svr_.set_keep_alive_max_count(1000);
+  svr_.set_read_timeout(30, 0);
+  svr_.set_write_timeout(30, 0);
+
+  svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (auto e = guard_.check_auth(req)) {
+      send_error(res, *e, ErrorStyle::kOpenAI);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Errors raised before (or outside) a handler come with no body: give them one.
+  using HR = httplib::Server::HandlerResponse;
+  svr_.set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return HR::Unhandled;
+        ApiError e;
+        e.status = res.status;
+        switch (res.status) {
+          case 404:
+            e.type = "not_found_error";
+            e.message = fmt::format("no route for {} {}", req.method, req.path);
+            break;
+          case 405:
+            e.message = fmt::format("method {} is not allowed on {}", req.method, req.path);
+            break;
+          case 413:
+            e.message = fmt::format(
+                "the request body is larger than the limit of {} bytes "
+                "(--max-body-bytes)",
+                opts_.max_body_bytes);
+            break;
+          case 414:
+            e.message = "the request URI is too long";
+            break;
+          default:
+            e.message = fmt::format("HTTP {} on {} {}", res.status, req.method, req.path);
+        }
+        send_error(res, e, style_for_path(req.path));
+        return HR::Handled;
+      }));
+  svr_.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        ApiError e;
+        e.status = 500;
+        e.type = "internal_error";
+        e.message = "internal error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& x) {
+          e.message = std::string("internal error: ") + x.what();
+        } catch (...) {
+        }
+        send_error(res, e, style_for_path(req.path));
+      });
+
+  svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(health().dump(), "application/json");
+  });
+  if (metrics_)
+    for (const char* path : {"/metrics", "/prima/metrics"})
+      svr_.Get(path, [this](const httplib::Request&, httplib::Response& res) {
+        res.set_content(metrics_->text(), "text/plain; version=0.0.4; charset=utf-8");
+      });
+  add_openai_routes(svr_, &ctx_);
+  add_tgi_routes(svr_, &ctx_);
+  add_kserve_routes(svr_, &ctx_);
+}
+
+json HttpServer::health() const {
+  const EngineSnapshot s = ctx_.bridge->snapshot();
+  json j{{"status", guard_.draining() ? "draining" : "ok"},
+         {"model", ctx_.model.name},
+         {"backend", ctx_.backend},
+         {"in_system", s.in_system},
+         {"running", s.running},
+         {"waiting", s.waiting},
+         {"kv_usage", s.kv_usage},
+         {"kv_free_blocks", s.kv_free_blocks},
+         {"kv_blocks", s.kv_blocks},
+         {"open_requests", ctx_.bridge->open()},
+         {"submitted", s.submitted},
+         {"ended", s.ended},
+         {"admitted", guard_.in_use()},
+         {"max_concurrent", guard_.capacity()},
+         {"engine_time_s", s.now_s}};
+  if (health_extra) health_extra(&j);
+  return j;
+}
+
+Status HttpServer::bind() {
+  if (opts_.port == 0) {
+    port_ = svr_.bind_to_any_port(opts_.host);
+    if (port_ <= 0) return unavailable(fmt::format("cannot listen on {}:<any port>", opts_.host));
+    return ok_status();
+  }
+  if (!svr_.bind_to_port(opts_.host, opts_.port))
+    return unavailable(
+        fmt::format("cannot listen on {}:{} (in use, or not an address of this "
+                    "machine)",
+                    opts_.host, opts_.port));
+  port_ = opts_.port;
+  return ok_status();
+}
+
+void HttpServer::serve() {
+  svr_.listen_after_bind();
+}
+
+bool HttpServer::wait_drained(double timeout_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (guard_.in_use() > 0 || ctx_.bridge->open() > 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void HttpServer::stop() {
+  if (svr_.is_running()) svr_.stop();
+}
+
+}  // namespace prima::server

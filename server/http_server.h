@@ -1,0 +1,73 @@
+// HttpServer: the HTTP front end of `prima serve` on cpp-httplib: server setup (thread pool,
+// body size limit, timeouts), the pre-routing checks (API key), the error bodies of routes
+// that fail before a handler answers (404, 413, ...), GET /health, and the API route sets
+// (routes.h), GET /metrics and /prima/metrics (metrics.h). Draining: start_draining() makes new
+// generation requests answer 503 while the ones in progress finish; wait_drained() waits for them;
+// stop() closes the listener.
+//
+// Thread-safety: serve() blocks on the calling thread; handlers run on the pool's threads;
+// start_draining, wait_drained, stop and port may be called from any thread.
+// Ownership: borrows the EngineBridge (which must outlive the server); owns the context.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/core/status.h"
+#include "server/engine_bridge.h"
+#include "server/guard.h"
+#include "server/metrics.h"
+#include "server/server_context.h"
+
+namespace prima::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                       // 0: any free port (see port())
+  std::string api_key;                   // empty: no authentication
+  std::size_t max_body_bytes = 1 << 20;  // larger bodies: 413
+  int max_concurrent = 256;              // generation requests at once; more: 429
+  int default_max_tokens = 16;           // when a request does not say
+  int max_tokens_cap = 0;                // largest max_tokens (0: the model's context)
+  int threads = 0;                       // HTTP worker threads (0: max_concurrent + 16)
+  Status validate() const;
+};
+
+class HttpServer {
+ public:
+  // `metrics` (borrowed; may be null) answers GET /metrics and /prima/metrics.
+  HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model, std::string backend,
+             const ServerMetrics* metrics = nullptr);
+  ~HttpServer();
+
+  // Binds the listening socket; an error names the address.
+  Status bind();
+  int port() const { return port_; }
+  // Serves until stop(). Call bind() first.
+  void serve();
+  void start_draining() { guard_.start_draining(); }
+  bool draining() const { return guard_.draining(); }
+  // Waits until no generation request is in progress, at most timeout_s; true when drained.
+  bool wait_drained(double timeout_s);
+  void stop();
+
+  // /health's body (also used by tests and logs).
+  nlohmann::json health() const;
+  // Extra gauges for /health (e.g. the emulator's simulated time); optional.
+  std::function<void(nlohmann::json*)> health_extra;
+
+ private:
+  void setup();
+
+  ServerOptions opts_;
+  Guard guard_;
+  ServerContext ctx_;
+  const ServerMetrics* metrics_;
+  httplib::Server svr_;
+  int port_ = 0;
+};
+
+}  // namespace prima::server

@@ -1,0 +1,146 @@
+// OpenAI API: POST /v1/completions, POST /v1/chat/completions (JSON, or server-sent events
+// with "stream": true: chunks in OpenAI's schema, stream_options.include_usage, then
+// `data: [DONE]`), GET /v1/models. Responses carry the request's engine-time timings: the
+// x-prima-sim-* headers (non-streaming) and a "prima" object (the body, or the last chunk).
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "server/routes.h"
+#include "server/sse.h"
+#include "server/synthetic_text.h"
+
+namespace prima::server {
+namespace {
+
+using nlohmann::json;
+
+std::int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json usage_json(const StreamEnd& e) {
+  return {{"prompt_tokens", e.prompt_tokens},
+          {"completion_tokens", e.output_tokens},
+          {"total_tokens", e.prompt_tokens + e.output_tokens}};
+}
+
+class OpenAIFormatter : public StreamFormatter {
+ public:
+  OpenAIFormatter(bool chat, std::string id, std::string model, bool include_usage)
+      : chat_(chat), id_(std::move(id)), model_(std::move(model)), usage_(include_usage) {}
+
+  std::string open() override {
+    if (!chat_) return "";
+    return sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr).dump());
+  }
+  std::string tokens(const std::vector<StreamToken>& toks) override {
+    std::string out;
+    for (const auto& t : toks) {
+      const std::string text = token_text(t.index);
+      out += sse_data((chat_ ? chunk({{"content", text}}, nullptr) : chunk(text, nullptr)).dump());
+    }
+    return out;
+  }
+  std::string close(const StreamEnd& e) override {
+    std::string out;
+    if (auto err = end_error(e)) {
+      out += sse_data(json::parse(error_body(*err, ErrorStyle::kOpenAI)).dump());
+    } else {
+      json last = chat_ ? chunk(json::object(), e.finish_reason) : chunk("", e.finish_reason);
+      last["prima"] = timing_json(e);
+      out += sse_data(last.dump());
+      if (usage_) {
+        json u = base();
+        u["choices"] = json::array();
+        u["usage"] = usage_json(e);
+        out += sse_data(u.dump());
+      }
+    }
+    return out + sse_data("[DONE]");
+  }
+
+ private:
+  json base() const {
+    json j{{"id", id_},
+           {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+           {"created", created_},
+           {"model", model_}};
+    if (usage_) j["usage"] = nullptr;
+    return j;
+  }
+  // A chunk with one choice: a chat delta, or a completion's text.
+  json chunk(const json& delta_or_text, const json& finish) const {
+    json c{{"index", 0}, {"finish_reason", finish}};
+    if (chat_)
+      c["delta"] = delta_or_text;
+    else {
+      c["text"] = delta_or_text;
+      c["logprobs"] = nullptr;
+    }
+    json j = base();
+    j["choices"] = json::array({c});
+    return j;
+  }
+
+  bool chat_;
+  std::string id_, model_;
+  bool usage_;
+  std::int64_t created_ = unix_now();
+};
+
+void generate(ServerContext* ctx, ApiKind kind, const httplib::Request& req,
+              httplib::Response& res) {
+  ParsedRequest p;
+  if (auto e = parse_request(kind, req.body, ctx->model, ctx->limits, &p))
+    return send_error(res, *e, ErrorStyle::kOpenAI);
+  auto sub = admit_and_submit(*ctx, p, res, ErrorStyle::kOpenAI);
+  if (!sub) return;
+  const bool chat = kind == ApiKind::kChat;
+  const std::string id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", sub->id);
+  res.set_header("x-request-id", id);
+  if (p.stream)
+    return stream_sse(res, ctx->bridge, std::move(*sub),
+                      std::make_unique<OpenAIFormatter>(chat, id, p.model, p.include_usage));
+  std::vector<StreamToken> toks;
+  const StreamEnd e = sub->stream->wait_end(&toks);
+  if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kOpenAI);
+  json choice{{"index", 0}, {"finish_reason", e.finish_reason}, {"logprobs", nullptr}};
+  if (chat)
+    choice["message"] = {{"role", "assistant"}, {"content", output_text(e.output_tokens)}};
+  else
+    choice["text"] = output_text(e.output_tokens);
+  json body{{"id", id},
+            {"object", chat ? "chat.completion" : "text_completion"},
+            {"created", unix_now()},
+            {"model", p.model},
+            {"choices", json::array({choice})},
+            {"usage", usage_json(e)},
+            {"prima", timing_json(e)}};
+  set_timing_headers(res, e);
+  res.set_content(body.dump(), "application/json");
+}
+
+}  // namespace
+
+void add_openai_routes(httplib::Server& svr, ServerContext* ctx) {
+  svr.Post("/v1/completions", [ctx](const httplib::Request& req, httplib::Response& res) {
+    generate(ctx, ApiKind::kCompletion, req, res);
+  });
+  svr.Post("/v1/chat/completions", [ctx](const httplib::Request& req, httplib::Response& res) {
+    generate(ctx, ApiKind::kChat, req, res);
+  });
+  svr.Get("/v1/models", [ctx](const httplib::Request&, httplib::Response& res) {
+    json m{{"id", ctx->model.name},
+           {"object", "model"},
+           {"created", ctx->model.created},
+           {"owned_by", "prima"},
+           {"max_model_len", ctx->model.max_model_len}};
+    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(),
+                    "application/json");
+  });
+}
+
+}  // namespace prima::server

@@ -1,0 +1,364 @@
+// Parsing and validation of OpenAI, TGI and KServe v2 request bodies (see request_parse.h).
+#include "server/request_parse.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "server/synthetic_text.h"
+
+namespace prima::server {
+namespace {
+
+using nlohmann::json;
+
+const char* type_name(const json& v) {
+  return v.type_name();
+}
+
+std::optional<ApiError> wrong_type(const std::string& field, const char* want, const json& v) {
+  return bad_field(field, fmt::format("'{}' must be {}, got {}", field, want, type_name(v)));
+}
+
+// An optional integer field; *out keeps its value when absent (or null).
+std::optional<ApiError> get_int(const json& j, const std::string& key, const std::string& path,
+                                std::optional<long long>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it->is_number_integer()) {
+    *out = it->is_number_unsigned() && it->get<unsigned long long>() > (1ull << 62)
+               ? (1ll << 62)
+               : it->get<long long>();
+    return std::nullopt;
+  }
+  if (it->is_number_float()) {  // 16.0 is fine; 1.5, 1e400 are not integers
+    const double d = it->get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 1e15) {
+      *out = static_cast<long long>(d);
+      return std::nullopt;
+    }
+  }
+  return wrong_type(path, "an integer", *it);
+}
+
+std::optional<ApiError> get_bool(const json& j, const std::string& key, const std::string& path,
+                                 bool* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return wrong_type(path, "a boolean", *it);
+  *out = it->get<bool>();
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_priority_value(const json& v, const std::string& path,
+                                             Priority* out) {
+  if (v.is_string()) {
+    if (parse_priority(v.get<std::string>(), out)) return std::nullopt;
+    return bad_field(path, fmt::format("'{}' must be \"high\", \"normal\" or \"low\", got \"{}\"",
+                                       path, v.get<std::string>()));
+  }
+  if (v.is_number_integer()) {
+    const auto p = v.get<long long>();
+    if (p >= 0 && p <= 2) {
+      *out = static_cast<Priority>(p);
+      return std::nullopt;
+    }
+    return bad_field(path,
+                     fmt::format("'{}' must be 0 (high), 1 (normal) or 2 (low), got {}", path, p));
+  }
+  return wrong_type(path, "a string (\"high\", \"normal\", \"low\") or an integer 0..2", v);
+}
+
+std::optional<ApiError> parse_sla_value(const json& v, const std::string& path, double* out) {
+  if (v.is_number()) {
+    const double s = v.get<double>();
+    if (s >= 0 && std::isfinite(s)) {
+      *out = s;
+      return std::nullopt;
+    }
+  } else if (v.is_string()) {
+    if (parse_duration_s(v.get<std::string>(), out)) return std::nullopt;
+  } else {
+    return wrong_type(path, "a duration (seconds, or a string like \"200ms\")", v);
+  }
+  return bad_field(path, fmt::format("'{}' must be a duration >= 0 like \"200ms\" or 1.5, got {}",
+                                     path, v.dump()));
+}
+
+// "priority" / "sla" at the top level or in "metadata".
+std::optional<ApiError> parse_qos(const json& j, GenRequest* g) {
+  auto md = j.find("metadata");
+  if (md != j.end() && !md->is_null() && !md->is_object())
+    return wrong_type("metadata", "an object", *md);
+  for (const json* src : {&j, md != j.end() && md->is_object() ? &*md : nullptr}) {
+    if (!src) continue;
+    const std::string pre = src == &j ? "" : "metadata.";
+    if (auto p = src->find("priority"); p != src->end() && !p->is_null())
+      if (auto e = parse_priority_value(*p, pre + "priority", &g->priority)) return e;
+    if (auto s = src->find("sla"); s != src->end() && !s->is_null())
+      if (auto e = parse_sla_value(*s, pre + "sla", &g->sla_s)) return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_model(const json& j, const ModelInfo& m, bool required,
+                                    std::string* out) {
+  auto it = j.find("model");
+  if (it == j.end() || it->is_null()) {
+    if (required) return bad_field("model", "missing required field 'model'");
+    *out = m.name;
+    return std::nullopt;
+  }
+  if (!it->is_string()) return wrong_type("model", "a string", *it);
+  *out = it->get<std::string>();
+  if (*out != m.name) {
+    ApiError e;
+    e.status = 404;
+    e.param = "model";
+    e.type = "NotFoundError";
+    e.code = "model_not_found";
+    e.message = fmt::format("The model '{}' does not exist; this server serves '{}'", *out, m.name);
+    return e;
+  }
+  return std::nullopt;
+}
+
+// max_tokens (explicit or default) against the context left after the prompt.
+std::optional<ApiError> check_lengths(std::optional<long long> max_tokens, const std::string& field,
+                                      const ModelInfo& m, const ParseLimits& lim, GenRequest* g) {
+  const int ctx = m.max_model_len;
+  if (ctx > 0 && g->prompt_tokens >= ctx)
+    return bad_field("prompt", fmt::format("the prompt is {} tokens; this model's maximum context "
+                                           "length is {} tokens (prompt + output)",
+                                           g->prompt_tokens, ctx));
+  const long long cap = lim.max_tokens_cap > 0 ? lim.max_tokens_cap : (ctx > 0 ? ctx : 1 << 30);
+  if (max_tokens) {
+    if (*max_tokens < 1 || *max_tokens > cap)
+      return bad_field(
+          field, fmt::format("'{}' must be between 1 and {}, got {}", field, cap, *max_tokens));
+    if (ctx > 0 && g->prompt_tokens + *max_tokens > ctx)
+      return bad_field(field, fmt::format("this model's maximum context length is {} tokens; the "
+                                          "prompt is {} tokens and '{}' asks for {} more",
+                                          ctx, g->prompt_tokens, field, *max_tokens));
+    g->max_tokens = static_cast<int>(*max_tokens);
+  } else {
+    long long n = std::min<long long>(lim.default_max_tokens, cap);
+    if (ctx > 0) n = std::min<long long>(n, ctx - g->prompt_tokens);
+    g->max_tokens = static_cast<int>(std::max<long long>(1, n));
+  }
+  return std::nullopt;
+}
+
+// A prompt: a string, a list of token ids, or a list holding one of those.
+std::optional<ApiError> parse_prompt(const json& v, const std::string& path, GenRequest* g) {
+  if (v.is_string()) {
+    g->prompt_tokens = count_prompt_tokens(v.get<std::string>());
+    return std::nullopt;
+  }
+  if (v.is_array()) {
+    if (v.empty()) return bad_field(path, fmt::format("'{}' must not be empty", path));
+    if (v.size() == 1 && (v[0].is_string() || v[0].is_array())) return parse_prompt(v[0], path, g);
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i].is_string() || v[i].is_array())
+        return bad_field(path, fmt::format("'{}': batched prompts are not supported; send one "
+                                           "prompt per request",
+                                           path));
+      if (!v[i].is_number_integer() || v[i].get<long long>() < 0 ||
+          v[i].get<long long>() > (1 << 30))
+        return bad_field(path, fmt::format("'{}[{}]' must be a token id (an integer >= 0), got {}",
+                                           path, i, v[i].dump()));
+      g->prompt_ids.push_back(v[i].get<int>());
+    }
+    g->prompt_tokens = static_cast<int>(g->prompt_ids.size());
+    return std::nullopt;
+  }
+  return wrong_type(path, "a string or a list of token ids", v);
+}
+
+std::optional<ApiError> parse_chat_messages(const json& j, GenRequest* g) {
+  auto it = j.find("messages");
+  if (it == j.end() || it->is_null())
+    return bad_field("messages", "missing required field 'messages'");
+  if (!it->is_array()) return wrong_type("messages", "a list of messages", *it);
+  if (it->empty()) return bad_field("messages", "'messages' must not be empty");
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const json& msg = (*it)[i];
+    const std::string p = fmt::format("messages[{}]", i);
+    if (!msg.is_object()) return wrong_type(p, "an object", msg);
+    auto role = msg.find("role");
+    if (role == msg.end()) return bad_field(p + ".role", fmt::format("missing '{}.role'", p));
+    if (!role->is_string()) return wrong_type(p + ".role", "a string", *role);
+    auto content = msg.find("content");
+    bytes += role->get<std::string>().size() + 16;  // "<|im_start|>role\n...<|im_end|>\n"
+    if (content == msg.end() || content->is_null()) continue;
+    if (content->is_string()) {
+      bytes += content->get<std::string>().size();
+    } else if (content->is_array()) {
+      for (std::size_t k = 0; k < content->size(); ++k) {
+        const json& part = (*content)[k];
+        const std::string pp = fmt::format("{}.content[{}]", p, k);
+        if (!part.is_object()) return wrong_type(pp, "an object", part);
+        auto text = part.find("text");
+        if (text == part.end() || !text->is_string())
+          return bad_field(pp + ".text", fmt::format("'{}.text' must be a string", pp));
+        bytes += text->get<std::string>().size();
+      }
+    } else {
+      return wrong_type(p + ".content", "a string or a list of content parts", *content);
+    }
+  }
+  g->prompt_tokens = tokens_for_bytes(bytes);
+  return std::nullopt;
+}
+
+std::optional<ApiError> parse_openai(ApiKind kind, const json& j, const ModelInfo& m,
+                                     const ParseLimits& lim, ParsedRequest* out) {
+  if (auto e = check_model(j, m, true, &out->model)) return e;
+  GenRequest& g = out->gen;
+  if (kind == ApiKind::kCompletion) {
+    auto p = j.find("prompt");
+    if (p == j.end() || p->is_null()) return bad_field("prompt", "missing required field 'prompt'");
+    if (auto e = parse_prompt(*p, "prompt", &g)) return e;
+  } else if (auto e = parse_chat_messages(j, &g)) {
+    return e;
+  }
+  std::optional<long long> n;
+  if (auto e = get_int(j, "n", "n", &n)) return e;
+  if (n && *n != 1) return bad_field("n", fmt::format("'n' must be 1, got {}", *n));
+  std::optional<long long> max_tokens;
+  std::string field = "max_tokens";
+  if (auto e = get_int(j, "max_tokens", "max_tokens", &max_tokens)) return e;
+  if (kind == ApiKind::kChat && !max_tokens) {
+    if (auto e = get_int(j, "max_completion_tokens", "max_completion_tokens", &max_tokens))
+      return e;
+    if (max_tokens) field = "max_completion_tokens";
+  }
+  if (auto e = get_bool(j, "stream", "stream", &out->stream)) return e;
+  if (auto so = j.find("stream_options"); so != j.end() && !so->is_null()) {
+    if (!so->is_object()) return wrong_type("stream_options", "an object", *so);
+    if (auto e =
+            get_bool(*so, "include_usage", "stream_options.include_usage", &out->include_usage))
+      return e;
+  }
+  if (auto e = parse_qos(j, &g)) return e;
+  return check_lengths(max_tokens, field, m, lim, &g);
+}
+
+std::optional<ApiError> parse_tgi(const json& j, const ModelInfo& m, const ParseLimits& lim,
+                                  ParsedRequest* out) {
+  out->model = m.name;
+  auto in = j.find("inputs");
+  if (in == j.end() || in->is_null()) return bad_field("inputs", "missing required field 'inputs'");
+  if (!in->is_string()) return wrong_type("inputs", "a string", *in);
+  GenRequest& g = out->gen;
+  g.prompt_tokens = count_prompt_tokens(in->get<std::string>());
+  std::optional<long long> max_new;
+  auto params = j.find("parameters");
+  if (params != j.end() && !params->is_null()) {
+    if (!params->is_object()) return wrong_type("parameters", "an object", *params);
+    if (auto e = get_int(*params, "max_new_tokens", "parameters.max_new_tokens", &max_new))
+      return e;
+    if (auto e = parse_qos(*params, &g)) return e;
+  }
+  if (auto e = parse_qos(j, &g)) return e;
+  return check_lengths(max_new, "parameters.max_new_tokens", m, lim, &g);
+}
+
+std::optional<ApiError> parse_kserve(const json& j, const ModelInfo& m, const ParseLimits& lim,
+                                     ParsedRequest* out) {
+  out->model = m.name;
+  auto in = j.find("inputs");
+  if (in == j.end() || in->is_null()) return bad_field("inputs", "missing required field 'inputs'");
+  if (!in->is_array()) return wrong_type("inputs", "a list of tensors", *in);
+  if (in->size() != 1)
+    return bad_field("inputs", fmt::format("'inputs' must hold exactly one BYTES tensor (the "
+                                           "prompt), got {}",
+                                           in->size()));
+  const json& t = (*in)[0];
+  if (!t.is_object()) return wrong_type("inputs[0]", "an object", t);
+  auto dt = t.find("datatype");
+  if (dt == t.end() || !dt->is_string() || dt->get<std::string>() != "BYTES")
+    return bad_field("inputs[0].datatype", "'inputs[0].datatype' must be \"BYTES\"");
+  auto name = t.find("name");
+  if (name == t.end() || !name->is_string())
+    return bad_field("inputs[0].name", "'inputs[0].name' must be a string");
+  auto shape = t.find("shape");
+  if (shape == t.end() || !shape->is_array())
+    return bad_field("inputs[0].shape", "'inputs[0].shape' must be a list of integers");
+  auto data = t.find("data");
+  if (data == t.end() || !data->is_array() || data->size() != 1 || !(*data)[0].is_string())
+    return bad_field("inputs[0].data", "'inputs[0].data' must be a list holding one string");
+  GenRequest& g = out->gen;
+  g.prompt_tokens = count_prompt_tokens((*data)[0].get<std::string>());
+  std::optional<long long> max_tokens;
+  auto params = j.find("parameters");
+  if (params != j.end() && !params->is_null()) {
+    if (!params->is_object()) return wrong_type("parameters", "an object", *params);
+    if (auto e = get_int(*params, "max_tokens", "parameters.max_tokens", &max_tokens)) return e;
+    if (auto e = parse_qos(*params, &g)) return e;
+  }
+  if (auto e = parse_qos(j, &g)) return e;
+  return check_lengths(max_tokens, "parameters.max_tokens", m, lim, &g);
+}
+
+}  // namespace
+
+nlohmann::json parse_or_null(const std::string& body) {
+  try {
+    return json::parse(body, nullptr, /*allow_exceptions=*/false);
+  } catch (const json::exception&) {
+    return json(json::value_t::discarded);
+  }
+}
+
+bool parse_duration_s(const std::string& s, double* out) {
+  std::size_t pos = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    return false;
+  }
+  const std::string unit = s.substr(pos);
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  if (unit == "ms") scale = 1e-3;
+  if (unit == "us") scale = 1e-6;
+  if (unit == "m" || unit == "min") scale = 60;
+  if (scale == 0 || !(v >= 0) || !std::isfinite(v)) return false;
+  *out = v * scale;
+  return true;
+}
+
+std::optional<ApiError> parse_request(ApiKind kind, const std::string& body, const ModelInfo& m,
+                                      const ParseLimits& lim, ParsedRequest* out) {
+  // Exceptions even with allow_exceptions=false: nlohmann throws out_of_range on a number
+  // overflow ("1e400"). Any parse failure is a 400 naming where it happened.
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    return bad_field("", std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object())
+    return bad_field("",
+                     fmt::format("the request body must be a JSON object, got {}", type_name(j)));
+  try {
+    switch (kind) {
+      case ApiKind::kCompletion:
+      case ApiKind::kChat:
+        return parse_openai(kind, j, m, lim, out);
+      case ApiKind::kTgi:
+        return parse_tgi(j, m, lim, out);
+      case ApiKind::kKServe:
+        return parse_kserve(j, m, lim, out);
+    }
+  } catch (const json::exception& e) {  // a type the checks above missed: still a 400
+    return bad_field("", std::string("invalid request body: ") + e.what());
+  }
+  return bad_field("", "unknown API");
+}
+
+}  // namespace prima::server

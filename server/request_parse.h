@@ -1,0 +1,52 @@
+// Request parsing and validation for the three APIs: the JSON body becomes a GenRequest
+// (prompt length, max tokens, priority, SLA) plus the API's options (stream, usage in the
+// stream). Every error is an ApiError whose message names the field (JSON path) and what
+// would be valid: invalid JSON, wrong types, missing keys, unknown model (404), prompt longer
+// than the model's context, max_tokens out of range.
+//
+// Accepted everywhere: "priority" ("high" | "normal" | "low", or 0 | 1 | 2) and "sla" (a
+// number of seconds or a string like "200ms", "1.5s"), at the top level or in "metadata".
+// Pure functions; thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "server/api_error.h"
+#include "server/engine_bridge.h"
+
+namespace prima::server {
+
+struct ModelInfo {
+  std::string name;          // the served model's name (the "model" field must match it)
+  int max_model_len = 0;     // prompt + output tokens at most
+  std::int64_t created = 0;  // unix time the server started
+};
+
+struct ParseLimits {
+  int default_max_tokens = 16;  // when the request does not say
+  int max_tokens_cap = 0;       // largest max_tokens accepted (0: the model's context)
+};
+
+struct ParsedRequest {
+  std::string model;
+  GenRequest gen;
+  bool stream = false;
+  bool include_usage = false;  // OpenAI stream_options.include_usage
+};
+
+enum class ApiKind { kCompletion, kChat, kTgi, kKServe };
+
+// Parses and validates `body` for `kind`. For kTgi the caller sets `stream` from the route;
+// for kKServe `model` is the model in the path.
+std::optional<ApiError> parse_request(ApiKind kind, const std::string& body, const ModelInfo& m,
+                                      const ParseLimits& lim, ParsedRequest* out);
+
+// The body as JSON, or a discarded value when it does not parse (never throws).
+nlohmann::json parse_or_null(const std::string& body);
+
+// "200ms", "1.5s", "2m", or a number of seconds; false when it is none of these.
+bool parse_duration_s(const std::string& s, double* out);
+
+}  // namespace prima::server

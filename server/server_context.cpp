@@ -1,0 +1,56 @@
+// The steps shared by every generation route (see server_context.h).
+#include "server/server_context.h"
+
+#include <fmt/format.h>
+
+#include "server/synthetic_text.h"
+
+namespace prima::server {
+
+std::optional<Submitted> admit_and_submit(ServerContext& ctx, const ParsedRequest& p,
+                                          httplib::Response& res, ErrorStyle style) {
+  ApiError why;
+  Submitted s;
+  s.slot = ctx.guard->admit(&why);
+  if (!s.slot) {
+    send_error(res, why, style);
+    return std::nullopt;
+  }
+  s.stream = ctx.bridge->submit(p.gen, &s.id);
+  return s;
+}
+
+std::optional<ApiError> end_error(const StreamEnd& e) {
+  if (e.outcome == Outcome::kCompleted) return std::nullopt;
+  ApiError err;
+  if (e.outcome == Outcome::kRejected) {
+    err.status = 400;
+    err.message = "the engine rejected the request: " + e.reason;
+  } else {
+    err.status = 500;
+    err.type = "internal_error";
+    err.message = "the request failed: " + e.reason;
+  }
+  return err;
+}
+
+void set_timing_headers(httplib::Response& res, const StreamEnd& e) {
+  res.set_header("x-prima-sim-ttft-s", fmt::format("{:.9f}", e.ttft_s()));
+  res.set_header("x-prima-sim-e2e-s", fmt::format("{:.9f}", e.e2e_s()));
+  res.set_header("x-prima-sim-queue-s", fmt::format("{:.9f}", e.queue_s()));
+}
+
+nlohmann::json timing_json(const StreamEnd& e) {
+  return {{"ttft_s", e.ttft_s()},
+          {"e2e_s", e.e2e_s()},
+          {"queue_s", e.queue_s()},
+          {"arrival_s", e.arrival_s}};
+}
+
+std::string output_text(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += token_text(i);
+  return s;
+}
+
+}  // namespace prima::server

@@ -1,0 +1,61 @@
+// TokenStream: one request's tokens on their way from the engine's loop to the HTTP handler
+// thread that answers it. The loop pushes tokens (their index and simulated/engine time) and
+// then the end (outcome, reason, timings); the handler waits for what is new.
+//
+// Thread-safety: every member is thread-safe (a mutex and a condition variable); push and
+// finish are called on the engine's loop, wait on a handler thread. Shared (shared_ptr)
+// between the EngineBridge and the handler; whoever holds it last frees it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/request.h"
+
+namespace prima::server {
+
+struct StreamToken {
+  int index = 0;      // 0-based position in the output
+  int id = -1;        // token id (real backend); -1 in simulation
+  double time_s = 0;  // engine time when it was produced
+};
+
+// How a request ended, with its engine-time timestamps (seconds; -1 when it never got there).
+struct StreamEnd {
+  Outcome outcome = Outcome::kPending;
+  std::string reason;         // why rejected or failed
+  std::string finish_reason;  // "length" or "stop" when completed
+  int prompt_tokens = 0;
+  int output_tokens = 0;
+  double arrival_s = 0, first_scheduled_s = -1, first_token_s = -1, finish_s = -1;
+  double ttft_s() const { return first_token_s >= 0 ? first_token_s - arrival_s : -1; }
+  double e2e_s() const { return finish_s >= 0 ? finish_s - arrival_s : -1; }
+  double queue_s() const { return first_scheduled_s >= 0 ? first_scheduled_s - arrival_s : -1; }
+};
+
+class TokenStream {
+ public:
+  // Engine loop.
+  void push(StreamToken t);
+  void finish(StreamEnd e);
+
+  // Handler thread: moves the tokens not yet taken into *tokens (appended) and sets *end once
+  // the request ended. Waits up to `timeout` for something new; false when nothing came.
+  bool wait(std::vector<StreamToken>* tokens, std::optional<StreamEnd>* end,
+            std::chrono::milliseconds timeout);
+  // Waits until the request ended (collecting every token).
+  StreamEnd wait_end(std::vector<StreamToken>* tokens);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<StreamToken> pending_;  // guarded by mu_
+  std::optional<StreamEnd> end_;      // guarded by mu_
+  bool end_taken_ = false;            // guarded by mu_
+};
+
+}  // namespace prima::server

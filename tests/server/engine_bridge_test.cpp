@@ -1,0 +1,116 @@
+// EngineBridge: a submitted request's tokens and end reach its stream; cancel frees the
+// request's KV blocks; the snapshot shows the engine's state.
+#include "server/engine_bridge.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/manual_runtime.h"
+
+namespace prima::server {
+namespace {
+
+using prima::testing::ManualExecutor;
+using prima::testing::ManualRuntime;
+
+struct Fixture {
+  ManualRuntime rt;
+  ManualExecutor ex{&rt, [](const StepPlan&) { return 0.01; }};
+  metrics::Recorder rec;
+  std::unique_ptr<cluster::ServingEngine> eng;
+  std::unique_ptr<EngineBridge> bridge;
+  Fixture() {
+    cluster::ReplicaSetup rs;
+    rs.executor = &ex;
+    rs.num_kv_blocks = 100;
+    eng = std::make_unique<cluster::ServingEngine>(&rt, cluster::EngineOptions{},
+                                                   std::vector<cluster::ReplicaSetup>{rs}, &rec);
+    bridge = std::make_unique<EngineBridge>(eng.get(), &rt,
+                                            [this](std::function<void()> fn) { rt.post(fn); });
+  }
+};
+
+TEST(EngineBridge, TokensThenTheEndReachTheStream) {
+  Fixture f;
+  GenRequest g;
+  g.prompt_tokens = 30;
+  g.max_tokens = 4;
+  g.priority = Priority::kHigh;
+  RequestId id = 0;
+  auto st = f.bridge->submit(g, &id);
+  EXPECT_EQ(f.bridge->open(), 1);
+  f.rt.advance_to(0.5);
+  f.rt.run_until_idle();
+  std::vector<StreamToken> toks;
+  StreamEnd e = st->wait_end(&toks);
+  EXPECT_EQ(e.outcome, Outcome::kCompleted);
+  EXPECT_EQ(e.finish_reason, "length");
+  EXPECT_EQ(e.output_tokens, 4);
+  EXPECT_EQ(e.prompt_tokens, 30);
+  ASSERT_EQ(toks.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(toks[i].index, i);
+  EXPECT_NEAR(e.ttft_s(), 0.01, 1e-9);  // one prefill step
+  EXPECT_NEAR(toks[0].time_s - e.arrival_s, e.ttft_s(), 1e-12);
+  EXPECT_EQ(f.bridge->open(), 0);
+  f.bridge->publish();
+  EXPECT_EQ(f.bridge->snapshot().in_system, 0);
+  EXPECT_EQ(f.bridge->snapshot().ended, 1);
+}
+
+TEST(EngineBridge, CancelEndsTheStreamAndFreesTheBlocks) {
+  Fixture f;
+  GenRequest g;
+  g.prompt_tokens = 300;
+  g.max_tokens = 1000;
+  RequestId id = 0;
+  auto st = f.bridge->submit(g, &id);
+  f.rt.advance_to(0.055);
+  f.bridge->publish();
+  auto snap = f.bridge->snapshot();
+  EXPECT_EQ(snap.in_system, 1);
+  EXPECT_LT(snap.kv_free_blocks, snap.kv_blocks);
+  f.bridge->cancel(id, "client disconnected");
+  f.rt.run_until_idle();
+  std::vector<StreamToken> toks;
+  StreamEnd e = st->wait_end(&toks);
+  EXPECT_EQ(e.outcome, Outcome::kFailed);
+  EXPECT_EQ(e.reason, "client disconnected");
+  EXPECT_LT(e.output_tokens, 1000);
+  f.bridge->publish();
+  snap = f.bridge->snapshot();
+  EXPECT_EQ(snap.in_system, 0);
+  EXPECT_EQ(snap.kv_free_blocks, snap.kv_blocks);
+  EXPECT_EQ(f.bridge->open(), 0);
+}
+
+TEST(EngineBridge, ARequestThatCanNeverFitIsRejectedOnItsStream) {
+  Fixture f;
+  GenRequest g;
+  g.prompt_tokens = 5000;  // 100 blocks of 16 tokens hold 1600
+  g.max_tokens = 10;
+  auto st = f.bridge->submit(g, nullptr);
+  f.rt.run_until_idle();
+  std::vector<StreamToken> toks;
+  StreamEnd e = st->wait_end(&toks);
+  EXPECT_EQ(e.outcome, Outcome::kRejected);
+  EXPECT_NE(e.reason.find("KV cache"), std::string::npos);
+  EXPECT_TRUE(toks.empty());
+}
+
+TEST(TokenStream, WaitTimesOutWhenNothingCame) {
+  TokenStream st;
+  std::vector<StreamToken> toks;
+  std::optional<StreamEnd> end;
+  EXPECT_FALSE(st.wait(&toks, &end, std::chrono::milliseconds(1)));
+  st.push({0, -1, 0.1});
+  StreamEnd e;
+  e.outcome = Outcome::kCompleted;
+  st.finish(e);
+  st.finish(e);  // ends once
+  EXPECT_TRUE(st.wait(&toks, &end, std::chrono::milliseconds(1)));
+  EXPECT_EQ(toks.size(), 1u);
+  ASSERT_TRUE(end);
+  EXPECT_FALSE(st.wait(&toks, &end, std::chrono::milliseconds(1)));  // the end is taken once
+}
+
+}  // namespace
+}  // namespace prima::server

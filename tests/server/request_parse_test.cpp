@@ -1,0 +1,133 @@
+// Request parsing: each API's body becomes the engine's request (prompt length, max tokens,
+// priority, SLA); every bad body gives a 400 (404 for an unknown model) naming the field.
+#include "server/request_parse.h"
+
+#include <gtest/gtest.h>
+
+namespace prima::server {
+namespace {
+
+ModelInfo model() {
+  ModelInfo m;
+  m.name = "m";
+  m.max_model_len = 1000;
+  return m;
+}
+
+std::optional<ApiError> parse(ApiKind k, const std::string& body, ParsedRequest* p,
+                              ParseLimits lim = {}) {
+  return parse_request(k, body, model(), lim, p);
+}
+
+TEST(RequestParse, CompletionFieldsReachTheEngineRequest) {
+  ParsedRequest p;
+  auto e = parse(ApiKind::kCompletion,
+                 R"({"model":"m","prompt":"abcdefghi","max_tokens":7,"stream":true,
+                     "stream_options":{"include_usage":true},
+                     "metadata":{"priority":"high","sla":"200ms"}})",
+                 &p);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(p.gen.prompt_tokens, 3);  // ceil(9 / 4)
+  EXPECT_EQ(p.gen.max_tokens, 7);
+  EXPECT_TRUE(p.stream);
+  EXPECT_TRUE(p.include_usage);
+  EXPECT_EQ(p.gen.priority, Priority::kHigh);
+  EXPECT_DOUBLE_EQ(p.gen.sla_s, 0.2);
+}
+
+TEST(RequestParse, TokenIdsCountAsThemselvesAndDefaultsApply) {
+  ParsedRequest p;
+  ParseLimits lim;
+  lim.default_max_tokens = 20;
+  ASSERT_FALSE(
+      parse(ApiKind::kCompletion, R"({"model":"m","prompt":[5,6,7],"priority":2})", &p, lim));
+  EXPECT_EQ(p.gen.prompt_tokens, 3);
+  EXPECT_EQ(p.gen.prompt_ids, (std::vector<int>{5, 6, 7}));
+  EXPECT_EQ(p.gen.max_tokens, 20);
+  EXPECT_EQ(p.gen.priority, Priority::kLow);
+  // The default is clipped to the context left after the prompt.
+  ParsedRequest q;
+  ASSERT_FALSE(parse(ApiKind::kCompletion,
+                     R"({"model":"m","prompt":")" + std::string(3990, 'x') + R"("})", &q, lim));
+  EXPECT_EQ(q.gen.max_tokens, 1000 - 998);
+}
+
+TEST(RequestParse, ErrorsNameTheField) {
+  struct Case {
+    ApiKind kind;
+    std::string body;
+    int status;
+    std::string param, text;
+  };
+  const std::vector<Case> cases = {
+      {ApiKind::kCompletion, "{oops", 400, "", "not valid JSON"},
+      {ApiKind::kCompletion, "3", 400, "", "JSON object"},
+      {ApiKind::kCompletion, R"({"prompt":"x"})", 400, "model", "'model'"},
+      {ApiKind::kCompletion, R"({"model":"other","prompt":"x"})", 404, "model", "other"},
+      {ApiKind::kCompletion, R"({"model":"m"})", 400, "prompt", "'prompt'"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":{}})", 400, "prompt", "object"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":["a","b"]})", 400, "prompt", "batched"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","max_tokens":"5"})", 400, "max_tokens",
+       "integer"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","max_tokens":1e400})", 400, "", "JSON"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","max_tokens":0})", 400, "max_tokens",
+       "between 1 and 1000"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","max_tokens":1000})", 400, "max_tokens",
+       "maximum context length is 1000"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","n":2})", 400, "n", "'n'"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","priority":"urgent"})", 400, "priority",
+       "\"high\""},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","metadata":{"sla":true}})", 400,
+       "metadata.sla", "duration"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","metadata":[]})", 400, "metadata",
+       "object"},
+      {ApiKind::kChat, R"({"model":"m","messages":[]})", 400, "messages", "empty"},
+      {ApiKind::kChat, R"({"model":"m","messages":[{"role":"user","content":5}]})", 400,
+       "messages[0].content", "string"},
+      {ApiKind::kTgi, R"({"inputs":["x"]})", 400, "inputs", "string"},
+      {ApiKind::kTgi, R"({"inputs":"x","parameters":{"max_new_tokens":-4}})", 400,
+       "parameters.max_new_tokens", "between"},
+      {ApiKind::kKServe, R"({"inputs":[{"name":"t","shape":[1],"datatype":"BYTES","data":[1]}]})",
+       400, "inputs[0].data", "one string"},
+      {ApiKind::kKServe, R"({"inputs":[]})", 400, "inputs", "exactly one"},
+  };
+  for (const auto& c : cases) {
+    ParsedRequest p;
+    auto e = parse(c.kind, c.body, &p);
+    ASSERT_TRUE(e) << c.body;
+    EXPECT_EQ(e->status, c.status) << c.body;
+    EXPECT_EQ(e->param, c.param) << c.body;
+    EXPECT_NE(e->message.find(c.text), std::string::npos) << c.body << " -> " << e->message;
+  }
+}
+
+TEST(RequestParse, KServeAndTgiBodies) {
+  ParsedRequest p;
+  ASSERT_FALSE(parse(ApiKind::kKServe,
+                     R"({"inputs":[{"name":"text_input","shape":[1],"datatype":"BYTES",
+                         "data":["12345678"]}],"parameters":{"max_tokens":3,"sla":0.5}})",
+                     &p));
+  EXPECT_EQ(p.gen.prompt_tokens, 2);
+  EXPECT_EQ(p.gen.max_tokens, 3);
+  EXPECT_DOUBLE_EQ(p.gen.sla_s, 0.5);
+  ParsedRequest q;
+  ASSERT_FALSE(parse(ApiKind::kTgi, R"({"inputs":"hi","parameters":{"max_new_tokens":128}})", &q));
+  EXPECT_EQ(q.gen.max_tokens, 128);
+  EXPECT_EQ(q.gen.prompt_tokens, 1);
+}
+
+TEST(RequestParse, Durations) {
+  double s = 0;
+  EXPECT_TRUE(parse_duration_s("200ms", &s));
+  EXPECT_DOUBLE_EQ(s, 0.2);
+  EXPECT_TRUE(parse_duration_s("1.5s", &s));
+  EXPECT_DOUBLE_EQ(s, 1.5);
+  EXPECT_TRUE(parse_duration_s("2m", &s));
+  EXPECT_DOUBLE_EQ(s, 120);
+  EXPECT_FALSE(parse_duration_s("soon", &s));
+  EXPECT_FALSE(parse_duration_s("-1s", &s));
+  EXPECT_FALSE(parse_duration_s("5 parsecs", &s));
+}
+
+}  // namespace
+}  // namespace prima::server
