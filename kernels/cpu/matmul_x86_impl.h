@@ -7,8 +7,8 @@
 // could be picked by the linker for the whole program.
 //
 // Scheme: the activation block scales (and Q8_1 sums) are converted to float once per call;
-// a micro-kernel handles NR weight rows x NT activation rows per pass (NR = 1, NT <= 4 in
-// use), so a weight block is unpacked once for NT tokens. Nibbles are
+// a micro-kernel handles one weight row x 8 activation rows per pass (then NT <= 4 for the
+// remainder), so a weight block is unpacked once for 8 tokens. Nibbles are
 // unpacked with and/shift; products u8 x s8 (the sign trick for signed x signed); one fma per
 // block into float accumulators.
 #pragma once
@@ -90,12 +90,57 @@ struct FmtQ8_0 {
   static __m256i s(__m256i x, const W& b, __m256i) { return _mm256_sign_epi8(x, load32(b.qs)); }
 };
 
-// Activation scales as floats: dx[t * nb + b], sx likewise (Q8_1 only).
+// Activation scales as floats: dx[t * nb + b], sx likewise (Q8_1 only); and the same values
+// regrouped by 8 tokens for the 8-token kernel: dx8[(g * nb + b) * 8 + l] is token 8g + l.
 struct XScales {
   const float* dx;
   const float* sx;
+  const float* dx8;
+  const float* sx8;
   std::int64_t nb;
 };
+
+// Horizontal sums of 8 vectors: lane t of the result is the sum of v[t]'s lanes.
+inline __m256 hsum8(const __m256 v[8]) {
+  const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  // a = [s0 s1 s2 s3 | s0' s1' s2' s3'] (low/high 128-bit halves), b likewise for 4..7.
+  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+// One weight row x 8 activation rows (tokens 8g .. 8g+7, g = t0 / 8): each weight block is
+// unpacked once and used for the 8 tokens from registers; the 8 block scales d_w * d_x come
+// from one vector multiply, the m_w * s_x terms (Q8_1) from one vector fma per block, and the
+// 8 accumulators are reduced together at the end. out[t].
+template <typename F>
+__attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const std::uint8_t* x,
+                                                  std::size_t xs, const XScales& sc,
+                                                  std::int64_t t0, float* out) {
+  using W = typename F::W;
+  using X = typename F::X;
+  const std::int64_t nb = sc.nb;
+  const float* dx8 = sc.dx8 + (t0 / 8) * nb * 8;
+  const float* sx8 = F::kMin ? sc.sx8 + (t0 / 8) * nb * 8 : nullptr;
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int t = 0; t < 8; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 accm = _mm256_setzero_ps();
+  const W* wb = reinterpret_cast<const W*>(w);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const __m256i u = F::u(wb[b]);
+    alignas(32) float s[8];
+    _mm256_store_ps(s, _mm256_mul_ps(_mm256_set1_ps(h2f(wb[b].d)), _mm256_loadu_ps(dx8 + b * 8)));
+    if constexpr (F::kMin)
+      accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(wb[b].m)), _mm256_loadu_ps(sx8 + b * 8), accm);
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; ++t) {
+      const X& xb = reinterpret_cast<const X*>(x + t * xs)[b];
+      const __m256 p = dot_us(u, F::s(load32(xb.qs), wb[b], u));
+      acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(s + t), p, acc[t]);
+    }
+  }
+  _mm256_storeu_ps(out, _mm256_add_ps(hsum8(acc), accm));
+}
 
 // NR weight rows x NT activation rows. out[r * NT + t].
 template <typename F, int NR, int NT>
@@ -164,8 +209,14 @@ template <typename F, int NR>
 inline void rows_pass(const std::uint8_t* wr, std::size_t ws, const std::uint8_t* x, std::size_t xs,
                       const XScales& sc, std::int64_t r, std::int64_t tb, std::int64_t te, float* y,
                       std::int64_t ldy) {
-  float out[NR * 4];
+  float out[NR * 8];
   std::int64_t t = tb;
+  if constexpr (NR == 1) {
+    for (; t + 8 <= te; t += 8) {
+      micro8<F>(wr, x + std::size_t(t) * xs, xs, sc, t, out);
+      for (int j = 0; j < 8; ++j) y[(t + j) * ldy + r] = out[j];
+    }
+  }
   for (; t + 4 <= te; t += 4) {
     micro<F, NR, 4>(wr, ws, x + std::size_t(t) * xs, xs, sc, t, out);
     for (int i = 0; i < NR; ++i)
@@ -198,16 +249,25 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
           std::int64_t ldy) {
   using X = typename F::X;
   const std::int64_t nb = cols / 32;
-  float* dx = scratch_floats(std::size_t(2 * n * nb));
+  const std::int64_t n8 = n / 8 * 8;  // tokens in full groups of 8
+  float* dx = scratch_floats(std::size_t(2 * (n + n8) * nb));
   float* sx = dx + n * nb;
+  float* dx8 = sx + n * nb;
+  float* sx8 = dx8 + n8 * nb;
   for (std::int64_t t = 0; t < n; ++t) {
     const X* xb = reinterpret_cast<const X*>(x + std::size_t(t) * x_stride);
+    float* d8 = dx8 + (t / 8) * nb * 8 + t % 8;
+    float* s8 = sx8 + (t / 8) * nb * 8 + t % 8;
     for (std::int64_t b = 0; b < nb; ++b) {
       dx[t * nb + b] = h2f(xb[b].d);
       if constexpr (F::kMin) sx[t * nb + b] = h2f(xb[b].s);
+      if (t < n8) {
+        d8[b * 8] = dx[t * nb + b];
+        if constexpr (F::kMin) s8[b * 8] = sx[t * nb + b];
+      }
     }
   }
-  const XScales sc{dx, sx, nb};
+  const XScales sc{dx, sx, dx8, sx8, nb};
   for (std::int64_t tb = 0; tb < n; tb += kTokenBlock) {
     const std::int64_t te = n < tb + kTokenBlock ? n : tb + kTokenBlock;
     // One weight row per pass: measured faster than two (NR = 2) for Q4_1 decode on this
