@@ -52,6 +52,15 @@ inline __m256 dot_us(__m256i u, __m256i s) {
 #endif
 }
 
+// A Q4_1 block's d and m (adjacent f16s) as floats with one conversion.
+inline void dm_of(const BlockQ4_1& b, float& d, float& m) {
+  int dm;
+  __builtin_memcpy(&dm, &b.d, 4);
+  const __m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128(dm));
+  d = _mm_cvtss_f32(v);
+  m = _mm_cvtss_f32(_mm_movehdup_ps(v));
+}
+
 inline __m256i load32(const std::int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -129,9 +138,14 @@ __attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const s
   for (std::int64_t b = 0; b < nb; ++b) {
     const __m256i u = F::u(wb[b]);
     alignas(32) float s[8];
-    _mm256_store_ps(s, _mm256_mul_ps(_mm256_set1_ps(h2f(wb[b].d)), _mm256_loadu_ps(dx8 + b * 8)));
+    float dw, mw = 0.0f;
     if constexpr (F::kMin)
-      accm = _mm256_fmadd_ps(_mm256_set1_ps(h2f(wb[b].m)), _mm256_loadu_ps(sx8 + b * 8), accm);
+      dm_of(wb[b], dw, mw);
+    else
+      dw = h2f(wb[b].d);
+    _mm256_store_ps(s, _mm256_mul_ps(_mm256_set1_ps(dw), _mm256_loadu_ps(dx8 + b * 8)));
+    if constexpr (F::kMin)
+      accm = _mm256_fmadd_ps(_mm256_set1_ps(mw), _mm256_loadu_ps(sx8 + b * 8), accm);
 #pragma GCC unroll 8
     for (int t = 0; t < 8; ++t) {
       const X& xb = reinterpret_cast<const X*>(x + t * xs)[b];
@@ -171,8 +185,10 @@ __attribute__((always_inline)) inline void micro(const std::uint8_t* w, std::siz
     for (int r = 0; r < NR; ++r) {
       wb[r] = reinterpret_cast<const W*>(w + r * ws) + b;
       u[r] = F::u(*wb[r]);
-      dw[r] = h2f(wb[r]->d);
-      if constexpr (F::kMin) mw[r] = h2f(wb[r]->m);
+      if constexpr (F::kMin)
+        dm_of(*wb[r], dw[r], mw[r]);
+      else
+        dw[r] = h2f(wb[r]->d);
     }
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
