@@ -100,12 +100,15 @@ struct FmtQ8_0 {
 };
 
 // Activation scales as floats: dx[t * nb + b], sx likewise (Q8_1 only); and the same values
-// regrouped by 8 tokens for the 8-token kernel: dx8[(g * nb + b) * 8 + l] is token 8g + l.
+// regrouped by 8 tokens for the 8-token kernel: dx8[(g * nb + b) * 8 + l] is token 8g + l;
+// the quants too: xq8 + ((g * nb + b) * 8 + l) * 32 are the 32 bytes of token 8g + l, block b
+// (one pointer and constant offsets in the kernel instead of 8 row pointers).
 struct XScales {
   const float* dx;
   const float* sx;
   const float* dx8;
   const float* sx8;
+  const std::int8_t* xq8;
   std::int64_t nb;
 };
 
@@ -122,12 +125,11 @@ inline __m256 hsum8(const __m256 v[8]) {
 // from one vector multiply, the m_w * s_x terms (Q8_1) from one vector fma per block, and the
 // 8 accumulators are reduced together at the end. out[t].
 template <typename F>
-__attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const std::uint8_t* x,
-                                                  std::size_t xs, const XScales& sc,
+__attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const XScales& sc,
                                                   std::int64_t t0, float* out) {
   using W = typename F::W;
-  using X = typename F::X;
   const std::int64_t nb = sc.nb;
+  const std::int8_t* xq = sc.xq8 + (t0 / 8) * nb * 256;
   const float* dx8 = sc.dx8 + (t0 / 8) * nb * 8;
   const float* sx8 = F::kMin ? sc.sx8 + (t0 / 8) * nb * 8 : nullptr;
   __m256 acc[8];
@@ -148,8 +150,7 @@ __attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const s
       accm = _mm256_fmadd_ps(_mm256_set1_ps(mw), _mm256_loadu_ps(sx8 + b * 8), accm);
 #pragma GCC unroll 8
     for (int t = 0; t < 8; ++t) {
-      const X& xb = reinterpret_cast<const X*>(x + t * xs)[b];
-      const __m256 p = dot_us(u, F::s(load32(xb.qs), wb[b], u));
+      const __m256 p = dot_us(u, F::s(load32(xq + b * 256 + t * 32), wb[b], u));
       acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(s + t), p, acc[t]);
     }
   }
@@ -229,7 +230,7 @@ inline void rows_pass(const std::uint8_t* wr, std::size_t ws, const std::uint8_t
   std::int64_t t = tb;
   if constexpr (NR == 1) {
     for (; t + 8 <= te; t += 8) {
-      micro8<F>(wr, x + std::size_t(t) * xs, xs, sc, t, out);
+      micro8<F>(wr, sc, t, out);
       for (int j = 0; j < 8; ++j) y[(t + j) * ldy + r] = out[j];
     }
   }
@@ -266,10 +267,11 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
   using X = typename F::X;
   const std::int64_t nb = cols / 32;
   const std::int64_t n8 = n / 8 * 8;  // tokens in full groups of 8
-  float* dx = scratch_floats(std::size_t(2 * (n + n8) * nb));
+  float* dx = scratch_floats(std::size_t((2 * n + 10 * n8) * nb));
   float* sx = dx + n * nb;
   float* dx8 = sx + n * nb;
   float* sx8 = dx8 + n8 * nb;
+  auto* xq8 = reinterpret_cast<std::int8_t*>(sx8 + n8 * nb);  // n8 * nb * 32 bytes
   for (std::int64_t t = 0; t < n; ++t) {
     const X* xb = reinterpret_cast<const X*>(x + std::size_t(t) * x_stride);
     float* d8 = dx8 + (t / 8) * nb * 8 + t % 8;
@@ -278,12 +280,14 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
       dx[t * nb + b] = h2f(xb[b].d);
       if constexpr (F::kMin) sx[t * nb + b] = h2f(xb[b].s);
       if (t < n8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq8 + (((t / 8) * nb + b) * 8 + t % 8) * 32),
+                            load32(xb[b].qs));
         d8[b * 8] = dx[t * nb + b];
         if constexpr (F::kMin) s8[b * 8] = sx[t * nb + b];
       }
     }
   }
-  const XScales sc{dx, sx, dx8, sx8, nb};
+  const XScales sc{dx, sx, dx8, sx8, xq8, nb};
   for (std::int64_t tb = 0; tb < n; tb += kTokenBlock) {
     const std::int64_t te = n < tb + kTokenBlock ? n : tb + kTokenBlock;
     // One weight row per pass: measured faster than two (NR = 2) for Q4_1 decode on this
