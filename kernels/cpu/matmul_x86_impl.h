@@ -297,6 +297,57 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
   }
 }
 
+// Q8_0 / Q8_1 activation rows with AVX2, bit for bit as quantize_row: amax by a max tree,
+// the same float products x * (127 / amax), round half to even (_mm256_round_ps in the
+// default mode, as nearbyint), s = d * sum(q) from exact integer sums; other types go to
+// quantize_row.
+template <typename Block>
+void quantize_q8_rows(const float* x, Block* y, std::int64_t nb) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (std::int64_t i = 0; i < nb; ++i, x += 32) {
+    __m256 v[4];
+    for (int j = 0; j < 4; ++j) v[j] = _mm256_loadu_ps(x + 8 * j);
+    __m256 m =
+        _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                      _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    const __m256 idv = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j)
+      q[j] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[j], idv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // packs interleave the 128-bit lanes: bytes come out as dwords 0,2,4,6,1,3,5,7 of the
+    // element order; the permute puts them back.
+    const __m256i p =
+        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), _mm256_permutevar8x32_epi32(p, order));
+    if constexpr (sizeof(Block) == sizeof(BlockQ8_1)) {
+      const __m256i s8 =
+          _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+      y[i].s = fp32_to_fp16(d * float(_mm_cvtsi128_si32(s4)));
+    }
+  }
+}
+
+void quantize_x86(DType t, const float* x, void* dst, std::int64_t n) {
+  if (t == DType::kQ8_1)
+    quantize_q8_rows(x, static_cast<BlockQ8_1*>(dst), n / 32);
+  else if (t == DType::kQ8_0)
+    quantize_q8_rows(x, static_cast<BlockQ8_0*>(dst), n / 32);
+  else
+    quantize_row(t, x, dst, n);
+}
+
 // The kernel set: these three formats here, the rest from the portable kernels.
 inline MatmulKernels make_x86_kernels(const char* isa) {
   MatmulKernels m = portable_kernels();
@@ -304,6 +355,7 @@ inline MatmulKernels make_x86_kernels(const char* isa) {
   m.q4_0 = &tile<FmtQ4_0>;
   m.q4_1 = &tile<FmtQ4_1>;
   m.q8_0 = &tile<FmtQ8_0>;
+  m.quantize_x = &quantize_x86;
   return m;
 }
 
