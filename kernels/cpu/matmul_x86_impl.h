@@ -71,6 +71,7 @@ struct FmtQ4_1 {
   using W = BlockQ4_1;
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kOffsetX = false;
   static __m256i u(const W& b) { return unpack_nibbles(b.qs); }
   static __m256i s(__m256i x, const W&, __m256i) { return x; }
 };
@@ -78,6 +79,7 @@ struct FmtQ4_0 {
   using W = BlockQ4_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kOffsetX = false;
   // (q - 8) signed: |q - 8| as u8, the activation takes its sign.
   static __m256i signed_w(const W& b) {
     return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
@@ -92,6 +94,9 @@ struct FmtQ8_0 {
   using W = BlockQ8_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
+  // With VNNI the 8-token kernel takes x + 128 as the u8 side and the weights as they are
+  // (no sign trick per token): see micro8. (maddubs would saturate: 255 x 128 x 2.)
+  static constexpr bool kOffsetX = PRIMA_X86_VNNI;
   static __m256i u(const W& b) {
     const __m256i q = load32(b.qs);
     return _mm256_sign_epi8(q, q);
@@ -148,6 +153,23 @@ __attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const X
     _mm256_store_ps(s, _mm256_mul_ps(_mm256_set1_ps(dw), _mm256_loadu_ps(dx8 + b * 8)));
     if constexpr (F::kMin)
       accm = _mm256_fmadd_ps(_mm256_set1_ps(mw), _mm256_loadu_ps(sx8 + b * 8), accm);
+#if PRIMA_X86_VNNI
+    if constexpr (F::kOffsetX) {
+      // The interleaved copy holds x + 128 (u8); the lanes start at -128 * sum(w) of their 4
+      // bytes, so each lane ends at exactly sum(x * w), as with the sign trick.
+      const __m256i wq = load32(wb[b].qs);
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i init =
+          _mm256_sub_epi32(zero, _mm256_dpbusd_avx_epi32(zero, _mm256_set1_epi8(-128), wq));
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t) {
+        const __m256 p =
+            _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(init, load32(xq + b * 256 + t * 32), wq));
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(s + t), p, acc[t]);
+      }
+      continue;
+    }
+#endif
 #pragma GCC unroll 8
     for (int t = 0; t < 8; ++t) {
       const __m256 p = dot_us(u, F::s(load32(xq + b * 256 + t * 32), wb[b], u));
@@ -281,7 +303,8 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
       if constexpr (F::kMin) sx[t * nb + b] = h2f(xb[b].s);
       if (t < n8) {
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq8 + (((t / 8) * nb + b) * 8 + t % 8) * 32),
-                            load32(xb[b].qs));
+                            F::kOffsetX ? _mm256_xor_si256(load32(xb[b].qs), _mm256_set1_epi8(-128))
+                                        : load32(xb[b].qs));
         d8[b * 8] = dx[t * nb + b];
         if constexpr (F::kMin) s8[b * 8] = sx[t * nb + b];
       }
