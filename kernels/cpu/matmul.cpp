@@ -70,11 +70,11 @@ void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, st
   if (n >= 8 && pool.size() > 1) {
     pool.parallel_for(n, [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t t = b; t < e; ++t)
-        quantize_row(xt, x + t * cols, xb + std::size_t(t) * x_stride, cols);
+        k.quantize_x(xt, x + t * cols, xb + std::size_t(t) * x_stride, cols);
     });
   } else {
     for (std::int64_t t = 0; t < n; ++t)
-      quantize_row(xt, x + t * cols, xb + std::size_t(t) * x_stride, cols);
+      k.quantize_x(xt, x + t * cols, xb + std::size_t(t) * x_stride, cols);
   }
   const auto* wb = static_cast<const std::uint8_t*>(w.data);
   const std::int64_t rows = w.rows;

@@ -16,9 +16,13 @@ using TileFn = void (*)(const std::uint8_t* w, std::size_t w_stride, std::int64_
                         std::int64_t r1, const std::uint8_t* x, std::size_t x_stride,
                         std::int64_t n, std::int64_t cols, float* y, std::int64_t ldy);
 
+// Converts a row of n activations to the partner format t (as quantize_row, bit for bit).
+using QuantizeFn = void (*)(DType t, const float* x, void* dst, std::int64_t n);
+
 struct MatmulKernels {
   const char* isa;
   TileFn f32, f16, bf16, q4_0, q4_1, q8_0, q6_k;
+  QuantizeFn quantize_x;
   TileFn for_type(DType t) const;  // nullptr for types that are not weights
 };
 

@@ -164,7 +164,8 @@ const MatmulKernels& portable_kernels() {
                                &tile<DotQ4_0>,
                                &tile<DotQ4_1>,
                                &tile<DotQ8_0>,
-                               &tile<DotQ6_K>};
+                               &tile<DotQ6_K>,
+                               &quantize_row};
   return k;
 }
 

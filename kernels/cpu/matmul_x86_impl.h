@@ -7,8 +7,8 @@
 // could be picked by the linker for the whole program.
 //
 // Scheme: the activation block scales (and Q8_1 sums) are converted to float once per call;
-// a micro-kernel handles NR weight rows x NT activation rows per pass (NR = 1, NT <= 4 in
-// use), so a weight block is unpacked once for NT tokens. Nibbles are
+// a micro-kernel handles one weight row x 8 activation rows per pass (then NT <= 4 for the
+// remainder), so a weight block is unpacked once for 8 tokens. Nibbles are
 // unpacked with and/shift; products u8 x s8 (the sign trick for signed x signed); one fma per
 // block into float accumulators.
 #pragma once
@@ -52,6 +52,15 @@ inline __m256 dot_us(__m256i u, __m256i s) {
 #endif
 }
 
+// A Q4_1 block's d and m (adjacent f16s) as floats with one conversion.
+inline void dm_of(const BlockQ4_1& b, float& d, float& m) {
+  int dm;
+  __builtin_memcpy(&dm, &b.d, 4);
+  const __m128 v = _mm_cvtph_ps(_mm_cvtsi32_si128(dm));
+  d = _mm_cvtss_f32(v);
+  m = _mm_cvtss_f32(_mm_movehdup_ps(v));
+}
+
 inline __m256i load32(const std::int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -62,6 +71,7 @@ struct FmtQ4_1 {
   using W = BlockQ4_1;
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
+  static constexpr bool kOffsetX = false;
   static __m256i u(const W& b) { return unpack_nibbles(b.qs); }
   static __m256i s(__m256i x, const W&, __m256i) { return x; }
 };
@@ -69,6 +79,7 @@ struct FmtQ4_0 {
   using W = BlockQ4_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
+  static constexpr bool kOffsetX = false;
   // (q - 8) signed: |q - 8| as u8, the activation takes its sign.
   static __m256i signed_w(const W& b) {
     return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
@@ -83,6 +94,9 @@ struct FmtQ8_0 {
   using W = BlockQ8_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
+  // With VNNI the 8-token kernel takes x + 128 as the u8 side and the weights as they are
+  // (no sign trick per token): see micro8. (maddubs would saturate: 255 x 128 x 2.)
+  static constexpr bool kOffsetX = PRIMA_X86_VNNI;
   static __m256i u(const W& b) {
     const __m256i q = load32(b.qs);
     return _mm256_sign_epi8(q, q);
@@ -90,12 +104,80 @@ struct FmtQ8_0 {
   static __m256i s(__m256i x, const W& b, __m256i) { return _mm256_sign_epi8(x, load32(b.qs)); }
 };
 
-// Activation scales as floats: dx[t * nb + b], sx likewise (Q8_1 only).
+// Activation scales as floats: dx[t * nb + b], sx likewise (Q8_1 only); and the same values
+// regrouped by 8 tokens for the 8-token kernel: dx8[(g * nb + b) * 8 + l] is token 8g + l;
+// the quants too: xq8 + ((g * nb + b) * 8 + l) * 32 are the 32 bytes of token 8g + l, block b
+// (one pointer and constant offsets in the kernel instead of 8 row pointers).
 struct XScales {
   const float* dx;
   const float* sx;
+  const float* dx8;
+  const float* sx8;
+  const std::int8_t* xq8;
   std::int64_t nb;
 };
+
+// Horizontal sums of 8 vectors: lane t of the result is the sum of v[t]'s lanes.
+inline __m256 hsum8(const __m256 v[8]) {
+  const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  // a = [s0 s1 s2 s3 | s0' s1' s2' s3'] (low/high 128-bit halves), b likewise for 4..7.
+  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+// One weight row x 8 activation rows (tokens 8g .. 8g+7, g = t0 / 8): each weight block is
+// unpacked once and used for the 8 tokens from registers; the 8 block scales d_w * d_x come
+// from one vector multiply, the m_w * s_x terms (Q8_1) from one vector fma per block, and the
+// 8 accumulators are reduced together at the end. out[t].
+template <typename F>
+__attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const XScales& sc,
+                                                  std::int64_t t0, float* out) {
+  using W = typename F::W;
+  const std::int64_t nb = sc.nb;
+  const std::int8_t* xq = sc.xq8 + (t0 / 8) * nb * 256;
+  const float* dx8 = sc.dx8 + (t0 / 8) * nb * 8;
+  const float* sx8 = F::kMin ? sc.sx8 + (t0 / 8) * nb * 8 : nullptr;
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int t = 0; t < 8; ++t) acc[t] = _mm256_setzero_ps();
+  __m256 accm = _mm256_setzero_ps();
+  const W* wb = reinterpret_cast<const W*>(w);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const __m256i u = F::u(wb[b]);
+    alignas(32) float s[8];
+    float dw, mw = 0.0f;
+    if constexpr (F::kMin)
+      dm_of(wb[b], dw, mw);
+    else
+      dw = h2f(wb[b].d);
+    _mm256_store_ps(s, _mm256_mul_ps(_mm256_set1_ps(dw), _mm256_loadu_ps(dx8 + b * 8)));
+    if constexpr (F::kMin)
+      accm = _mm256_fmadd_ps(_mm256_set1_ps(mw), _mm256_loadu_ps(sx8 + b * 8), accm);
+#if PRIMA_X86_VNNI
+    if constexpr (F::kOffsetX) {
+      // The interleaved copy holds x + 128 (u8); the lanes start at -128 * sum(w) of their 4
+      // bytes, so each lane ends at exactly sum(x * w), as with the sign trick.
+      const __m256i wq = load32(wb[b].qs);
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i init =
+          _mm256_sub_epi32(zero, _mm256_dpbusd_avx_epi32(zero, _mm256_set1_epi8(-128), wq));
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t) {
+        const __m256 p =
+            _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(init, load32(xq + b * 256 + t * 32), wq));
+        acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(s + t), p, acc[t]);
+      }
+      continue;
+    }
+#endif
+#pragma GCC unroll 8
+    for (int t = 0; t < 8; ++t) {
+      const __m256 p = dot_us(u, F::s(load32(xq + b * 256 + t * 32), wb[b], u));
+      acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(s + t), p, acc[t]);
+    }
+  }
+  _mm256_storeu_ps(out, _mm256_add_ps(hsum8(acc), accm));
+}
 
 // NR weight rows x NT activation rows. out[r * NT + t].
 template <typename F, int NR, int NT>
@@ -126,8 +208,10 @@ __attribute__((always_inline)) inline void micro(const std::uint8_t* w, std::siz
     for (int r = 0; r < NR; ++r) {
       wb[r] = reinterpret_cast<const W*>(w + r * ws) + b;
       u[r] = F::u(*wb[r]);
-      dw[r] = h2f(wb[r]->d);
-      if constexpr (F::kMin) mw[r] = h2f(wb[r]->m);
+      if constexpr (F::kMin)
+        dm_of(*wb[r], dw[r], mw[r]);
+      else
+        dw[r] = h2f(wb[r]->d);
     }
 #pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
@@ -164,8 +248,14 @@ template <typename F, int NR>
 inline void rows_pass(const std::uint8_t* wr, std::size_t ws, const std::uint8_t* x, std::size_t xs,
                       const XScales& sc, std::int64_t r, std::int64_t tb, std::int64_t te, float* y,
                       std::int64_t ldy) {
-  float out[NR * 4];
+  float out[NR * 8];
   std::int64_t t = tb;
+  if constexpr (NR == 1) {
+    for (; t + 8 <= te; t += 8) {
+      micro8<F>(wr, sc, t, out);
+      for (int j = 0; j < 8; ++j) y[(t + j) * ldy + r] = out[j];
+    }
+  }
   for (; t + 4 <= te; t += 4) {
     micro<F, NR, 4>(wr, ws, x + std::size_t(t) * xs, xs, sc, t, out);
     for (int i = 0; i < NR; ++i)
@@ -198,16 +288,29 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
           std::int64_t ldy) {
   using X = typename F::X;
   const std::int64_t nb = cols / 32;
-  float* dx = scratch_floats(std::size_t(2 * n * nb));
+  const std::int64_t n8 = n / 8 * 8;  // tokens in full groups of 8
+  float* dx = scratch_floats(std::size_t((2 * n + 10 * n8) * nb));
   float* sx = dx + n * nb;
+  float* dx8 = sx + n * nb;
+  float* sx8 = dx8 + n8 * nb;
+  auto* xq8 = reinterpret_cast<std::int8_t*>(sx8 + n8 * nb);  // n8 * nb * 32 bytes
   for (std::int64_t t = 0; t < n; ++t) {
     const X* xb = reinterpret_cast<const X*>(x + std::size_t(t) * x_stride);
+    float* d8 = dx8 + (t / 8) * nb * 8 + t % 8;
+    float* s8 = sx8 + (t / 8) * nb * 8 + t % 8;
     for (std::int64_t b = 0; b < nb; ++b) {
       dx[t * nb + b] = h2f(xb[b].d);
       if constexpr (F::kMin) sx[t * nb + b] = h2f(xb[b].s);
+      if (t < n8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(xq8 + (((t / 8) * nb + b) * 8 + t % 8) * 32),
+                            F::kOffsetX ? _mm256_xor_si256(load32(xb[b].qs), _mm256_set1_epi8(-128))
+                                        : load32(xb[b].qs));
+        d8[b * 8] = dx[t * nb + b];
+        if constexpr (F::kMin) s8[b * 8] = sx[t * nb + b];
+      }
     }
   }
-  const XScales sc{dx, sx, nb};
+  const XScales sc{dx, sx, dx8, sx8, xq8, nb};
   for (std::int64_t tb = 0; tb < n; tb += kTokenBlock) {
     const std::int64_t te = n < tb + kTokenBlock ? n : tb + kTokenBlock;
     // One weight row per pass: measured faster than two (NR = 2) for Q4_1 decode on this
@@ -217,6 +320,57 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
   }
 }
 
+// Q8_0 / Q8_1 activation rows with AVX2, bit for bit as quantize_row: amax by a max tree,
+// the same float products x * (127 / amax), round half to even (_mm256_round_ps in the
+// default mode, as nearbyint), s = d * sum(q) from exact integer sums; other types go to
+// quantize_row.
+template <typename Block>
+void quantize_q8_rows(const float* x, Block* y, std::int64_t nb) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (std::int64_t i = 0; i < nb; ++i, x += 32) {
+    __m256 v[4];
+    for (int j = 0; j < 4; ++j) v[j] = _mm256_loadu_ps(x + 8 * j);
+    __m256 m =
+        _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                      _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    const float amax = _mm_cvtss_f32(h);
+    const float d = amax / 127.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    y[i].d = fp32_to_fp16(d);
+    const __m256 idv = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j)
+      q[j] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[j], idv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    // packs interleave the 128-bit lanes: bytes come out as dwords 0,2,4,6,1,3,5,7 of the
+    // element order; the permute puts them back.
+    const __m256i p =
+        _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[i].qs), _mm256_permutevar8x32_epi32(p, order));
+    if constexpr (sizeof(Block) == sizeof(BlockQ8_1)) {
+      const __m256i s8 =
+          _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+      y[i].s = fp32_to_fp16(d * float(_mm_cvtsi128_si32(s4)));
+    }
+  }
+}
+
+void quantize_x86(DType t, const float* x, void* dst, std::int64_t n) {
+  if (t == DType::kQ8_1)
+    quantize_q8_rows(x, static_cast<BlockQ8_1*>(dst), n / 32);
+  else if (t == DType::kQ8_0)
+    quantize_q8_rows(x, static_cast<BlockQ8_0*>(dst), n / 32);
+  else
+    quantize_row(t, x, dst, n);
+}
+
 // The kernel set: these three formats here, the rest from the portable kernels.
 inline MatmulKernels make_x86_kernels(const char* isa) {
   MatmulKernels m = portable_kernels();
@@ -224,6 +378,7 @@ inline MatmulKernels make_x86_kernels(const char* isa) {
   m.q4_0 = &tile<FmtQ4_0>;
   m.q4_1 = &tile<FmtQ4_1>;
   m.q8_0 = &tile<FmtQ8_0>;
+  m.quantize_x = &quantize_x86;
   return m;
 }
 
