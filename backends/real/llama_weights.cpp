@@ -35,6 +35,22 @@ Result<int> get_positive(const GgufFile& f, const std::string& key) {
 
 }  // namespace
 
+model::ModelSpec model_spec_of(const GgufFile& f, const LlamaConfig& c) {
+  model::ModelSpec m;
+  m.name = f.get_string_or("general.name", "llama");
+  m.source = f.path();
+  m.layers = c.layers;
+  m.hidden = c.hidden;
+  m.heads = c.heads;
+  m.kv_heads = c.kv_heads;
+  m.head_dim = c.head_dim;
+  m.ffn = c.ffn;
+  m.vocab = c.vocab;
+  m.tied_embeddings = c.tied_embeddings;
+  m.max_context = c.context_length;
+  return m;
+}
+
 Result<LlamaConfig> read_llama_config(const GgufFile& f) {
   const std::string arch = f.get_string_or("general.architecture", "");
   if (arch != "llama")

@@ -17,6 +17,7 @@
 
 #include "backends/real/gguf.h"
 #include "engine/core/status.h"
+#include "engine/model/model_spec.h"
 #include "kernels/cpu/matmul.h"
 
 namespace prima::real {
@@ -38,6 +39,9 @@ struct LlamaConfig {
 
 // Reads and checks the llama.* metadata (error names the key or the architecture found).
 Result<LlamaConfig> read_llama_config(const GgufFile& f);
+
+// The model as the engine and the cost model see it (name from general.name).
+model::ModelSpec model_spec_of(const GgufFile& f, const LlamaConfig& c);
 
 struct ShardSpec {
   int tp = 1, tp_rank = 0;

@@ -94,22 +94,6 @@ struct Fixture {
 
 constexpr int kBlockSize = 16;
 
-model::ModelSpec spec_of(const GgufFile& f, const LlamaConfig& c) {
-  model::ModelSpec m;
-  m.name = f.get_string_or("general.name", "llama");
-  m.source = f.path();
-  m.layers = c.layers;
-  m.hidden = c.hidden;
-  m.heads = c.heads;
-  m.kv_heads = c.kv_heads;
-  m.head_dim = c.head_dim;
-  m.ffn = c.ffn;
-  m.vocab = c.vocab;
-  m.tied_embeddings = c.tied_embeddings;
-  m.max_context = c.context_length;
-  return m;
-}
-
 // A step of `seqs` sequences, each computing `n` tokens ending at context `ctx`; sequence s
 // uses blocks [s * blocks_per_seq, ...). Every sequence samples.
 StepInput make_step(const Fixture& fx, int seqs, int n, int ctx) {
@@ -200,7 +184,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   double mhz = 0;
   r.cpu = cpu_model_name(&mhz);
   r.isa = kernels::kernel_isa();
-  r.model = spec_of(*fx.file, fx.cfg);
+  r.model = model_spec_of(*fx.file, fx.cfg);
   r.mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats);
   r.peak_flops = (mhz > 0 ? mhz * 1e6 : 2e9) * 32.0 * r.threads;
   r.dispatch_s = median_time(opts.repeats * 20, [&] {
@@ -294,8 +278,11 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   };
   std::vector<Shape> shapes = {
       {"decode", 1, 1, 128}, {"prefill", 1, 256, 256}, {"decode", 1, 1, max_ctx}};
-  for (int b : {4, 8, 16})
-    for (int c : {128, std::min(1024, max_ctx)}) shapes.push_back({"decode", b, 1, c});
+  const int long_ctx = std::min(1024, max_ctx);
+  for (int b : {4, 8, 16}) {
+    shapes.push_back({"decode", b, 1, 128});
+    if (long_ctx != 128) shapes.push_back({"decode", b, 1, long_ctx});
+  }
   for (int n : {32, 128, 512})
     if (n <= max_ctx) shapes.push_back({"prefill", 1, n, n});
   for (std::size_t i = 0; i < shapes.size(); ++i) {

@@ -133,17 +133,7 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   runner_ = std::make_unique<RankRunner>(layout_, world_.get(), tp_group_.get(), weights_.get(),
                                          kv_.get(), pool_.get());
 
-  spec_.name = file_->get_string_or("general.name", "llama");
-  spec_.source = o.model_path;
-  spec_.layers = config_.layers;
-  spec_.hidden = config_.hidden;
-  spec_.heads = config_.heads;
-  spec_.kv_heads = config_.kv_heads;
-  spec_.head_dim = config_.head_dim;
-  spec_.ffn = config_.ffn;
-  spec_.vocab = config_.vocab;
-  spec_.tied_embeddings = config_.tied_embeddings;
-  spec_.max_context = config_.context_length;
+  spec_ = model_spec_of(*file_, config_);
   return ok_status();
 }
 
