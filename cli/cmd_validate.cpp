@@ -21,9 +21,8 @@ static Status validate_file(const std::string& path, std::string* what) {
   if (is_topology) {
     *what = "topology";
     plan::Topology t;
-    PRIMA_RETURN_IF_ERROR(config::to_status([&] {
-      t = plan::parse_topology(config::JsonReader(j, path));
-    }));
+    PRIMA_RETURN_IF_ERROR(
+        config::to_status([&] { t = plan::parse_topology(config::JsonReader(j, path)); }));
     return t.validate();
   }
   *what = "scenario";

@@ -1,33 +1,53 @@
 // EngineBridge: HTTP threads -> the engine's loop -> per-request token streams.
 #include "server/engine_bridge.h"
 
+#include <random>
+
+#include "server/text_codec.h"
+
 namespace prima::server {
 
-EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn post)
-    : engine_(engine), rt_(rt), post_(std::move(post)) {
+EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn post,
+                           const TextCodec* codec)
+    : engine_(engine),
+      rt_(rt),
+      post_(std::move(post)),
+      codec_(codec ? codec : &synthetic_codec()),
+      stop_ids_(codec_->stop_ids()),
+      seed_base_((static_cast<std::uint64_t>(std::random_device{}()) << 32) ^
+                 std::random_device{}()) {
   engine_->on_token = [this](const Sequence& s) {
+    const int idx = s.num_generated - 1;
+    const int id = idx >= 0 && idx < static_cast<int>(s.output_ids.size()) ? s.output_ids[idx] : -1;
     std::shared_ptr<TokenStream> st;
     double last = -1;
+    StreamToken t{idx, id, rt_->now(), {}};
+    bool stopped = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = streams_.find(s.req.id);
       if (it == streams_.end()) return;
-      st = it->second.stream;
-      last = it->second.last_token_s;
-      it->second.last_token_s = rt_->now();
+      Entry& e = it->second;
+      if (e.text.stopped()) return;  // ending early: later tokens are dropped
+      st = e.stream;
+      last = e.last_token_s;
+      e.last_token_s = t.time_s;
+      t.text = e.text.push(codec_->piece(idx, id));
+      stopped = e.text.stopped();
     }
-    const int idx = s.num_generated - 1;
-    const int id = idx >= 0 && idx < static_cast<int>(s.output_ids.size()) ? s.output_ids[idx] : -1;
-    st->push(StreamToken{idx, id, rt_->now()});
+    st->push(std::move(t));
     if (metrics_) metrics_->on_token(s.req.priority, last >= 0 ? rt_->now() - last : -1);
+    if (stopped) engine_->finish_early(s.req.id);  // a stop string: ends as completed
   };
   engine_->on_end = [this](const Sequence& s) {
     std::shared_ptr<TokenStream> st;
+    std::string tail;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = streams_.find(s.req.id);
       if (it == streams_.end()) return;
       st = std::move(it->second.stream);
+      if (s.outcome == Outcome::kCompleted) tail = it->second.text.flush();
       streams_.erase(it);
     }
     if (metrics_) metrics_->on_end(s);
@@ -40,6 +60,7 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
                                                                    : "stop";
     e.prompt_tokens = s.req.prompt_tokens;
     e.output_tokens = s.num_generated;
+    e.tail_text = std::move(tail);
     e.arrival_s = s.req.arrival_s;
     e.first_scheduled_s = s.first_scheduled_s;
     e.first_token_s = s.first_token_s;
@@ -61,7 +82,8 @@ std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId
   auto st = std::make_shared<TokenStream>();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    streams_.emplace(id, Entry{st});  // before the engine can see the request
+    // Before the engine can see the request.
+    streams_.emplace(id, Entry{st, -1, TextDecoder(g.stop)});
   }
   ++open_;
   ++submitted_;
@@ -72,6 +94,14 @@ std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId
   r.priority = g.priority;
   r.sla_s = g.sla_s;
   r.prompt_ids = g.prompt_ids;
+  r.sampling = g.sampling;
+  if (!g.has_seed) {  // splitmix64 of the id: distinct, unpredictable seeds
+    std::uint64_t z = seed_base_ + static_cast<std::uint64_t>(id) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    r.sampling.seed = z ^ (z >> 31);
+  }
+  if (!g.ignore_eos) r.stop_ids = stop_ids_;
   post_([this, r = std::move(r)]() mutable {
     r.arrival_s = rt_->now();  // arrives at the loop's current time
     engine_->submit(std::move(r));

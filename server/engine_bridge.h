@@ -19,6 +19,7 @@
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
 #include "server/metrics.h"
+#include "server/text_decoder.h"
 #include "server/token_stream.h"
 
 namespace prima::server {
@@ -29,7 +30,11 @@ struct GenRequest {
   int max_tokens = 0;
   Priority priority = Priority::kNormal;
   double sla_s = 0;
-  std::vector<int> prompt_ids;  // when the client sent token ids
+  std::vector<int> prompt_ids;    // the prompt's ids (sent by the client, or a real tokenizer's)
+  SamplingParams sampling;        // used by the real backend
+  bool has_seed = false;          // sampling.seed was given (else the bridge draws one)
+  std::vector<std::string> stop;  // stop strings: the text ends before the first one
+  bool ignore_eos = false;        // do not end at the model's end-of-generation tokens
 };
 
 struct EngineSnapshot {
@@ -41,11 +46,17 @@ struct EngineSnapshot {
   double now_s = 0;                       // engine time of the snapshot
 };
 
+class TextCodec;
+
 class EngineBridge {
  public:
   // post(fn) must run fn on the engine's loop (thread-safe).
   using PostFn = std::function<void(std::function<void()>)>;
-  EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn post);
+  // `codec` (borrowed; null: the synthetic one) turns output tokens into text on the loop:
+  // each StreamToken carries the text it releases, and a stop string ends the request early
+  // (ServingEngine::finish_early).
+  EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn post,
+               const TextCodec* codec = nullptr);
 
   // Any thread. The stream ends exactly once (completed, rejected or failed).
   std::shared_ptr<TokenStream> submit(const GenRequest& g, RequestId* id);
@@ -67,11 +78,15 @@ class EngineBridge {
   struct Entry {
     std::shared_ptr<TokenStream> stream;
     double last_token_s = -1;  // loop thread only
+    TextDecoder text;          // loop thread only
   };
 
   cluster::ServingEngine* engine_;
   Runtime* rt_;
   PostFn post_;
+  const TextCodec* codec_;
+  std::vector<int> stop_ids_;  // the codec's end-of-generation ids
+  std::uint64_t seed_base_;    // seeds of requests that give none: drawn once per server
   std::atomic<RequestId> next_id_{1};
   std::atomic<std::int64_t> open_{0}, submitted_{0}, ended_{0};
   mutable std::mutex mu_;

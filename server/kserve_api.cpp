@@ -75,7 +75,7 @@ void add_kserve_routes(httplib::Server& svr, ServerContext* ctx) {
              json out{{"name", "text_output"},
                       {"datatype", "BYTES"},
                       {"shape", json::array({1})},
-                      {"data", json::array({output_text(e.output_tokens)})}};
+                      {"data", json::array({output_text(toks, e)})}};
              json body{{"model_name", ctx->model.name},
                        {"model_version", "1"},
                        {"id", req_id.is_null() ? json(std::to_string(sub->id)) : req_id},

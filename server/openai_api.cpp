@@ -8,7 +8,6 @@
 
 #include "server/routes.h"
 #include "server/sse.h"
-#include "server/synthetic_text.h"
 
 namespace prima::server {
 namespace {
@@ -39,13 +38,17 @@ class OpenAIFormatter : public StreamFormatter {
   std::string tokens(const std::vector<StreamToken>& toks) override {
     std::string out;
     for (const auto& t : toks) {
-      const std::string text = token_text(t.index);
+      const std::string& text = t.text;
       out += sse_data((chat_ ? chunk({{"content", text}}, nullptr) : chunk(text, nullptr)).dump());
     }
     return out;
   }
   std::string close(const StreamEnd& e) override {
     std::string out;
+    if (!e.tail_text.empty() && e.outcome == Outcome::kCompleted)
+      out += sse_data(
+          (chat_ ? chunk({{"content", e.tail_text}}, nullptr) : chunk(e.tail_text, nullptr))
+              .dump());
     if (auto err = end_error(e)) {
       out += sse_data(json::parse(error_body(*err, ErrorStyle::kOpenAI)).dump());
     } else {
@@ -109,9 +112,9 @@ void generate(ServerContext* ctx, ApiKind kind, const httplib::Request& req,
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kOpenAI);
   json choice{{"index", 0}, {"finish_reason", e.finish_reason}, {"logprobs", nullptr}};
   if (chat)
-    choice["message"] = {{"role", "assistant"}, {"content", output_text(e.output_tokens)}};
+    choice["message"] = {{"role", "assistant"}, {"content", output_text(toks, e)}};
   else
-    choice["text"] = output_text(e.output_tokens);
+    choice["text"] = output_text(toks, e);
   json body{{"id", id},
             {"object", chat ? "chat.completion" : "text_completion"},
             {"created", unix_now()},

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "server/synthetic_text.h"
+#include "server/text_codec.h"
 
 namespace prima::server {
 namespace {
@@ -150,15 +150,27 @@ std::optional<ApiError> check_lengths(std::optional<long long> max_tokens, const
   return std::nullopt;
 }
 
+const TextCodec& codec_of(const ModelInfo& m) {
+  return m.codec ? *m.codec : synthetic_codec();
+}
+
+// Encodes a text prompt; an empty tokenization is an error naming the field.
+std::optional<ApiError> encode_text(const std::string& text, const std::string& path,
+                                    const ModelInfo& m, GenRequest* g) {
+  codec_of(m).encode(text, g);
+  if (g->prompt_tokens < 1)
+    return bad_field(path, fmt::format("'{}' has no tokens: send a non-empty prompt", path));
+  return std::nullopt;
+}
+
 // A prompt: a string, a list of token ids, or a list holding one of those.
-std::optional<ApiError> parse_prompt(const json& v, const std::string& path, GenRequest* g) {
-  if (v.is_string()) {
-    g->prompt_tokens = count_prompt_tokens(v.get<std::string>());
-    return std::nullopt;
-  }
+std::optional<ApiError> parse_prompt(const json& v, const std::string& path, const ModelInfo& m,
+                                     GenRequest* g) {
+  if (v.is_string()) return encode_text(v.get<std::string>(), path, m, g);
   if (v.is_array()) {
     if (v.empty()) return bad_field(path, fmt::format("'{}' must not be empty", path));
-    if (v.size() == 1 && (v[0].is_string() || v[0].is_array())) return parse_prompt(v[0], path, g);
+    if (v.size() == 1 && (v[0].is_string() || v[0].is_array()))
+      return parse_prompt(v[0], path, m, g);
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (v[i].is_string() || v[i].is_array())
         return bad_field(path, fmt::format("'{}': batched prompts are not supported; send one "
@@ -171,18 +183,18 @@ std::optional<ApiError> parse_prompt(const json& v, const std::string& path, Gen
       g->prompt_ids.push_back(v[i].get<int>());
     }
     g->prompt_tokens = static_cast<int>(g->prompt_ids.size());
-    return std::nullopt;
+    return codec_of(m).check_ids(g->prompt_ids, path);
   }
   return wrong_type(path, "a string or a list of token ids", v);
 }
 
-std::optional<ApiError> parse_chat_messages(const json& j, GenRequest* g) {
+std::optional<ApiError> parse_chat_messages(const json& j, const ModelInfo& m, GenRequest* g) {
   auto it = j.find("messages");
   if (it == j.end() || it->is_null())
     return bad_field("messages", "missing required field 'messages'");
   if (!it->is_array()) return wrong_type("messages", "a list of messages", *it);
   if (it->empty()) return bad_field("messages", "'messages' must not be empty");
-  std::size_t bytes = 0;
+  std::vector<ChatTurn> turns;
   for (std::size_t i = 0; i < it->size(); ++i) {
     const json& msg = (*it)[i];
     const std::string p = fmt::format("messages[{}]", i);
@@ -190,11 +202,12 @@ std::optional<ApiError> parse_chat_messages(const json& j, GenRequest* g) {
     auto role = msg.find("role");
     if (role == msg.end()) return bad_field(p + ".role", fmt::format("missing '{}.role'", p));
     if (!role->is_string()) return wrong_type(p + ".role", "a string", *role);
+    ChatTurn t;
+    t.role = role->get<std::string>();
     auto content = msg.find("content");
-    bytes += role->get<std::string>().size() + 16;  // "<|im_start|>role\n...<|im_end|>\n"
-    if (content == msg.end() || content->is_null()) continue;
-    if (content->is_string()) {
-      bytes += content->get<std::string>().size();
+    if (content == msg.end() || content->is_null()) {
+    } else if (content->is_string()) {
+      t.content = content->get<std::string>();
     } else if (content->is_array()) {
       for (std::size_t k = 0; k < content->size(); ++k) {
         const json& part = (*content)[k];
@@ -203,13 +216,85 @@ std::optional<ApiError> parse_chat_messages(const json& j, GenRequest* g) {
         auto text = part.find("text");
         if (text == part.end() || !text->is_string())
           return bad_field(pp + ".text", fmt::format("'{}.text' must be a string", pp));
-        bytes += text->get<std::string>().size();
+        t.content += text->get<std::string>();
       }
     } else {
       return wrong_type(p + ".content", "a string or a list of content parts", *content);
     }
+    turns.push_back(std::move(t));
   }
-  g->prompt_tokens = tokens_for_bytes(bytes);
+  if (auto e = codec_of(m).encode_chat(turns, g)) return e;
+  if (g->prompt_tokens < 1) return bad_field("messages", "'messages' render to no tokens");
+  return std::nullopt;
+}
+
+std::optional<ApiError> get_number(const json& j, const std::string& key, const std::string& path,
+                                   std::optional<double>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) return wrong_type(path, "a number", *it);
+  *out = it->get<double>();
+  return std::nullopt;
+}
+
+enum class SamplingDefault { kSample, kGreedyUnlessAsked, kGreedyUnlessTemperature };
+
+// temperature, top_p, top_k, seed, stop, ignore_eos (and TGI's do_sample) in `j`; field
+// paths start with `pre` ("" or "parameters.").
+std::optional<ApiError> parse_sampling(const json& j, const std::string& pre, SamplingDefault def,
+                                       GenRequest* g) {
+  std::optional<double> temp, top_p;
+  std::optional<long long> top_k, seed;
+  if (auto e = get_number(j, "temperature", pre + "temperature", &temp)) return e;
+  if (temp && !(*temp >= 0 && *temp <= 100))
+    return bad_field(pre + "temperature", fmt::format("'{}temperature' must be between 0 and "
+                                                      "100, got {}",
+                                                      pre, *temp));
+  if (auto e = get_number(j, "top_p", pre + "top_p", &top_p)) return e;
+  if (top_p && !(*top_p > 0 && *top_p <= 1))
+    return bad_field(pre + "top_p",
+                     fmt::format("'{}top_p' must be > 0 and <= 1, got {}", pre, *top_p));
+  if (auto e = get_int(j, "top_k", pre + "top_k", &top_k)) return e;
+  if (top_k && (*top_k < -1 || *top_k > (1 << 24)))
+    return bad_field(pre + "top_k", fmt::format("'{}top_k' must be -1 or 0 (off) or a positive "
+                                                "integer, got {}",
+                                                pre, *top_k));
+  if (auto e = get_int(j, "seed", pre + "seed", &seed)) return e;
+  bool do_sample = false;
+  if (def == SamplingDefault::kGreedyUnlessAsked)
+    if (auto e = get_bool(j, "do_sample", pre + "do_sample", &do_sample)) return e;
+  if (auto e = get_bool(j, "ignore_eos", pre + "ignore_eos", &g->ignore_eos)) return e;
+  if (auto st = j.find("stop"); st != j.end() && !st->is_null()) {
+    const std::string path = pre + "stop";
+    if (st->is_string()) {
+      g->stop.push_back(st->get<std::string>());
+    } else if (st->is_array()) {
+      if (st->size() > 16)
+        return bad_field(path,
+                         fmt::format("'{}' holds at most 16 strings, got {}", path, st->size()));
+      for (std::size_t i = 0; i < st->size(); ++i) {
+        if (!(*st)[i].is_string())
+          return wrong_type(fmt::format("{}[{}]", path, i), "a string", (*st)[i]);
+        g->stop.push_back((*st)[i].get<std::string>());
+      }
+    } else {
+      return wrong_type(path, "a string or a list of strings", *st);
+    }
+    for (const auto& s : g->stop)
+      if (s.empty())
+        return bad_field(path, fmt::format("'{}' must not hold an empty string", path));
+  }
+  bool sample = true;
+  if (def == SamplingDefault::kGreedyUnlessAsked) sample = do_sample || temp || top_p || top_k;
+  if (def == SamplingDefault::kGreedyUnlessTemperature) sample = temp.has_value();
+  SamplingParams& sp = g->sampling;
+  sp.temperature = sample ? temp.value_or(1.0) : 0.0;
+  sp.top_p = top_p.value_or(1.0);
+  sp.top_k = top_k && *top_k > 0 ? static_cast<int>(*top_k) : 0;
+  if (seed) {
+    sp.seed = static_cast<std::uint64_t>(*seed);
+    g->has_seed = true;
+  }
   return std::nullopt;
 }
 
@@ -220,10 +305,11 @@ std::optional<ApiError> parse_openai(ApiKind kind, const json& j, const ModelInf
   if (kind == ApiKind::kCompletion) {
     auto p = j.find("prompt");
     if (p == j.end() || p->is_null()) return bad_field("prompt", "missing required field 'prompt'");
-    if (auto e = parse_prompt(*p, "prompt", &g)) return e;
-  } else if (auto e = parse_chat_messages(j, &g)) {
+    if (auto e = parse_prompt(*p, "prompt", m, &g)) return e;
+  } else if (auto e = parse_chat_messages(j, m, &g)) {
     return e;
   }
+  if (auto e = parse_sampling(j, "", SamplingDefault::kSample, &g)) return e;
   std::optional<long long> n;
   if (auto e = get_int(j, "n", "n", &n)) return e;
   if (n && *n != 1) return bad_field("n", fmt::format("'n' must be 1, got {}", *n));
@@ -253,7 +339,7 @@ std::optional<ApiError> parse_tgi(const json& j, const ModelInfo& m, const Parse
   if (in == j.end() || in->is_null()) return bad_field("inputs", "missing required field 'inputs'");
   if (!in->is_string()) return wrong_type("inputs", "a string", *in);
   GenRequest& g = out->gen;
-  g.prompt_tokens = count_prompt_tokens(in->get<std::string>());
+  if (auto e = encode_text(in->get<std::string>(), "inputs", m, &g)) return e;
   std::optional<long long> max_new;
   auto params = j.find("parameters");
   if (params != j.end() && !params->is_null()) {
@@ -261,6 +347,8 @@ std::optional<ApiError> parse_tgi(const json& j, const ModelInfo& m, const Parse
     if (auto e = get_int(*params, "max_new_tokens", "parameters.max_new_tokens", &max_new))
       return e;
     if (auto e = parse_qos(*params, &g)) return e;
+    if (auto e = parse_sampling(*params, "parameters.", SamplingDefault::kGreedyUnlessAsked, &g))
+      return e;
   }
   if (auto e = parse_qos(j, &g)) return e;
   return check_lengths(max_new, "parameters.max_new_tokens", m, lim, &g);
@@ -291,13 +379,16 @@ std::optional<ApiError> parse_kserve(const json& j, const ModelInfo& m, const Pa
   if (data == t.end() || !data->is_array() || data->size() != 1 || !(*data)[0].is_string())
     return bad_field("inputs[0].data", "'inputs[0].data' must be a list holding one string");
   GenRequest& g = out->gen;
-  g.prompt_tokens = count_prompt_tokens((*data)[0].get<std::string>());
+  if (auto e = encode_text((*data)[0].get<std::string>(), "inputs[0].data", m, &g)) return e;
   std::optional<long long> max_tokens;
   auto params = j.find("parameters");
   if (params != j.end() && !params->is_null()) {
     if (!params->is_object()) return wrong_type("parameters", "an object", *params);
     if (auto e = get_int(*params, "max_tokens", "parameters.max_tokens", &max_tokens)) return e;
     if (auto e = parse_qos(*params, &g)) return e;
+    if (auto e =
+            parse_sampling(*params, "parameters.", SamplingDefault::kGreedyUnlessTemperature, &g))
+      return e;
   }
   if (auto e = parse_qos(j, &g)) return e;
   return check_lengths(max_tokens, "parameters.max_tokens", m, lim, &g);

@@ -6,6 +6,12 @@
 //
 // Accepted everywhere: "priority" ("high" | "normal" | "low", or 0 | 1 | 2) and "sla" (a
 // number of seconds or a string like "200ms", "1.5s"), at the top level or in "metadata".
+// Sampling (used by the real backend, validated for both): "temperature" (0..100; 0 greedy),
+// "top_p" (0 < p <= 1), "top_k" (>= 1; 0 or -1: off), "seed" (integer), "stop" (a string or
+// a list of up to 16 non-empty strings), "ignore_eos" (boolean) — at the top level for
+// OpenAI, in "parameters" for TGI and KServe. Defaults: OpenAI samples at temperature 1 (as
+// OpenAI does); TGI is greedy unless "do_sample" is true or a sampling field is given;
+// KServe is greedy unless "temperature" is given.
 // Pure functions; thread-safe.
 #pragma once
 
@@ -18,10 +24,13 @@
 
 namespace prima::server {
 
+class TextCodec;
+
 struct ModelInfo {
-  std::string name;          // the served model's name (the "model" field must match it)
-  int max_model_len = 0;     // prompt + output tokens at most
-  std::int64_t created = 0;  // unix time the server started
+  std::string name;                  // the served model's name (the "model" field must match it)
+  int max_model_len = 0;             // prompt + output tokens at most
+  std::int64_t created = 0;          // unix time the server started
+  const TextCodec* codec = nullptr;  // prompts -> tokens (borrowed; null: synthetic_codec())
 };
 
 struct ParseLimits {

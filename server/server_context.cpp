@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "server/synthetic_text.h"
-
 namespace prima::server {
 
 std::optional<Submitted> admit_and_submit(ServerContext& ctx, const ParsedRequest& p,
@@ -47,10 +45,10 @@ nlohmann::json timing_json(const StreamEnd& e) {
           {"arrival_s", e.arrival_s}};
 }
 
-std::string output_text(int n) {
+std::string output_text(const std::vector<StreamToken>& toks, const StreamEnd& e) {
   std::string s;
-  for (int i = 0; i < n; ++i) s += token_text(i);
-  return s;
+  for (const auto& t : toks) s += t.text;
+  return s + e.tail_text;
 }
 
 }  // namespace prima::server

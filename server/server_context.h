@@ -46,7 +46,7 @@ std::optional<ApiError> end_error(const StreamEnd& e);
 void set_timing_headers(httplib::Response& res, const StreamEnd& e);
 nlohmann::json timing_json(const StreamEnd& e);
 
-// The synthetic text of output tokens [0, n).
-std::string output_text(int n);
+// A finished request's output text: its tokens' texts and the tail held back at the end.
+std::string output_text(const std::vector<StreamToken>& toks, const StreamEnd& e);
 
 }  // namespace prima::server

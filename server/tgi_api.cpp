@@ -2,18 +2,20 @@
 // "details"}} -> {"generated_text"}) and POST /generate_stream (server-sent events, one per
 // token: {"index", "token": {"id", "text", "logprob", "special"}, "generated_text",
 // "details"}; the last one carries the whole text and the details). Token ids are the
-// synthetic word's index in simulation.
+// model's (real backend), or the synthetic word's index in simulation.
 #include "server/routes.h"
 #include "server/sse.h"
-#include "server/synthetic_text.h"
 
 namespace prima::server {
 namespace {
 
 using nlohmann::json;
 
-json token_json(int index) {
-  return {{"id", index % 32}, {"text", token_text(index)}, {"logprob", 0.0}, {"special", false}};
+json token_json(const StreamToken& t, const std::string& text) {
+  return {{"id", t.id >= 0 ? t.id : t.index % 32},
+          {"text", text},
+          {"logprob", 0.0},
+          {"special", false}};
 }
 
 json details_json(const StreamEnd& e) {
@@ -28,26 +30,30 @@ class TgiFormatter : public StreamFormatter {
   std::string tokens(const std::vector<StreamToken>& toks) override {
     std::string out;
     for (const auto& t : toks) {
-      if (held_) out += sse_data(event(*held_, nullptr, nullptr).dump());
-      held_ = t.index;  // the last token is sent by close() with the full text
+      if (held_) out += sse_data(event(*held_, held_->text, nullptr, nullptr).dump());
+      held_ = t;  // the last token is sent by close() with the full text
+      text_ += t.text;
     }
     return out;
   }
   std::string close(const StreamEnd& e) override {
     if (auto err = end_error(e)) return sse_data(error_body(*err, ErrorStyle::kTgi));
     if (!held_) return "";
-    return sse_data(event(*held_, output_text(e.output_tokens), details_json(e)).dump());
+    return sse_data(
+        event(*held_, held_->text + e.tail_text, text_ + e.tail_text, details_json(e)).dump());
   }
 
  private:
-  static json event(int index, const json& text, const json& details) {
-    return {{"index", index + 1},
-            {"token", token_json(index)},
+  static json event(const StreamToken& t, const std::string& token_text, const json& text,
+                    const json& details) {
+    return {{"index", t.index + 1},
+            {"token", token_json(t, token_text)},
             {"top_tokens", nullptr},
             {"generated_text", text},
             {"details", details}};
   }
-  std::optional<int> held_;
+  std::optional<StreamToken> held_;
+  std::string text_;  // everything so far
 };
 
 void generate(ServerContext* ctx, bool stream, const httplib::Request& req,
@@ -68,7 +74,7 @@ void generate(ServerContext* ctx, bool stream, const httplib::Request& req,
   std::vector<StreamToken> toks;
   const StreamEnd e = sub->stream->wait_end(&toks);
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kTgi);
-  json body{{"generated_text", output_text(e.output_tokens)}};
+  json body{{"generated_text", output_text(toks, e)}};
   if (details) body["details"] = details_json(e);
   set_timing_headers(res, e);
   res.set_header("x-generated-tokens", std::to_string(e.output_tokens));

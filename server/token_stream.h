@@ -22,6 +22,7 @@ struct StreamToken {
   int index = 0;      // 0-based position in the output
   int id = -1;        // token id (real backend); -1 in simulation
   double time_s = 0;  // engine time when it was produced
+  std::string text;   // output text released with this token (may be empty: held back)
 };
 
 // How a request ended, with its engine-time timestamps (seconds; -1 when it never got there).
@@ -31,6 +32,7 @@ struct StreamEnd {
   std::string finish_reason;  // "length" or "stop" when completed
   int prompt_tokens = 0;
   int output_tokens = 0;
+  std::string tail_text;  // output text still held back when the request ended
   double arrival_s = 0, first_scheduled_s = -1, first_token_s = -1, finish_s = -1;
   double ttft_s() const { return first_token_s >= 0 ? first_token_s - arrival_s : -1; }
   double e2e_s() const { return finish_s >= 0 ? finish_s - arrival_s : -1; }

@@ -40,9 +40,9 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
   events_.on_finished = [this](Sequence* s) {
     auto c = cancelling_.find(s->req.id);
     if (c == cancelling_.end()) return end(s, Outcome::kCompleted, "");
-    std::string why = std::move(c->second);
+    Leaving how = std::move(c->second);
     cancelling_.erase(c);
-    end(s, Outcome::kFailed, std::move(why));
+    end_leaving(s, std::move(how));
   };
   events_.on_failed = [this](Sequence* s) { end(s, Outcome::kFailed, s->reason); };
   events_.on_step = [this](ReplicaId id, const sched::ScheduledStep& step, const StepResult& r) {
@@ -450,6 +450,19 @@ void ServingEngine::end(Sequence* s, Outcome o, std::string reason) {
 }
 
 bool ServingEngine::cancel(RequestId id, const std::string& reason) {
+  return take_out(id, Leaving{Outcome::kFailed, reason});
+}
+
+bool ServingEngine::finish_early(RequestId id) {
+  return take_out(id, Leaving{Outcome::kCompleted, ""});
+}
+
+void ServingEngine::end_leaving(Sequence* s, Leaving how) {
+  if (how.outcome == Outcome::kCompleted) s->finish_reason = "stop";
+  end(s, how.outcome, std::move(how.reason));
+}
+
+bool ServingEngine::take_out(RequestId id, Leaving how) {
   auto it = live_.find(id);
   if (it == live_.end()) return false;
   Sequence* s = it->second.get();
@@ -459,40 +472,40 @@ bool ServingEngine::cancel(RequestId id, const std::string& reason) {
   if (p != pending_.end()) {  // waiting at the engine for a healthy replica
     rt_->cancel(p->timeout);
     pending_.erase(p);
-    end(s, Outcome::kFailed, reason);
+    end_leaving(s, std::move(how));
     return true;
   }
   if (handoffs_.count(id)) {  // KV in transit: on_transfer_done finds it gone
-    end(s, Outcome::kFailed, reason);
+    end_leaving(s, std::move(how));
     return true;
   }
   if (s->replica >= 0 && s->replica < static_cast<ReplicaId>(replicas_.size())) {
     Replica* r = replicas_[s->replica].get();
     if (s->in_flight) {  // on the devices: taken out when the step returns
-      cancelling_.emplace(id, reason);
+      cancelling_.emplace(id, std::move(how));
       return true;
     }
     r->cancel(s);  // frees its KV blocks; false when not queued there (e.g. cache answer)
   }
-  end(s, Outcome::kFailed, reason);
+  end_leaving(s, std::move(how));
   return true;
 }
 
 void ServingEngine::finish_cancel(RequestId id) {
   auto c = cancelling_.find(id);
   if (c == cancelling_.end()) return;
-  std::string why = std::move(c->second);
+  Leaving how = std::move(c->second);
   cancelling_.erase(c);
   auto it = live_.find(id);
   if (it == live_.end()) return;  // ended meanwhile (finished or failed in that step)
   Sequence* s = it->second.get();
   if (s->in_flight) {  // in a newer step already: wait for that one
-    cancelling_.emplace(id, std::move(why));
+    cancelling_.emplace(id, std::move(how));
     return;
   }
   if (s->replica >= 0 && s->replica < static_cast<ReplicaId>(replicas_.size()))
     replicas_[s->replica]->cancel(s);
-  end(s, Outcome::kFailed, std::move(why));
+  end_leaving(s, std::move(how));
 }
 
 void ServingEngine::fail_all(const std::string& reason) {

@@ -146,6 +146,10 @@ class ServingEngine {
   // taken out when that step returns (its result is dropped). False when the id is not in
   // the system (already ended, or unknown): cancelling twice is harmless.
   bool cancel(RequestId id, const std::string& reason);
+  // Ends a request early as completed, finish_reason "stop" (the server found a stop string
+  // in its text). Otherwise like cancel(): taken out wherever it is, blocks freed, a step on
+  // the devices is waited for (its tokens are dropped). False when the id is not in the system.
+  bool finish_early(RequestId id);
 
   // Hooks: called on the loop. on_end runs once per request, after the recorder saw it.
   std::function<void(const Sequence&)> on_token;
@@ -276,7 +280,14 @@ class ServingEngine {
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> live_;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> warm_;
   std::unordered_map<RequestId, Handoff> handoffs_;
-  std::unordered_map<RequestId, std::string> cancelling_;  // in a step: reason, until it returns
+  // Leaving the system (cancel, finish_early) while in a step on the devices: how it ends.
+  struct Leaving {
+    Outcome outcome = Outcome::kFailed;
+    std::string reason;
+  };
+  bool take_out(RequestId id, Leaving how);
+  void end_leaving(Sequence* s, Leaving how);
+  std::unordered_map<RequestId, Leaving> cancelling_;  // until its step returns
 };
 
 }  // namespace prima::cluster

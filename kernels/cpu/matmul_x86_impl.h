@@ -15,6 +15,8 @@
 
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/cpu/matmul_kernels.h"
 
 #ifndef PRIMA_X86_VNNI
@@ -29,10 +31,11 @@ inline float h2f(std::uint16_t h) {
 }
 
 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+  // ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)): the order hsum8 gives each lane, so a
+  // token's sum does not depend on the tile that computed it (batch invariance).
+  const __m256 h = _mm256_hadd_ps(v, v);
+  const __m256 q = _mm256_hadd_ps(h, h);
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
 }
 
 // 32 nibbles -> 32 bytes in element order (low nibbles are elements 0..15).
@@ -186,9 +189,10 @@ __attribute__((always_inline)) inline void micro(const std::uint8_t* w, std::siz
                                                  const XScales& sc, std::int64_t t0, float* out) {
   using W = typename F::W;
   using X = typename F::X;
-  // With a single product per block, alternate two accumulator sets (even/odd blocks) to
-  // hide the fma latency.
-  constexpr int kSets = NR * NT == 1 ? 2 : 1;
+  // One accumulator per (row, token), blocks in order: the same float operations as micro8
+  // for every token (batch invariance: a token's result does not depend on its tile). Two
+  // sets (even/odd blocks) would hide more fma latency at one token but change the sums.
+  constexpr int kSets = 1;
   __m256 acc[kSets][NR][NT];
   float summ[NR][NT] = {};
 #pragma GCC unroll 8
@@ -222,7 +226,8 @@ __attribute__((always_inline)) inline void micro(const std::uint8_t* w, std::siz
       for (int r = 0; r < NR; ++r) {
         const __m256 p = dot_us(u[r], F::s(xq, *wb[r], u[r]));
         acc[S][r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw[r] * dx), p, acc[S][r][t]);
-        if constexpr (F::kMin) summ[r][t] += mw[r] * sc.sx[(t0 + t) * nb + b];
+        // Fused, as micro8's vector fma.
+        if constexpr (F::kMin) summ[r][t] = std::fma(mw[r], sc.sx[(t0 + t) * nb + b], summ[r][t]);
       }
     }
   };

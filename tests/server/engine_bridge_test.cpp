@@ -101,7 +101,7 @@ TEST(TokenStream, WaitTimesOutWhenNothingCame) {
   std::vector<StreamToken> toks;
   std::optional<StreamEnd> end;
   EXPECT_FALSE(st.wait(&toks, &end, std::chrono::milliseconds(1)));
-  st.push({0, -1, 0.1});
+  st.push({0, -1, 0.1, ""});
   StreamEnd e;
   e.outcome = Outcome::kCompleted;
   st.finish(e);

@@ -129,5 +129,71 @@ TEST(RequestParse, Durations) {
   EXPECT_FALSE(parse_duration_s("5 parsecs", &s));
 }
 
+TEST(RequestParse, SamplingFieldsAndTheirDefaultsPerApi) {
+  ParsedRequest p;
+  ASSERT_FALSE(parse(ApiKind::kCompletion,
+                     R"({"model":"m","prompt":"x","temperature":0.5,"top_p":0.9,"top_k":40,
+                         "seed":-3,"stop":["\n","END"],"ignore_eos":true})",
+                     &p));
+  EXPECT_DOUBLE_EQ(p.gen.sampling.temperature, 0.5);
+  EXPECT_DOUBLE_EQ(p.gen.sampling.top_p, 0.9);
+  EXPECT_EQ(p.gen.sampling.top_k, 40);
+  EXPECT_TRUE(p.gen.has_seed);
+  EXPECT_EQ(p.gen.sampling.seed, static_cast<std::uint64_t>(-3));
+  EXPECT_EQ(p.gen.stop, (std::vector<std::string>{"\n", "END"}));
+  EXPECT_TRUE(p.gen.ignore_eos);
+  ParsedRequest o;  // OpenAI samples at temperature 1 by default
+  ASSERT_FALSE(parse(ApiKind::kChat,
+                     R"({"model":"m","messages":[{"role":"user","content":"x"}],"stop":"."})", &o));
+  EXPECT_DOUBLE_EQ(o.gen.sampling.temperature, 1.0);
+  EXPECT_FALSE(o.gen.has_seed);
+  EXPECT_EQ(o.gen.stop, std::vector<std::string>{"."});
+  ParsedRequest t;  // TGI: greedy unless asked
+  ASSERT_FALSE(parse(ApiKind::kTgi, R"({"inputs":"x","parameters":{"max_new_tokens":3}})", &t));
+  EXPECT_DOUBLE_EQ(t.gen.sampling.temperature, 0.0);
+  ParsedRequest t2;
+  ASSERT_FALSE(
+      parse(ApiKind::kTgi, R"({"inputs":"x","parameters":{"do_sample":true,"seed":4}})", &t2));
+  EXPECT_DOUBLE_EQ(t2.gen.sampling.temperature, 1.0);
+  EXPECT_EQ(t2.gen.sampling.seed, 4u);
+  ParsedRequest k;  // KServe: greedy unless a temperature is given
+  const std::string infer =
+      R"({"inputs":[{"name":"t","shape":[1],"datatype":"BYTES","data":["x"]}],"parameters":)";
+  ASSERT_FALSE(parse(ApiKind::kKServe, infer + R"({"top_k":5}})", &k));
+  EXPECT_DOUBLE_EQ(k.gen.sampling.temperature, 0.0);
+  ParsedRequest k2;
+  ASSERT_FALSE(parse(ApiKind::kKServe, infer + R"({"temperature":0.7,"stop":"x"}})", &k2));
+  EXPECT_DOUBLE_EQ(k2.gen.sampling.temperature, 0.7);
+  EXPECT_EQ(k2.gen.stop, std::vector<std::string>{"x"});
+}
+
+TEST(RequestParse, BadSamplingFieldsNameTheField) {
+  struct Bad {
+    ApiKind kind;
+    std::string body, param;
+  };
+  const std::vector<Bad> bad = {
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","temperature":-0.1})", "temperature"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","temperature":"hot"})", "temperature"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","top_p":0})", "top_p"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","top_p":1.5})", "top_p"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","top_k":-2})", "top_k"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","seed":1.5})", "seed"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","stop":[""]})", "stop"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","stop":[1]})", "stop[0]"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","stop":{}})", "stop"},
+      {ApiKind::kCompletion, R"({"model":"m","prompt":"x","ignore_eos":1})", "ignore_eos"},
+      {ApiKind::kTgi, R"({"inputs":"x","parameters":{"do_sample":"yes"}})", "parameters.do_sample"},
+      {ApiKind::kTgi, R"({"inputs":"x","parameters":{"top_p":2}})", "parameters.top_p"},
+  };
+  for (const auto& b : bad) {
+    ParsedRequest p;
+    auto e = parse(b.kind, b.body, &p);
+    ASSERT_TRUE(e) << b.body;
+    EXPECT_EQ(e->status, 400) << b.body;
+    EXPECT_EQ(e->param, b.param) << b.body << ": " << e->message;
+  }
+}
+
 }  // namespace
 }  // namespace prima::server

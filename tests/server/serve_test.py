@@ -38,7 +38,7 @@ def synthetic(n):
 class Server:
     """A `prima serve` subprocess on a free port."""
 
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, backend="sim", start_timeout=30):
         self.dir = tempfile.TemporaryDirectory()
         port_file = os.path.join(self.dir.name, "port")
         self.log = open(os.path.join(self.dir.name, "log"), "w+")
@@ -46,9 +46,9 @@ class Server:
         e.pop("PRIMA_API_KEY", None)
         e.update(env or {})
         self.proc = subprocess.Popen(
-            [PRIMA, "serve", "--backend", "sim", "--port", "0", "--port-file", port_file, *args],
+            [PRIMA, "serve", "--backend", backend, "--port", "0", "--port-file", port_file, *args],
             stdout=self.log, stderr=subprocess.STDOUT, env=e)
-        deadline = time.time() + 30
+        deadline = time.time() + start_timeout
         while not os.path.exists(port_file):
             if self.proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError("prima serve did not start:\n" + self.output())

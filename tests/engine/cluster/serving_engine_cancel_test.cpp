@@ -114,5 +114,48 @@ TEST(ServingEngineCancel, ManyCancelsAtRandomTimesLeakNothing) {
   EXPECT_EQ(eng.replicas()[0]->outstanding_tokens(), 0);
 }
 
+TEST(ServingEngineCancel, FinishEarlyEndsAsCompletedWithStopAndFreesTheBlocks) {
+  ManualRuntime rt;
+  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  metrics::Recorder rec;
+  ServingEngine eng(&rt, EngineOptions{}, {setup(&ex, 100)}, &rec);
+  std::vector<std::string> finish;
+  Ends ends;
+  ends.hook(&eng);
+  auto base = eng.on_end;
+  eng.on_end = [&](const Sequence& s) {
+    base(s);
+    finish.push_back(s.finish_reason);
+  };
+  int a_tokens_after = 0;  // tokens of `a` delivered after finish_early: none
+  bool stopped = false;
+  RequestId a = 0;
+  eng.on_token = [&](const Sequence& s) { a_tokens_after += stopped && s.req.id == a; };
+  const int free0 = eng.replicas()[0]->kv().free_blocks();
+  a = eng.submit(req(100, 50));
+  const RequestId b = eng.submit(req(10, 5));
+  rt.advance_to(0.025);  // a decode step of both in flight
+  EXPECT_TRUE(eng.finish_early(a));
+  stopped = true;
+  EXPECT_TRUE(eng.finish_early(a));  // already leaving: harmless
+  rt.run_until_idle();
+  ASSERT_EQ(ends.ids.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(ends.outcomes[i], Outcome::kCompleted);
+    EXPECT_EQ(ends.reasons[i], "");
+  }
+  EXPECT_EQ(finish[ends.ids[0] == a ? 0 : 1], "stop");
+  EXPECT_EQ(finish[ends.ids[0] == b ? 0 : 1], "length");
+  EXPECT_EQ(rec.count(Outcome::kCompleted), 2);
+  EXPECT_EQ(eng.replicas()[0]->kv().free_blocks(), free0);
+  EXPECT_FALSE(eng.finish_early(a));  // gone
+  // Queued (not started): ends at once.
+  const RequestId c = eng.submit(req(10, 5));
+  EXPECT_TRUE(eng.finish_early(c));
+  EXPECT_EQ(ends.ids.back(), c);
+  EXPECT_EQ(finish.back(), "stop");
+  EXPECT_EQ(a_tokens_after, 0);  // the step in flight's token for `a` was dropped
+}
+
 }  // namespace
 }  // namespace prima::cluster

@@ -1,0 +1,63 @@
+// TextCodec: what the served model does with text, for the request parsers and the engine
+// bridge. The sim backend has no tokenizer (SyntheticCodec: lengths estimated from bytes,
+// output words from synthetic_text.h); the real backend tokenizes with the model's own
+// tokenizer and chat template (cli/serve_real.cpp implements this interface, so server/ stays
+// free of backends/).
+//  - encode(): a prompt's token count and, with a tokenizer, its ids;
+//  - encode_chat(): chat messages rendered with the model's template, then encoded;
+//  - piece(): the bytes of output token `index` (its position) with id `id` ("" for control
+//    tokens such as <|im_end|>);
+//  - stop_ids(): the ids that end generation (unless the request says ignore_eos);
+//  - check_ids(): token ids sent by a client are in the vocabulary.
+// Immutable; every member is thread-safe (called from HTTP threads and the engine's loop).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/engine_bridge.h"
+
+namespace prima::server {
+
+struct ChatTurn {
+  std::string role;
+  std::string content;
+};
+
+class TextCodec {
+ public:
+  virtual ~TextCodec() = default;
+  // Whether output tokens are a real model's (sampling parameters matter).
+  virtual bool real() const = 0;
+  virtual void encode(std::string_view text, GenRequest* g) const = 0;
+  virtual std::optional<ApiError> encode_chat(const std::vector<ChatTurn>& msgs,
+                                              GenRequest* g) const = 0;
+  virtual std::string piece(int index, int id) const = 0;
+  virtual std::vector<int> stop_ids() const { return {}; }
+  // `path` names the field in errors ("prompt").
+  virtual std::optional<ApiError> check_ids(const std::vector<int>& ids,
+                                            const std::string& path) const {
+    (void)ids;
+    (void)path;
+    return std::nullopt;
+  }
+};
+
+// The sim backend's codec: prompt tokens = ceil(bytes / 4); a chat counts each message's
+// role plus 16 bytes of template and its content; output token i is token_text(i).
+class SyntheticCodec : public TextCodec {
+ public:
+  bool real() const override { return false; }
+  void encode(std::string_view text, GenRequest* g) const override;
+  std::optional<ApiError> encode_chat(const std::vector<ChatTurn>& msgs,
+                                      GenRequest* g) const override;
+  std::string piece(int index, int id) const override;
+};
+
+// The codec used when a ServerContext / EngineBridge has none set.
+const TextCodec& synthetic_codec();
+
+}  // namespace prima::server
