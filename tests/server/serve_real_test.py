@@ -177,6 +177,50 @@ class RealServeTest(unittest.TestCase):
         self.assertGreaterEqual(total, 3)
 
 
+class TensorParallelServeTest(unittest.TestCase):
+    def test_tp3_under_mpirun_answers_what_one_process_answers(self):
+        import shutil
+        import signal
+        import tempfile
+        if not shutil.which("mpirun"):
+            self.skipTest("mpirun (Debian openmpi-bin) is not installed")
+        prompt = {"prompt": "The largest planet is", "max_tokens": 8, "temperature": 0}
+        want = client().completions.create(model=model_name(), **prompt).choices[0].text
+        with tempfile.TemporaryDirectory() as d:
+            port_file = os.path.join(d, "port")
+            log = open(os.path.join(d, "log"), "w+")
+            proc = subprocess.Popen(
+                ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "3",
+                 serve_test.PRIMA, "serve", "--backend", "real", "--model", MODEL, "--tp", "3",
+                 "--max-model-len", "256", "--max-num-seqs", "1", "--kernel-threads", "1",
+                 "--port", "0", "--port-file", port_file],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                deadline = time.time() + 120
+                while not os.path.exists(port_file):
+                    self.assertIsNone(proc.poll(), "mpirun exited early")
+                    self.assertLess(time.time(), deadline, "the TP server did not start")
+                    time.sleep(0.1)
+                import openai
+                with open(port_file) as f:
+                    port = int(f.read())
+                c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none",
+                                  max_retries=3, timeout=300)
+                got = c.completions.create(model=model_name(), **prompt).choices[0].text
+                self.assertEqual(got, want)
+            finally:
+                os.killpg(proc.pid, signal.SIGTERM)  # mpirun forwards it; rank 0 drains
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                log.seek(0)
+                out = log.read()
+                log.close()
+            self.assertIn("TP3 x PP1", out)
+
+
 def main():
     global MODEL, SRV
     if len(sys.argv) < 3:
