@@ -4,11 +4,13 @@
 namespace prima::server {
 
 void TokenStream::push(StreamToken t) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(t);
+    wake = token_waiter_;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
 }
 
 void TokenStream::finish(StreamEnd e) {
@@ -24,7 +26,10 @@ bool TokenStream::wait(std::vector<StreamToken>* tokens, std::optional<StreamEnd
                        std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   auto ready = [this] { return !pending_.empty() || (end_ && !end_taken_); };
-  if (!cv_.wait_for(lock, timeout, ready)) return false;
+  token_waiter_ = true;
+  const bool got = cv_.wait_for(lock, timeout, ready);
+  token_waiter_ = false;
+  if (!got) return false;
   tokens->insert(tokens->end(), pending_.begin(), pending_.end());
   pending_.clear();
   if (end_ && !end_taken_) {
@@ -41,6 +46,17 @@ StreamEnd TokenStream::wait_end(std::vector<StreamToken>* tokens) {
   pending_.clear();
   end_taken_ = true;
   return *end_;
+}
+
+std::optional<StreamEnd> TokenStream::wait_end_for(std::vector<StreamToken>* tokens,
+                                                   std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool ended = cv_.wait_for(lock, timeout, [this] { return end_.has_value(); });
+  tokens->insert(tokens->end(), pending_.begin(), pending_.end());
+  pending_.clear();
+  if (!ended) return std::nullopt;
+  end_taken_ = true;
+  return end_;
 }
 
 }  // namespace prima::server

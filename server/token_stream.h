@@ -1,6 +1,8 @@
 // TokenStream: one request's tokens on their way from the engine's loop to the HTTP handler
 // thread that answers it. The loop pushes tokens (their index and simulated/engine time) and
-// then the end (outcome, reason, timings); the handler waits for what is new.
+// then the end (outcome, reason, timings); the handler waits for what is new. A handler that
+// waits for the end only (wait_end, non-streaming) is not woken by each token: one wake-up
+// per request (the handler and the loop would otherwise contend for the mutex per token).
 //
 // Thread-safety: every member is thread-safe (a mutex and a condition variable); push and
 // finish are called on the engine's loop, wait on a handler thread. Shared (shared_ptr)
@@ -49,6 +51,10 @@ class TokenStream {
             std::chrono::milliseconds timeout);
   // Waits until the request ended (collecting every token).
   StreamEnd wait_end(std::vector<StreamToken>* tokens);
+  // The same, waiting at most `timeout`: nullopt when the request has not ended yet (the
+  // tokens that came are collected either way).
+  std::optional<StreamEnd> wait_end_for(std::vector<StreamToken>* tokens,
+                                        std::chrono::milliseconds timeout);
 
  private:
   std::mutex mu_;
@@ -56,6 +62,7 @@ class TokenStream {
   std::vector<StreamToken> pending_;  // guarded by mu_
   std::optional<StreamEnd> end_;      // guarded by mu_
   bool end_taken_ = false;            // guarded by mu_
+  bool token_waiter_ = false;         // guarded by mu_: wait() is waiting for tokens
 };
 
 }  // namespace prima::server
