@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,7 +52,9 @@ int to_ms(time_t sec, time_t usec) {
 }
 
 // One connection's byte stream for httplib's process_request: buffered reads (the request
-// line and headers are read a byte at a time), direct writes.
+// line and headers are read a byte at a time), and a response's status line and headers
+// (which httplib writes on their own) held back so that they leave with the body in one
+// send; they are flushed by the next write, read, readiness check, or the request's end.
 class ConnStream : public httplib::Stream {
  public:
   ConnStream(socket_t sock, int read_timeout_ms, int write_timeout_ms)
@@ -62,15 +65,18 @@ class ConnStream : public httplib::Stream {
 
   bool is_readable() const override {
     if (off_ < len_) return true;
+    if (!flush()) return false;
     short rev = 0;
     return poll_once(sock_, POLLIN, read_ms_, &rev) > 0;
   }
   bool is_writable() const override {
+    if (!flush()) return false;
     short rev = 0;
     if (poll_once(sock_, POLLOUT | POLLRDHUP, write_ms_, &rev) <= 0) return false;
     return (rev & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0 && (rev & POLLOUT);
   }
   ssize_t read(char* ptr, size_t size) override {
+    if (!flush()) return -1;
     if (off_ < len_) {
       const size_t n = std::min(size, len_ - off_);
       std::memcpy(ptr, buf_ + off_, n);
@@ -87,11 +93,39 @@ class ConnStream : public httplib::Stream {
     return static_cast<ssize_t>(k);
   }
   ssize_t write(const char* ptr, size_t size) override {
+    if (held_.empty() && is_head(ptr, size)) {
+      held_.assign(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+    if (held_.empty()) return send_some(ptr, size);
+    // The held head and this data in one sendmsg; what the kernel did not take of the head is
+    // sent first (head and data must stay in order).
+    iovec iov[2] = {{held_.data(), held_.size()}, {const_cast<char*>(ptr), size}};
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = 2;
     ssize_t n;
     do {
-      n = ::send(sock_, ptr, size, MSG_NOSIGNAL);
+      n = ::sendmsg(sock_, &m, MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
-    return n;
+    if (n < 0) return n;
+    const size_t head = held_.size();
+    if (static_cast<size_t>(n) < head) {
+      held_.erase(0, static_cast<size_t>(n));
+      if (!flush()) return -1;
+      return 0;  // nothing of `ptr` went out yet: httplib writes it again
+    }
+    held_.clear();
+    return n - static_cast<ssize_t>(head);
+  }
+  // Sends what is held back (a head with no body after it); false when the socket failed.
+  bool flush() const {
+    while (!held_.empty()) {
+      const ssize_t n = send_some(held_.data(), held_.size());
+      if (n <= 0) return false;
+      held_.erase(0, static_cast<size_t>(n));
+    }
+    return true;
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
     ip = remote_ip_;
@@ -107,6 +141,19 @@ class ConnStream : public httplib::Stream {
   bool buffered() const { return off_ < len_; }
 
  private:
+  // An HTTP response's status line and headers, written alone by httplib.
+  static bool is_head(const char* p, size_t n) {
+    return n >= 13 && n <= 16384 && std::memcmp(p, "HTTP/1.1 ", 9) == 0 &&
+           std::memcmp(p + n - 4, "\r\n\r\n", 4) == 0;
+  }
+  ssize_t send_some(const char* p, size_t n) const {
+    ssize_t r;
+    do {
+      r = ::send(sock_, p, n, MSG_NOSIGNAL);
+    } while (r < 0 && errno == EINTR);
+    return r;
+  }
+
   ssize_t recv_all(char* p, size_t n) {
     ssize_t r;
     do {
@@ -119,6 +166,7 @@ class ConnStream : public httplib::Stream {
   int read_ms_, write_ms_;
   char buf_[4096];
   size_t off_ = 0, len_ = 0;
+  mutable std::string held_;  // a response head waiting for its body
   std::string remote_ip_, local_ip_;
   int remote_port_ = 0, local_port_ = 0;
 };
@@ -177,6 +225,7 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     if (!ready || svr_sock_ == INVALID_SOCKET) break;
     bool closed = false;
     ok = process_request(strm, /*close_connection=*/left == 1, closed, nullptr);
+    if (!strm.flush()) ok = false;  // a head without a body
     if (!ok || closed) break;
   }
   tl_socket = INVALID_SOCKET;
