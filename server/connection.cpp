@@ -195,6 +195,11 @@ bool peer_closed(socket_t sock) {
   return false;
 }
 
+bool ConnectionServer::set_listen_backlog(int n) {
+  const socket_t s = svr_sock_;
+  return s != INVALID_SOCKET && ::listen(s, n) == 0;  // listen() again updates the backlog
+}
+
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
   // Bound every blocking recv/send by the read/write timeouts.
   timeval rt{static_cast<time_t>(read_timeout_sec_), static_cast<suseconds_t>(read_timeout_usec_)};

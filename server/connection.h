@@ -22,6 +22,12 @@
 namespace prima::server {
 
 class ConnectionServer : public httplib::Server {
+ public:
+  // Raises the listening socket's accept queue (httplib listens with a backlog of 5, so a
+  // burst of hundreds of connections overflows it: the kernel drops handshakes and clients see
+  // resets). Call after binding. False when the socket refused.
+  bool set_listen_backlog(int n);
+
  private:
   bool process_and_close_socket(socket_t sock) override;
 };
