@@ -45,6 +45,9 @@ int serve_sim(const ServeOptions& o) {
     return kExitBadInput;
   }
   sim::SimCluster& cl = **built;
+  // No report is written: keep the newest 10,000 request records and an hour of timeline rows
+  // (totals stay exact), so a server running for days does not grow (docs/serving.md).
+  cl.recorder->set_retention(10000, 3600);
   cl.engine->start();
   if (cl.injector) cl.injector->start();
   sim::Emulator emu(cl.platform.get(), cl.rt.get(), eo);

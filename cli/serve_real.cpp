@@ -115,6 +115,7 @@ int serve_real(const ServeOptions& o) {
   rs.stage_gpus = o.tp;
   rs.num_kv_blocks = backend->num_kv_blocks();
   metrics::Recorder rec(o.tp * o.pp);
+  rec.set_retention(10000, 3600);  // no report is written: bounded memory (docs/serving.md)
   cluster::ServingEngine engine(&rt, eo, {rs}, &rec);
   engine.start();
 

@@ -145,14 +145,16 @@ Status HttpServer::bind() {
   if (opts_.port == 0) {
     port_ = svr_.bind_to_any_port(opts_.host);
     if (port_ <= 0) return unavailable(fmt::format("cannot listen on {}:<any port>", opts_.host));
-    return ok_status();
+  } else {
+    if (!svr_.bind_to_port(opts_.host, opts_.port))
+      return unavailable(
+          fmt::format("cannot listen on {}:{} (in use, or not an address of this "
+                      "machine)",
+                      opts_.host, opts_.port));
+    port_ = opts_.port;
   }
-  if (!svr_.bind_to_port(opts_.host, opts_.port))
-    return unavailable(
-        fmt::format("cannot listen on {}:{} (in use, or not an address of this "
-                    "machine)",
-                    opts_.host, opts_.port));
-  port_ = opts_.port;
+  // Room for a burst of connections (the kernel caps it at net.core.somaxconn).
+  svr_.set_listen_backlog(4096);
   return ok_status();
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "engine/core/status.h"
+#include "server/connection.h"
 #include "server/engine_bridge.h"
 #include "server/guard.h"
 #include "server/metrics.h"
@@ -66,7 +67,7 @@ class HttpServer {
   Guard guard_;
   ServerContext ctx_;
   const ServerMetrics* metrics_;
-  httplib::Server svr_;
+  ConnectionServer svr_;
   int port_ = 0;
 };
 

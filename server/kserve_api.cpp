@@ -67,7 +67,7 @@ void add_kserve_routes(httplib::Server& svr, ServerContext* ctx) {
              auto sub = admit_and_submit(*ctx, p, res, ErrorStyle::kKServe);
              if (!sub) return;
              std::vector<StreamToken> toks;
-             const StreamEnd e = sub->stream->wait_end(&toks);
+             const StreamEnd e = wait_for_end(*ctx, *sub, &toks);
              if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kKServe);
              json req_id = nullptr;
              json j = parse_or_null(req.body);

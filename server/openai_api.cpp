@@ -108,7 +108,7 @@ void generate(ServerContext* ctx, ApiKind kind, const httplib::Request& req,
     return stream_sse(res, ctx->bridge, std::move(*sub),
                       std::make_unique<OpenAIFormatter>(chat, id, p.model, p.include_usage));
   std::vector<StreamToken> toks;
-  const StreamEnd e = sub->stream->wait_end(&toks);
+  const StreamEnd e = wait_for_end(*ctx, *sub, &toks);
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kOpenAI);
   json choice{{"index", 0}, {"finish_reason", e.finish_reason}, {"logprobs", nullptr}};
   if (chat)

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "server/connection.h"
+
 namespace prima::server {
 
 std::optional<Submitted> admit_and_submit(ServerContext& ctx, const ParsedRequest& p,
@@ -16,6 +18,18 @@ std::optional<Submitted> admit_and_submit(ServerContext& ctx, const ParsedReques
   }
   s.stream = ctx.bridge->submit(p.gen, &s.id);
   return s;
+}
+
+StreamEnd wait_for_end(ServerContext& ctx, const Submitted& sub, std::vector<StreamToken>* tokens) {
+  const socket_t sock = current_connection_socket();
+  bool cancelled = false;
+  for (;;) {
+    if (auto e = sub.stream->wait_end_for(tokens, std::chrono::milliseconds(50))) return *e;
+    if (!cancelled && peer_closed(sock)) {
+      ctx.bridge->cancel(sub.id, "client disconnected");
+      cancelled = true;  // the engine ends it; wait for that end (its slot is held until then)
+    }
+  }
 }
 
 std::optional<ApiError> end_error(const StreamEnd& e) {

@@ -37,6 +37,12 @@ struct Submitted {
 std::optional<Submitted> admit_and_submit(ServerContext& ctx, const ParsedRequest& p,
                                           httplib::Response& res, ErrorStyle style);
 
+// Waits for the end of a non-streaming request. Every 50 ms without an end it checks whether
+// the client closed its connection (peer_closed on the handler thread's connection socket);
+// if so it cancels the request (its KV blocks are freed; it ends as failed, "client
+// disconnected", counted as cancelled) and returns that end. Handler threads only.
+StreamEnd wait_for_end(ServerContext& ctx, const Submitted& sub, std::vector<StreamToken>* tokens);
+
 // The error of a request the engine did not complete (nullopt when completed): rejected
 // -> 400 (e.g. it can never fit the KV cache), failed -> 500.
 std::optional<ApiError> end_error(const StreamEnd& e);

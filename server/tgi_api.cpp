@@ -72,7 +72,7 @@ void generate(ServerContext* ctx, bool stream, const httplib::Request& req,
   if (stream)
     return stream_sse(res, ctx->bridge, std::move(*sub), std::make_unique<TgiFormatter>());
   std::vector<StreamToken> toks;
-  const StreamEnd e = sub->stream->wait_end(&toks);
+  const StreamEnd e = wait_for_end(*ctx, *sub, &toks);
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kTgi);
   json body{{"generated_text", output_text(toks, e)}};
   if (details) body["details"] = details_json(e);

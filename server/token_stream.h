@@ -1,12 +1,18 @@
 // TokenStream: one request's tokens on their way from the engine's loop to the HTTP handler
 // thread that answers it. The loop pushes tokens (their index and simulated/engine time) and
-// then the end (outcome, reason, timings); the handler waits for what is new.
+// then the end (outcome, reason, timings); the handler waits for what is new. A handler that
+// waits for the end only (wait_end, non-streaming) is not woken by each token: one wake-up
+// per request (the handler and the loop would otherwise contend for the mutex per token), and
+// it sleeps on a futex word of its own rather than the condition variable (glibc marks a
+// mutex re-taken after a condition wait as contended, which costs a futex wake-up syscall on
+// every unlock).
 //
 // Thread-safety: every member is thread-safe (a mutex and a condition variable); push and
 // finish are called on the engine's loop, wait on a handler thread. Shared (shared_ptr)
 // between the EngineBridge and the handler; whoever holds it last frees it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -51,13 +57,23 @@ class TokenStream {
             std::chrono::milliseconds timeout);
   // Waits until the request ended (collecting every token).
   StreamEnd wait_end(std::vector<StreamToken>* tokens);
+  // The same, waiting at most `timeout`: nullopt when the request has not ended yet (the
+  // tokens that came are collected either way).
+  std::optional<StreamEnd> wait_end_for(std::vector<StreamToken>* tokens,
+                                        std::chrono::milliseconds timeout);
 
  private:
+  // Waits until finish() ran, at most `timeout`; true when it did.
+  bool wait_end_word(std::chrono::milliseconds timeout);
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<StreamToken> pending_;  // guarded by mu_
   std::optional<StreamEnd> end_;      // guarded by mu_
   bool end_taken_ = false;            // guarded by mu_
+  bool token_waiter_ = false;         // guarded by mu_: wait() is waiting for tokens
+  // The end for end-only waiters: 0 not ended, 1 ended, 2 not ended and a waiter sleeps on it.
+  std::atomic<int> end_word_{0};
 };
 
 }  // namespace prima::server

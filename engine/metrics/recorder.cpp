@@ -1,3 +1,4 @@
+// Recorder: per-request records, device work and timeline samples (see recorder.h).
 #include "engine/metrics/recorder.h"
 
 #include <algorithm>
@@ -6,6 +7,25 @@
 #include "engine/metrics/summary.h"
 
 namespace prima::metrics {
+namespace {
+
+// Makes room for one more element in a vector capped at `limit` (0: no cap): when full, drops
+// the oldest quarter (at least one) and returns how many were dropped. Amortized O(1).
+template <typename T>
+std::size_t make_room(std::vector<T>* v, std::size_t limit) {
+  if (limit == 0 || v->size() < limit) return 0;
+  const std::size_t drop =
+      std::min(v->size(), std::max<std::size_t>(1, limit / 4) + (v->size() - limit));
+  v->erase(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(drop));
+  return drop;
+}
+
+}  // namespace
+
+void Recorder::set_retention(std::size_t max_records, std::size_t max_timeline_rows) {
+  max_records_ = max_records;
+  max_timeline_rows_ = max_timeline_rows;
+}
 
 void Recorder::on_arrival(Time t) {
   ++submitted_;
@@ -38,6 +58,7 @@ void Recorder::on_end(const Sequence& s, Time t) {
     case Outcome::kCompleted:
       ++completed_;
       ++window_.completions;
+      make_room(&window_e2e_, max_records_);  // a window nobody closes (serve) stays bounded
       window_e2e_.push_back(r.e2e_s());
       break;
     case Outcome::kRejected:
@@ -51,6 +72,7 @@ void Recorder::on_end(const Sequence& s, Time t) {
     case Outcome::kPending:
       break;
   }
+  records_dropped_ += static_cast<std::int64_t>(make_room(&records_, max_records_));
   records_.push_back(std::move(r));
 }
 
@@ -130,6 +152,7 @@ void Recorder::sample(Time t, int running, int waiting, int replicas_up, double 
     row.e2e_p50_s = percentile_sorted(window_e2e_, 50);
     row.e2e_p99_s = percentile_sorted(window_e2e_, 99);
   }
+  timeline_dropped_ += static_cast<std::int64_t>(make_room(&timeline_, max_timeline_rows_));
   timeline_.push_back(row);
   window_ = TimelineRow();
   window_e2e_.clear();

@@ -2,6 +2,13 @@
 // finish, outcome), per-step device work (busy GPU-seconds and FLOPs, also binned per
 // simulated second) and timeline samples. The report writer turns it into report.json,
 // requests.csv and timeline.csv. Not thread-safe (engine loop only).
+//
+// Retention: by default everything is kept (`prima simulate` writes it all). A long-running
+// server (`prima serve`, which writes no report) sets a retention: at most N request records
+// and M timeline rows are kept (the newest; the oldest are dropped a quarter of the limit at a
+// time, so between 3N/4 and N stay once N were reached) and the dropped ones are counted. The
+// totals (submitted, count(outcome), output tokens, busy GPU time, FLOPs, preemptions) stay
+// exact. The completion latencies of the open timeline window are capped the same way.
 #pragma once
 
 #include <cstdint>
@@ -79,6 +86,15 @@ class Recorder {
   // Replicas loading weights, copied into the following samples (autoscaling).
   void note_replicas_loading(int n) { replicas_loading_ = n; }
 
+  // Keep at most `max_records` request records and `max_timeline_rows` timeline rows (0:
+  // no limit, the default). Applies from the next record or row on.
+  void set_retention(std::size_t max_records, std::size_t max_timeline_rows);
+  std::size_t max_records() const { return max_records_; }
+  std::size_t max_timeline_rows() const { return max_timeline_rows_; }
+  // Records and rows dropped by the retention (0 without one).
+  std::int64_t records_dropped() const { return records_dropped_; }
+  std::int64_t timeline_rows_dropped() const { return timeline_dropped_; }
+
   const std::vector<RequestRecord>& records() const { return records_; }
   const std::vector<TimelineRow>& timeline() const { return timeline_; }
   std::int64_t submitted() const { return submitted_; }
@@ -96,6 +112,8 @@ class Recorder {
   void add_busy(Time start, Time end, double gpu_seconds);
 
   int gpus_;
+  std::size_t max_records_ = 0, max_timeline_rows_ = 0;  // 0: no limit
+  std::int64_t records_dropped_ = 0, timeline_dropped_ = 0;
   std::vector<RequestRecord> records_;
   std::vector<TimelineRow> timeline_;
   std::int64_t submitted_ = 0, completed_ = 0, rejected_ = 0, failed_ = 0;

@@ -419,6 +419,88 @@ class QueuedDisconnectTest(unittest.TestCase):
             srv.stop()
 
 
+class NonStreamingDisconnectTest(unittest.TestCase):
+    """A non-streaming client that closes its connection cancels its request (every route)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("--speed", "1")  # 2,000 tokens take tens of seconds
+        cls.model = cls.srv.health()["model"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def cancelled(self):
+        code, _, body = self.srv.request("GET", "/metrics")
+        self.assertEqual(code, 200)
+        series = (f'prima:request_outcomes_total{{model="{self.model}",outcome="cancelled",'
+                  f'priority="normal"}}')
+        for line in body.decode().splitlines():
+            if line.startswith(series + " "):
+                return float(line.rpartition(" ")[2])
+        return 0.0
+
+    def check_route(self, path, body):
+        srv = self.srv
+        srv.wait_idle()
+        before = self.cancelled()
+        s = open_stream(srv.port, path, body)  # not streaming: nothing comes until the end
+        deadline = time.time() + 5
+        while True:  # running, holding KV blocks
+            h = srv.health()
+            if h["running"] == 1 and h["kv_free_blocks"] < h["kv_blocks"]:
+                break
+            self.assertLess(time.time(), deadline, h)
+            time.sleep(0.02)
+        time.sleep(0.2)
+        s.close()
+        t0 = time.time()
+        h = srv.wait_idle(3)  # would otherwise run for tens of seconds
+        self.assertLess(time.time() - t0, 3)
+        self.assertEqual(h["kv_free_blocks"], h["kv_blocks"])
+        self.assertEqual(h["in_system"], 0)
+        self.assertEqual(self.cancelled() - before, 1)
+
+    def test_completions(self):
+        self.check_route("/v1/completions",
+                         {"model": self.model, "prompt": "x", "max_tokens": 2000})
+
+    def test_chat(self):
+        self.check_route("/v1/chat/completions",
+                         {"model": self.model, "max_tokens": 2000,
+                          "messages": [{"role": "user", "content": "hello"}]})
+
+    def test_tgi_generate(self):
+        self.check_route("/generate", {"inputs": "x", "parameters": {"max_new_tokens": 2000}})
+
+    def test_kserve_infer(self):
+        self.check_route(f"/v2/models/{self.model}/infer",
+                         {"inputs": [{"name": "text_input", "shape": [1], "datatype": "BYTES",
+                                      "data": ["x"]}], "parameters": {"max_tokens": 2000}})
+
+    def test_a_pipelined_request_is_not_a_disconnect(self):
+        # Bytes of the next request waiting on the socket must not cancel the current one.
+        srv = self.srv
+        srv.wait_idle()
+        before = self.cancelled()
+        one = json.dumps({"model": self.model, "prompt": "x", "max_tokens": 8}).encode()
+        req = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: " + str(len(one)).encode() + b"\r\n\r\n" + one)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        s.sendall(req + req)
+        got = b""
+        while got.count(b"HTTP/1.1 200") < 2 or not got.endswith(b"}"):
+            chunk = s.recv(65536)
+            self.assertTrue(chunk, got)
+            got += chunk
+        s.close()
+        self.assertEqual(got.count(b"HTTP/1.1 200"), 2, got)
+        self.assertEqual(got.count(json.dumps(synthetic(8)).encode()), 2, got)
+        srv.wait_idle()
+        self.assertEqual(self.cancelled() - before, 0)
+
+
 def metrics():
     """/metrics as {series (name and labels as written): value}"""
     code, headers, body = MAIN.request("GET", "/metrics")
