@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "engine/config/json_reader.h"
 #include "engine/config/scenario.h"
+#include "engine/workload/trace.h"
 #include "loadgen/client.h"
 #include "loadgen/output.h"
 #include "loadgen/runner.h"
@@ -210,6 +211,9 @@ int cmd_bench(const Args& args) {
   if (vm.count("trace")) so.trace_path = vm["trace"].as<std::string>();
   so.trace_format = vm["trace-format"].as<std::string>();
   so.time_scale = vm["time-scale"].as<double>();
+  // Rate inf (every request due at once): at most 256 in flight unless --max-concurrency says.
+  if (so.concurrency == 0 && !std::isfinite(so.request_rate) && so.max_concurrency == 0)
+    so.max_concurrency = 256;
   if (so.num_prompts == 0 && !std::isfinite(so.duration_s) && !vm.count("scenario") &&
       so.trace_path.empty())
     so.num_prompts = 1000;
@@ -270,6 +274,12 @@ int cmd_bench(const Args& args) {
     max_workers = std::max(max_workers, spec.arrival.users);
   }
 
+  std::ofstream out_file;
+  if (vm.count("out")) {  // fail before the run, not after it
+    out_file.open(vm["out"].as<std::string>());
+    if (!out_file) return bad("--out " + vm["out"].as<std::string>() + ": cannot write");
+  }
+
   // The model: asked from the server when not given (this also checks it is up).
   std::string model;
   if (vm.count("model")) {
@@ -320,11 +330,6 @@ int cmd_bench(const Args& args) {
                  wj["description"].get<std::string>().c_str(), co.url.scheme_host_port.c_str(),
                  loadgen::endpoint_path(co.endpoint, stream).c_str(),
                  stream ? "streaming" : "not streaming", model.c_str());
-  std::ofstream out_file;
-  if (vm.count("out")) {  // fail before the run, not after it
-    out_file.open(vm["out"].as<std::string>());
-    if (!out_file) return bad("--out " + vm["out"].as<std::string>() + ": cannot write");
-  }
   std::signal(SIGPIPE, SIG_IGN);
   loadgen::RunOptions ro;
   ro.client = co;
