@@ -45,7 +45,7 @@ examples:
   prima bench --slo-ttft 200ms --slo-tpot 50ms   # goodput under an SLO
 
 Without --request-rate or --concurrency every request is due at once (rate inf, as vllm bench
-serve), at most --max-concurrency (default 256) in flight. Exit codes: 0 ok (failed requests
+serve), at most --max-concurrency (default 256) in flight; with a rate, at most 1024 by default. Exit codes: 0 ok (failed requests
 are counted, not fatal), 1 the server could not be reached or no request completed, 2 bad input.
 See docs/bench.md.
 )";
@@ -115,7 +115,8 @@ int cmd_bench(const Args& args) {
       ("burstiness", po::value<double>()->default_value(1.0),
        "gamma shape of the gaps (vllm): < 1 burstier, 1 = poisson")
       ("concurrency", po::value<int>(), "closed loop: N requests in flight at all times")
-      ("max-concurrency", po::value<int>(), "cap on requests in flight (default 256)")
+      ("max-concurrency", po::value<int>(),
+       "cap on requests in flight (default: 256 at rate inf, else 1024)")
       ("num-prompts", po::value<long long>(), "requests to send (default 1000 without --duration)")
       ("duration", po::value<std::string>(), "stop sending after this long (30s, 2m)")
       ("random-input-len", po::value<int>(), "prompt tokens (default 1024)")
@@ -133,6 +134,7 @@ int cmd_bench(const Args& args) {
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario field: PATH=VALUE")
       ("stream", "stream the answers (SSE; the default)")
       ("no-stream", "ask for whole answers (no TTFT/TPOT/ITL)")
+      ("no-keep-alive", "open a new connection for every request")
       ("ignore-eos", "send \"ignore_eos\": true (OpenAI endpoints; vLLM's extension)")
       ("slo-ttft", po::value<std::string>(), "SLO bound on TTFT (200ms)")
       ("slo-tpot", po::value<std::string>(), "SLO bound on TPOT (50ms)")
@@ -173,6 +175,7 @@ int cmd_bench(const Args& args) {
                "': expected completions, chat or tgi");
   co.body.stream = stream;
   co.body.ignore_eos = vm.count("ignore-eos") > 0;
+  co.keep_alive = !vm.count("no-keep-alive");
   if (vm.count("api-key"))
     co.api_key = vm["api-key"].as<std::string>();
   else if (const char* k = std::getenv("PRIMA_API_KEY"))
@@ -266,7 +269,9 @@ int cmd_bench(const Args& args) {
     if (t->empty()) return bad(spec.arrival.path + ": the trace has no records");
   }
 
-  int max_workers = so.max_concurrency > 0 ? so.max_concurrency : 256;
+  // Open loop without a cap: up to 1024 requests in flight (a thread each); a request that
+  // finds them all busy is sent late, and the lateness is reported (client.send_lateness_s).
+  int max_workers = so.max_concurrency > 0 ? so.max_concurrency : 1024;
   if (spec.arrival.type == workload::ArrivalType::kClosedLoop) {
     if (so.max_concurrency > 0 && so.max_concurrency < spec.arrival.users)
       return bad(fmt::format("--max-concurrency {} is below the workload's {} concurrent users",

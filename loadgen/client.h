@@ -34,6 +34,7 @@ struct ClientOptions {
   std::string api_key;     // "Authorization: Bearer KEY" when not empty
   double timeout_s = 600;  // read timeout per request
   double connect_timeout_s = 10;
+  bool keep_alive = true;                    // false: a new connection per request
   std::chrono::steady_clock::time_point t0;  // times are seconds since this
 };
 
