@@ -45,9 +45,9 @@ examples:
   prima bench --slo-ttft 200ms --slo-tpot 50ms   # goodput under an SLO
 
 Without --request-rate or --concurrency every request is due at once (rate inf, as vllm bench
-serve), at most --max-concurrency (default 256) in flight; with a rate, at most 1024 by default. Exit codes: 0 ok (failed requests
-are counted, not fatal), 1 the server could not be reached or no request completed, 2 bad input.
-See docs/bench.md.
+serve), at most --max-concurrency (default 256) in flight; with a rate, at most 1024 by
+default. Exit codes: 0 ok (failed requests are counted, not fatal), 1 the server could not be
+reached or no request completed, 2 bad input. See docs/bench.md.
 )";
 
 // A duration with a unit ("200ms", "1.5s"); bare numbers are refused where ms vs s is a

@@ -38,10 +38,11 @@ class Pool {
   void push(Job j) {
     std::lock_guard<std::mutex> l(mu_);
     jobs_.push_back(std::move(j));
-    if (idle_ == 0 && static_cast<int>(threads_.size()) < o_.max_workers)
+    // Idle workers that have not woken yet are already promised to earlier jobs.
+    if (jobs_.size() > static_cast<std::size_t>(idle_) &&
+        static_cast<int>(threads_.size()) < o_.max_workers)
       threads_.emplace_back([this] { work(); });
-    else
-      cv_.notify_one();
+    cv_.notify_one();
   }
   std::size_t in_flight() const { return in_flight_.load(); }
 
