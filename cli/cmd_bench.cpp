@@ -276,7 +276,7 @@ int cmd_bench(const Args& args) {
     if (so.max_concurrency > 0 && so.max_concurrency < spec.arrival.users)
       return bad(fmt::format("--max-concurrency {} is below the workload's {} concurrent users",
                              so.max_concurrency, spec.arrival.users));
-    max_workers = std::max(max_workers, spec.arrival.users);
+    max_workers = spec.arrival.users;  // one connection per user: never more in flight
   }
 
   std::ofstream out_file;
