@@ -20,6 +20,7 @@ const std::vector<Command>& commands() {
       {"report", "render a run's output directory as a self-contained HTML report", cmd_report},
       {"serve", "serve OpenAI, TGI and KServe v2 APIs over HTTP (--backend sim: emulator)",
        cmd_serve},
+      {"bench", "load-test an HTTP server (OpenAI/TGI): TTFT, TPOT, ITL, E2E, goodput", cmd_bench},
   };
   return kCommands;
 }
@@ -40,7 +41,8 @@ static void usage(std::FILE* out) {
       "  prima generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf --prompt Hi --chat\n"
       "  mpirun -np 3 prima generate --model M.gguf --prompt Hi --tp 3\n"
       "  prima profile --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out cal.json\n"
-      "  prima serve --backend sim --port 8000   # the emulator over HTTP\n\n"
+      "  prima serve --backend sim --port 8000   # the emulator over HTTP\n"
+      "  prima bench --url http://127.0.0.1:8000 --request-rate 20 --num-prompts 200\n\n"
       "Run 'prima COMMAND --help' for a command's options.\n");
 }
 
