@@ -181,6 +181,7 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
 
 void SimExecutor::start_stage(Step* st) {
   Stage& stage = stages_[st->stage];
+  if (stage.deferred) settle(stage);  // a step arrives: the stage's end is an event again
   if (stage.busy) {
     stage.waiting.push_back(st);
     return;
@@ -311,7 +312,38 @@ void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
   stage.remaining_flops = flops;
   stage.rate = stage.lead_speed;  // fresh: start_compute refreshed it
   stage.since_s = runtime_->now();
+  if (can_defer(stage)) {
+    stage.deferred = true;
+    stage.deferred_end_s = stage.since_s + stage.remaining_flops / stage.rate;
+    return;
+  }
   arm_timer(stage);
+}
+
+bool SimExecutor::can_defer(const Stage& stage) const {
+  if (injector_ != nullptr || stage.rate <= 0 || !stage.waiting.empty()) return false;
+  const size_t s = static_cast<size_t>(stage.index);
+  if (s + 1 >= stages_.size()) return false;  // the last stage's end finishes the step
+  const Stage& next = stages_[s + 1];
+  if (!next.busy || next.deferred) return false;
+  return s == 0 || !stages_[s - 1].deferred;
+}
+
+void SimExecutor::settle(Stage& stage) {
+  if (!stage.deferred) return;
+  stage.deferred = false;
+  if (stage.deferred_end_s > runtime_->now()) {
+    arm_timer(stage);  // the same instant: since_s + remaining_flops / rate
+    return;
+  }
+  Step* st = stage.timed;
+  stage.timed = nullptr;
+  // As on_timer then phase_done at deferred_end_s: a timer stage has no flows to follow.
+  stage_done(st, stage.deferred_end_s);
+}
+
+void SimExecutor::settle_all() {
+  for (Stage& stage : stages_) settle(stage);
 }
 
 void SimExecutor::arm_timer(Stage& stage) {
@@ -351,6 +383,7 @@ void SimExecutor::forget_hosts(sg4::Host* h) {
 }
 
 void SimExecutor::on_host_speed_change(sg4::Host* h) {
+  settle_all();
   forget_hosts(h);
   // Re-time the stages computing on h: the work done so far at the old rate, the rest at the
   // new one (what SimGrid does to an Exec).
@@ -366,6 +399,7 @@ void SimExecutor::on_host_speed_change(sg4::Host* h) {
 }
 
 void SimExecutor::on_host_state_change(sg4::Host* h) {
+  settle_all();
   forget_hosts(h);
   if (h->is_on()) return;
   for (Stage& stage : stages_) {
@@ -474,7 +508,7 @@ void SimExecutor::phase_done(Step* st) {
     if (st->status.ok()) count_analytic_bytes(st);
   }
   if (!st->status.ok()) {
-    stage_done(st);
+    stage_done(st, runtime_->now());
     return;
   }
   const Stage& stage = stages_[st->stage];
@@ -486,17 +520,20 @@ void SimExecutor::phase_done(Step* st) {
       c != nullptr && stage.send_flow && !stage.send_analytic && c->send_bytes > 0;
   if (st->phase == Step::Phase::kCompute && flow_allreduce) return start_allreduce(st);
   if (st->phase != Step::Phase::kSend && flow_send) return start_send(st);
-  stage_done(st);
+  stage_done(st, runtime_->now());
 }
 
-void SimExecutor::stage_done(Step* st) {
+void SimExecutor::stage_done(Step* st, double end_s) {
   Stage& stage = stages_[st->stage];
-  st->busy[st->stage] = runtime_->now() - st->stage_start_s;
+  st->busy[st->stage] = end_s - st->stage_start_s;
   stage.busy = false;
   if (!stage.waiting.empty()) {
     Step* next = stage.waiting.front();
     stage.waiting.pop_front();
     start_stage(next);
+  } else if (st->stage > 0) {
+    // A deferred end of the previous stage: its step was next in this stage's queue.
+    settle(stages_[st->stage - 1]);
   }
   if (st->status.ok() && st->stage + 1 < static_cast<int>(stages_.size())) {
     ++st->stage;

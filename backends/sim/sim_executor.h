@@ -132,6 +132,10 @@ class SimExecutor : public Executor, private HostWatcher {
     double rate = 0;
     double since_s = 0;
     simgrid::kernel::timer::Timer* timer = nullptr;
+    // Deferred end (no timer armed): the timed step ends at deferred_end_s, but nothing
+    // needs that instant as an event (see defer_end()). Never set on two adjacent stages.
+    bool deferred = false;
+    double deferred_end_s = 0;
     // The stage's GPUs as of the last speed or state change (host watchers keep it fresh):
     // the first GPU that is off, the lead's speed and the slowest speed.
     bool hosts_known = false;
@@ -144,6 +148,17 @@ class SimExecutor : public Executor, private HostWatcher {
   void start_timer(Stage& stage, Step* st, double flops);
   void arm_timer(Stage& stage);
   void on_timer(Stage& stage);
+  // Deferred stage ends: a timer stage whose step would, at its end, only move into the
+  // next stage's queue (the next stage is busy with a step whose end is an event, and no
+  // step waits for this stage) arms no timer. The end is settled when it matters: when the
+  // next stage frees (the step moves on then, as it would have from the queue), when a step
+  // arrives for this stage, or when a GPU's speed or state changes (everything settles).
+  // The step's stage time is the same (deferred_end_s - stage start); one SimGrid event
+  // less per deferred stage.
+  bool can_defer(const Stage& stage) const;
+  // Ends a deferred stage whose end is past (as its timer would have), or arms its timer.
+  void settle(Stage& stage);
+  void settle_all();
   void on_host_speed_change(simgrid::s4u::Host* h) override;
   void on_host_state_change(simgrid::s4u::Host* h) override;
   FlowPath make_path(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
@@ -162,7 +177,8 @@ class SimExecutor : public Executor, private HostWatcher {
   void start_allreduce(Step* st);
   void start_send(Step* st);
   void phase_done(Step* st);
-  void stage_done(Step* st);
+  // The step's current stage ended at end_s (now, or a deferred end in the past).
+  void stage_done(Step* st, double end_s);
   void finish(Step* st);
   void fail_now(Step* st, Status s);
   bool fail_if_down(Step* st, const std::vector<simgrid::s4u::Host*>& hosts,
