@@ -105,6 +105,8 @@ SimExecutor::~SimExecutor() {
   for (Stage& st : stages_) {
     if (st.timer != nullptr) st.timer->remove();
     st.timer = nullptr;
+    if (st.free_timer != nullptr) st.free_timer->remove();
+    st.free_timer = nullptr;
     for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
     if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
@@ -186,8 +188,17 @@ void SimExecutor::start_stage(Step* st) {
     stage.waiting.push_back(st);
     return;
   }
+  if (stage.free_at_s > now()) {  // its last step left it ahead of the clock (chained)
+    stage.waiting.push_back(st);
+    if (stage.free_timer == nullptr) {
+      Stage* sp = &stage;
+      stage.free_timer =
+          simgrid::kernel::timer::Timer::set(stage.free_at_s, [this, sp] { on_free(*sp); });
+    }
+    return;
+  }
   stage.busy = true;
-  st->stage_start_s = runtime_->now();
+  st->stage_start_s = now();
   if (st->stage == 0) st->start_s = st->stage_start_s;
   start_compute(st);
 }
@@ -311,13 +322,50 @@ void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
   stage.timed = st;
   stage.remaining_flops = flops;
   stage.rate = stage.lead_speed;  // fresh: start_compute refreshed it
-  stage.since_s = runtime_->now();
+  stage.since_s = now();
   if (can_defer(stage)) {
     stage.deferred = true;
     stage.deferred_end_s = stage.since_s + stage.remaining_flops / stage.rate;
     return;
   }
+  if (can_chain(stage, st)) {
+    // The stage's end as its timer would give it; the step moves on in that time.
+    const double end = stage.since_s + stage.remaining_flops / stage.rate;
+    stage.timed = nullptr;
+    const double saved = virtual_now_;
+    virtual_now_ = end;
+    stage_done(st, end);
+    virtual_now_ = saved;
+    return;
+  }
   arm_timer(stage);
+}
+
+bool SimExecutor::can_chain(const Stage& stage, const Step* st) const {
+  if (!options_.chain_stages || injector_ != nullptr || stage.rate <= 0) return false;
+  if (!options_.aggregate_stage_execs || !options_.timer_stages || !stage.waiting.empty())
+    return false;
+  const size_t s = static_cast<size_t>(stage.index);
+  if (s + 1 >= stages_.size()) return false;
+  const Stage& next = stages_[s + 1];
+  const double end = stage.since_s + stage.remaining_flops / stage.rate;
+  if (next.busy || next.deferred || !next.waiting.empty() || next.free_at_s > end) return false;
+  // The next stage must run st as a timer (start_compute's test): no flows follow there.
+  static const perf::StageCost kNone;
+  const perf::StageCost& c = s + 1 < st->cost.stages.size() ? st->cost.stages[s + 1] : kNone;
+  const bool flows_follow =
+      (next.ring_flows && !next.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
+      (next.send_flow && !next.send_analytic && c.send_bytes > 0);
+  return !flows_follow;
+}
+
+void SimExecutor::on_free(Stage& stage) {
+  stage.free_timer = nullptr;                          // SimGrid deletes a fired timer
+  stage.free_at_s = std::min(stage.free_at_s, now());  // free now (whatever the rounding)
+  if (stage.busy || stage.waiting.empty()) return;
+  Step* next = stage.waiting.front();
+  stage.waiting.pop_front();
+  start_stage(next);
 }
 
 bool SimExecutor::can_defer(const Stage& stage) const {
@@ -332,7 +380,7 @@ bool SimExecutor::can_defer(const Stage& stage) const {
 void SimExecutor::settle(Stage& stage) {
   if (!stage.deferred) return;
   stage.deferred = false;
-  if (stage.deferred_end_s > runtime_->now()) {
+  if (stage.deferred_end_s > now()) {
     arm_timer(stage);  // the same instant: since_s + remaining_flops / rate
     return;
   }
@@ -527,6 +575,14 @@ void SimExecutor::stage_done(Step* st, double end_s) {
   Stage& stage = stages_[st->stage];
   st->busy[st->stage] = end_s - st->stage_start_s;
   stage.busy = false;
+  stage.free_at_s = end_s;
+  // st enters the next stage right after this stage's next step started: until then that
+  // stage counts as taken (free_at_s = infinity), so the step starting here cannot chain
+  // into it ahead of st.
+  const bool moves_on = st->status.ok() && st->stage + 1 < static_cast<int>(stages_.size());
+  double* next_free_at = moves_on ? &stages_[st->stage + 1].free_at_s : nullptr;
+  const double next_free_at_was = moves_on ? *next_free_at : 0;
+  if (moves_on) *next_free_at = std::numeric_limits<double>::infinity();
   if (!stage.waiting.empty()) {
     Step* next = stage.waiting.front();
     stage.waiting.pop_front();
@@ -535,7 +591,8 @@ void SimExecutor::stage_done(Step* st, double end_s) {
     // A deferred end of the previous stage: its step was next in this stage's queue.
     settle(stages_[st->stage - 1]);
   }
-  if (st->status.ok() && st->stage + 1 < static_cast<int>(stages_.size())) {
+  if (moves_on) {
+    *next_free_at = next_free_at_was;
     ++st->stage;
     start_stage(st);
     return;

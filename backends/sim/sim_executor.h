@@ -136,6 +136,10 @@ class SimExecutor : public Executor, private HostWatcher {
     // needs that instant as an event (see defer_end()). Never set on two adjacent stages.
     bool deferred = false;
     double deferred_end_s = 0;
+    // Chained stages (SimOptions::chain_stages): the stage's last step left it at free_at_s
+    // (possibly ahead of the clock); a step arriving earlier waits for free_timer.
+    double free_at_s = 0;
+    simgrid::kernel::timer::Timer* free_timer = nullptr;
     // The stage's GPUs as of the last speed or state change (host watchers keep it fresh):
     // the first GPU that is off, the lead's speed and the slowest speed.
     bool hosts_known = false;
@@ -159,6 +163,12 @@ class SimExecutor : public Executor, private HostWatcher {
   // Ends a deferred stage whose end is past (as its timer would have), or arms its timer.
   void settle(Stage& stage);
   void settle_all();
+  // Chained stages: whether st may leave `stage` now for the next stage (free, no waiters,
+  // a timer stage for st's cost there); on_free starts a step that waited for free_at_s.
+  bool can_chain(const Stage& stage, const Step* st) const;
+  void on_free(Stage& stage);
+  // The executor's time: the clock, or a stage end ahead of it while a chain is processed.
+  double now() const { return virtual_now_ >= 0 ? virtual_now_ : runtime_->now(); }
   void on_host_speed_change(simgrid::s4u::Host* h) override;
   void on_host_state_change(simgrid::s4u::Host* h) override;
   FlowPath make_path(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
@@ -202,6 +212,7 @@ class SimExecutor : public Executor, private HostWatcher {
   std::uint64_t activities_started_ = 0;
   std::uint64_t claims_seen_ = ~std::uint64_t{0};
   FaultInjector* injector_ = nullptr;
+  double virtual_now_ = -1;  // >= 0 while a chained stage end is processed
 };
 
 }  // namespace prima::sim
