@@ -188,6 +188,18 @@ void SimExecutor::start_stage(Step* st) {
     stage.waiting.push_back(st);
     return;
   }
+  if (stage.free_at_s > now() && stage.waiting.empty() && runs_as_timer(stage, st)) {
+    // Its last step left it ahead of the clock (chained): st starts there then, in the
+    // executor's own time, as it would from the queue.
+    const double saved = virtual_now_;
+    virtual_now_ = stage.free_at_s;
+    stage.busy = true;
+    st->stage_start_s = now();
+    if (st->stage == 0) st->start_s = st->stage_start_s;
+    start_compute(st);
+    virtual_now_ = saved;
+    return;
+  }
   if (stage.free_at_s > now()) {  // its last step left it ahead of the clock (chained)
     stage.waiting.push_back(st);
     if (stage.free_timer == nullptr) {
@@ -342,20 +354,35 @@ void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
 }
 
 bool SimExecutor::can_chain(const Stage& stage, const Step* st) const {
-  if (!options_.chain_stages || injector_ != nullptr || stage.rate <= 0) return false;
-  if (!options_.aggregate_stage_execs || !options_.timer_stages || !stage.waiting.empty())
-    return false;
+  if (stage.rate <= 0 || !stage.waiting.empty()) return false;
+  return can_hand_on(stage, st, stage.since_s + stage.remaining_flops / stage.rate);
+}
+
+// Whether st, ending `stage` at end_s (>= now), may enter the next stage in the executor's
+// own time: chaining is on, the next stage is free by then with nobody waiting or coming
+// (free_at_s = infinity: a step is about to enter), and st runs there as a timer.
+bool SimExecutor::can_hand_on(const Stage& stage, const Step* st, double end_s) const {
   const size_t s = static_cast<size_t>(stage.index);
-  if (s + 1 >= stages_.size()) return false;
+  if (s + 1 >= stages_.size()) return false;  // the last stage's end finishes the step
   const Stage& next = stages_[s + 1];
-  const double end = stage.since_s + stage.remaining_flops / stage.rate;
-  if (next.busy || next.deferred || !next.waiting.empty() || next.free_at_s > end) return false;
-  // The next stage must run st as a timer (start_compute's test): no flows follow there.
+  if (next.busy || next.deferred || !next.waiting.empty() || next.free_at_s > end_s) return false;
+  // stage_done then moves a deferred step of the previous stage into this one, in the same
+  // own time: it must run as a timer here too.
+  if (s > 0 && stages_[s - 1].deferred && !runs_as_timer(stage, stages_[s - 1].timed)) return false;
+  return runs_as_timer(next, st);
+}
+
+bool SimExecutor::runs_as_timer(const Stage& stage, const Step* st) const {
+  if (!options_.chain_stages || injector_ != nullptr || !options_.aggregate_stage_execs ||
+      !options_.timer_stages)
+    return false;
+  // start_compute's test: no flows follow the compute there.
   static const perf::StageCost kNone;
-  const perf::StageCost& c = s + 1 < st->cost.stages.size() ? st->cost.stages[s + 1] : kNone;
+  const size_t s = static_cast<size_t>(stage.index);
+  const perf::StageCost& c = s < st->cost.stages.size() ? st->cost.stages[s] : kNone;
   const bool flows_follow =
-      (next.ring_flows && !next.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
-      (next.send_flow && !next.send_analytic && c.send_bytes > 0);
+      (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
+      (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
   return !flows_follow;
 }
 
@@ -373,21 +400,28 @@ bool SimExecutor::can_defer(const Stage& stage) const {
   const size_t s = static_cast<size_t>(stage.index);
   if (s + 1 >= stages_.size()) return false;  // the last stage's end finishes the step
   const Stage& next = stages_[s + 1];
-  if (!next.busy || next.deferred) return false;
+  // Busy, or about to be (a step enters it right after this one started: stage_done).
+  const bool taken = next.busy || next.free_at_s == std::numeric_limits<double>::infinity();
+  if (!taken || next.deferred) return false;
   return s == 0 || !stages_[s - 1].deferred;
 }
 
 void SimExecutor::settle(Stage& stage) {
   if (!stage.deferred) return;
   stage.deferred = false;
-  if (stage.deferred_end_s > now()) {
+  Step* st = stage.timed;
+  const double end = stage.deferred_end_s;
+  if (end > now() && !can_hand_on(stage, st, end)) {
     arm_timer(stage);  // the same instant: since_s + remaining_flops / rate
     return;
   }
-  Step* st = stage.timed;
   stage.timed = nullptr;
-  // As on_timer then phase_done at deferred_end_s: a timer stage has no flows to follow.
-  stage_done(st, stage.deferred_end_s);
+  // As on_timer then phase_done at the stage's end (a timer stage has no flows to follow);
+  // when that end is still ahead, in the executor's own time (chained stages).
+  const double saved = virtual_now_;
+  if (end > now()) virtual_now_ = end;
+  stage_done(st, end);
+  virtual_now_ = saved;
 }
 
 void SimExecutor::settle_all() {

@@ -166,6 +166,9 @@ class SimExecutor : public Executor, private HostWatcher {
   // Chained stages: whether st may leave `stage` now for the next stage (free, no waiters,
   // a timer stage for st's cost there); on_free starts a step that waited for free_at_s.
   bool can_chain(const Stage& stage, const Step* st) const;
+  bool can_hand_on(const Stage& stage, const Step* st, double end_s) const;
+  // Whether st would run on `stage` as a timer and chaining is on (no flows follow there).
+  bool runs_as_timer(const Stage& stage, const Step* st) const;
   void on_free(Stage& stage);
   // The executor's time: the clock, or a stage end ahead of it while a chain is processed.
   double now() const { return virtual_now_ >= 0 ? virtual_now_ : runtime_->now(); }
