@@ -87,6 +87,9 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
   // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
   c->cost->set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
   std::vector<cluster::ReplicaSetup> setups;
+  // Chained stages need GPUs that never change and stable link claims (SimOptions).
+  c->sim_opts.chain_stages =
+      !c->injector && !copts.autoscaler.enabled && !copts.disaggregation.enabled();
   c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
   // A replica whose weight shard is corrupted never starts (seed 004: the service does not
   // come up; the checksum names the shard). Its GPUs stay idle; the others serve.

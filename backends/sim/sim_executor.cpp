@@ -105,6 +105,8 @@ SimExecutor::~SimExecutor() {
   for (Stage& st : stages_) {
     if (st.timer != nullptr) st.timer->remove();
     st.timer = nullptr;
+    if (st.free_timer != nullptr) st.free_timer->remove();
+    st.free_timer = nullptr;
     for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
     if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
@@ -181,12 +183,34 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
 
 void SimExecutor::start_stage(Step* st) {
   Stage& stage = stages_[st->stage];
+  if (stage.deferred) settle(stage);  // a step arrives: the stage's end is an event again
   if (stage.busy) {
     stage.waiting.push_back(st);
     return;
   }
+  if (stage.free_at_s > now() && stage.waiting.empty() && runs_as_timer(stage, st)) {
+    // Its last step left it ahead of the clock (chained): st starts there then, in the
+    // executor's own time, as it would from the queue.
+    const double saved = virtual_now_;
+    virtual_now_ = stage.free_at_s;
+    stage.busy = true;
+    st->stage_start_s = now();
+    if (st->stage == 0) st->start_s = st->stage_start_s;
+    start_compute(st);
+    virtual_now_ = saved;
+    return;
+  }
+  if (stage.free_at_s > now()) {  // its last step left it ahead of the clock (chained)
+    stage.waiting.push_back(st);
+    if (stage.free_timer == nullptr) {
+      Stage* sp = &stage;
+      stage.free_timer =
+          simgrid::kernel::timer::Timer::set(stage.free_at_s, [this, sp] { on_free(*sp); });
+    }
+    return;
+  }
   stage.busy = true;
-  st->stage_start_s = runtime_->now();
+  st->stage_start_s = now();
   if (st->stage == 0) st->start_s = st->stage_start_s;
   start_compute(st);
 }
@@ -310,8 +334,98 @@ void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
   stage.timed = st;
   stage.remaining_flops = flops;
   stage.rate = stage.lead_speed;  // fresh: start_compute refreshed it
-  stage.since_s = runtime_->now();
+  stage.since_s = now();
+  if (can_defer(stage)) {
+    stage.deferred = true;
+    stage.deferred_end_s = stage.since_s + stage.remaining_flops / stage.rate;
+    return;
+  }
+  if (can_chain(stage, st)) {
+    // The stage's end as its timer would give it; the step moves on in that time.
+    const double end = stage.since_s + stage.remaining_flops / stage.rate;
+    stage.timed = nullptr;
+    const double saved = virtual_now_;
+    virtual_now_ = end;
+    stage_done(st, end);
+    virtual_now_ = saved;
+    return;
+  }
   arm_timer(stage);
+}
+
+bool SimExecutor::can_chain(const Stage& stage, const Step* st) const {
+  if (stage.rate <= 0 || !stage.waiting.empty()) return false;
+  return can_hand_on(stage, st, stage.since_s + stage.remaining_flops / stage.rate);
+}
+
+// Whether st, ending `stage` at end_s (>= now), may enter the next stage in the executor's
+// own time: chaining is on, the next stage is free by then with nobody waiting or coming
+// (free_at_s = infinity: a step is about to enter), and st runs there as a timer.
+bool SimExecutor::can_hand_on(const Stage& stage, const Step* st, double end_s) const {
+  const size_t s = static_cast<size_t>(stage.index);
+  if (s + 1 >= stages_.size()) return false;  // the last stage's end finishes the step
+  const Stage& next = stages_[s + 1];
+  if (next.busy || next.deferred || !next.waiting.empty() || next.free_at_s > end_s) return false;
+  // stage_done then moves a deferred step of the previous stage into this one, in the same
+  // own time: it must run as a timer here too.
+  if (s > 0 && stages_[s - 1].deferred && !runs_as_timer(stage, stages_[s - 1].timed)) return false;
+  return runs_as_timer(next, st);
+}
+
+bool SimExecutor::runs_as_timer(const Stage& stage, const Step* st) const {
+  if (!options_.chain_stages || injector_ != nullptr || !options_.aggregate_stage_execs ||
+      !options_.timer_stages)
+    return false;
+  // start_compute's test: no flows follow the compute there.
+  static const perf::StageCost kNone;
+  const size_t s = static_cast<size_t>(stage.index);
+  const perf::StageCost& c = s < st->cost.stages.size() ? st->cost.stages[s] : kNone;
+  const bool flows_follow =
+      (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
+      (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
+  return !flows_follow;
+}
+
+void SimExecutor::on_free(Stage& stage) {
+  stage.free_timer = nullptr;                          // SimGrid deletes a fired timer
+  stage.free_at_s = std::min(stage.free_at_s, now());  // free now (whatever the rounding)
+  if (stage.busy || stage.waiting.empty()) return;
+  Step* next = stage.waiting.front();
+  stage.waiting.pop_front();
+  start_stage(next);
+}
+
+bool SimExecutor::can_defer(const Stage& stage) const {
+  if (injector_ != nullptr || stage.rate <= 0 || !stage.waiting.empty()) return false;
+  const size_t s = static_cast<size_t>(stage.index);
+  if (s + 1 >= stages_.size()) return false;  // the last stage's end finishes the step
+  const Stage& next = stages_[s + 1];
+  // Busy, or about to be (a step enters it right after this one started: stage_done).
+  const bool taken = next.busy || next.free_at_s == std::numeric_limits<double>::infinity();
+  if (!taken || next.deferred) return false;
+  return s == 0 || !stages_[s - 1].deferred;
+}
+
+void SimExecutor::settle(Stage& stage) {
+  if (!stage.deferred) return;
+  stage.deferred = false;
+  Step* st = stage.timed;
+  const double end = stage.deferred_end_s;
+  if (end > now() && !can_hand_on(stage, st, end)) {
+    arm_timer(stage);  // the same instant: since_s + remaining_flops / rate
+    return;
+  }
+  stage.timed = nullptr;
+  // As on_timer then phase_done at the stage's end (a timer stage has no flows to follow);
+  // when that end is still ahead, in the executor's own time (chained stages).
+  const double saved = virtual_now_;
+  if (end > now()) virtual_now_ = end;
+  stage_done(st, end);
+  virtual_now_ = saved;
+}
+
+void SimExecutor::settle_all() {
+  for (Stage& stage : stages_) settle(stage);
 }
 
 void SimExecutor::arm_timer(Stage& stage) {
@@ -351,6 +465,7 @@ void SimExecutor::forget_hosts(sg4::Host* h) {
 }
 
 void SimExecutor::on_host_speed_change(sg4::Host* h) {
+  settle_all();
   forget_hosts(h);
   // Re-time the stages computing on h: the work done so far at the old rate, the rest at the
   // new one (what SimGrid does to an Exec).
@@ -366,6 +481,7 @@ void SimExecutor::on_host_speed_change(sg4::Host* h) {
 }
 
 void SimExecutor::on_host_state_change(sg4::Host* h) {
+  settle_all();
   forget_hosts(h);
   if (h->is_on()) return;
   for (Stage& stage : stages_) {
@@ -474,7 +590,7 @@ void SimExecutor::phase_done(Step* st) {
     if (st->status.ok()) count_analytic_bytes(st);
   }
   if (!st->status.ok()) {
-    stage_done(st);
+    stage_done(st, runtime_->now());
     return;
   }
   const Stage& stage = stages_[st->stage];
@@ -486,19 +602,31 @@ void SimExecutor::phase_done(Step* st) {
       c != nullptr && stage.send_flow && !stage.send_analytic && c->send_bytes > 0;
   if (st->phase == Step::Phase::kCompute && flow_allreduce) return start_allreduce(st);
   if (st->phase != Step::Phase::kSend && flow_send) return start_send(st);
-  stage_done(st);
+  stage_done(st, runtime_->now());
 }
 
-void SimExecutor::stage_done(Step* st) {
+void SimExecutor::stage_done(Step* st, double end_s) {
   Stage& stage = stages_[st->stage];
-  st->busy[st->stage] = runtime_->now() - st->stage_start_s;
+  st->busy[st->stage] = end_s - st->stage_start_s;
   stage.busy = false;
+  stage.free_at_s = end_s;
+  // st enters the next stage right after this stage's next step started: until then that
+  // stage counts as taken (free_at_s = infinity), so the step starting here cannot chain
+  // into it ahead of st.
+  const bool moves_on = st->status.ok() && st->stage + 1 < static_cast<int>(stages_.size());
+  double* next_free_at = moves_on ? &stages_[st->stage + 1].free_at_s : nullptr;
+  const double next_free_at_was = moves_on ? *next_free_at : 0;
+  if (moves_on) *next_free_at = std::numeric_limits<double>::infinity();
   if (!stage.waiting.empty()) {
     Step* next = stage.waiting.front();
     stage.waiting.pop_front();
     start_stage(next);
+  } else if (st->stage > 0) {
+    // A deferred end of the previous stage: its step was next in this stage's queue.
+    settle(stages_[st->stage - 1]);
   }
-  if (st->status.ok() && st->stage + 1 < static_cast<int>(stages_.size())) {
+  if (moves_on) {
+    *next_free_at = next_free_at_was;
     ++st->stage;
     start_stage(st);
     return;

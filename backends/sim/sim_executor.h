@@ -132,6 +132,14 @@ class SimExecutor : public Executor, private HostWatcher {
     double rate = 0;
     double since_s = 0;
     simgrid::kernel::timer::Timer* timer = nullptr;
+    // Deferred end (no timer armed): the timed step ends at deferred_end_s, but nothing
+    // needs that instant as an event (see defer_end()). Never set on two adjacent stages.
+    bool deferred = false;
+    double deferred_end_s = 0;
+    // Chained stages (SimOptions::chain_stages): the stage's last step left it at free_at_s
+    // (possibly ahead of the clock); a step arriving earlier waits for free_timer.
+    double free_at_s = 0;
+    simgrid::kernel::timer::Timer* free_timer = nullptr;
     // The stage's GPUs as of the last speed or state change (host watchers keep it fresh):
     // the first GPU that is off, the lead's speed and the slowest speed.
     bool hosts_known = false;
@@ -144,6 +152,26 @@ class SimExecutor : public Executor, private HostWatcher {
   void start_timer(Stage& stage, Step* st, double flops);
   void arm_timer(Stage& stage);
   void on_timer(Stage& stage);
+  // Deferred stage ends: a timer stage whose step would, at its end, only move into the
+  // next stage's queue (the next stage is busy with a step whose end is an event, and no
+  // step waits for this stage) arms no timer. The end is settled when it matters: when the
+  // next stage frees (the step moves on then, as it would have from the queue), when a step
+  // arrives for this stage, or when a GPU's speed or state changes (everything settles).
+  // The step's stage time is the same (deferred_end_s - stage start); one SimGrid event
+  // less per deferred stage.
+  bool can_defer(const Stage& stage) const;
+  // Ends a deferred stage whose end is past (as its timer would have), or arms its timer.
+  void settle(Stage& stage);
+  void settle_all();
+  // Chained stages: whether st may leave `stage` now for the next stage (free, no waiters,
+  // a timer stage for st's cost there); on_free starts a step that waited for free_at_s.
+  bool can_chain(const Stage& stage, const Step* st) const;
+  bool can_hand_on(const Stage& stage, const Step* st, double end_s) const;
+  // Whether st would run on `stage` as a timer and chaining is on (no flows follow there).
+  bool runs_as_timer(const Stage& stage, const Step* st) const;
+  void on_free(Stage& stage);
+  // The executor's time: the clock, or a stage end ahead of it while a chain is processed.
+  double now() const { return virtual_now_ >= 0 ? virtual_now_ : runtime_->now(); }
   void on_host_speed_change(simgrid::s4u::Host* h) override;
   void on_host_state_change(simgrid::s4u::Host* h) override;
   FlowPath make_path(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
@@ -162,7 +190,8 @@ class SimExecutor : public Executor, private HostWatcher {
   void start_allreduce(Step* st);
   void start_send(Step* st);
   void phase_done(Step* st);
-  void stage_done(Step* st);
+  // The step's current stage ended at end_s (now, or a deferred end in the past).
+  void stage_done(Step* st, double end_s);
   void finish(Step* st);
   void fail_now(Step* st, Status s);
   bool fail_if_down(Step* st, const std::vector<simgrid::s4u::Host*>& hosts,
@@ -186,6 +215,7 @@ class SimExecutor : public Executor, private HostWatcher {
   std::uint64_t activities_started_ = 0;
   std::uint64_t claims_seen_ = ~std::uint64_t{0};
   FaultInjector* injector_ = nullptr;
+  double virtual_now_ = -1;  // >= 0 while a chained stage end is processed
 };
 
 }  // namespace prima::sim

@@ -25,6 +25,13 @@ struct SimOptions {
   // as the Exec would be. Same timing; far cheaper than an Exec. Assumes nothing else
   // computes on the lead GPU (replicas' GPUs are disjoint).
   bool timer_stages = true;
+  // With timer_stages: a timer stage whose next stage is free and would run as a timer too
+  // hands its step on at once, in the executor's own time (the next stage starts at this
+  // stage's end, as it would from the end event), so a step crossing free stages costs one
+  // SimGrid event instead of one per stage. Only valid while no GPU changes speed or state
+  // and the executor's link claims do not change (no fault timeline, no autoscaler, no
+  // fabric): the simulation turns it on then; off by default.
+  bool chain_stages = false;
 };
 
 }  // namespace prima::sim

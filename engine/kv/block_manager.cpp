@@ -19,14 +19,16 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
 BlockManager::BlockManager(int num_blocks, int block_size, double watermark)
     : num_blocks_(std::max(0, num_blocks)),
       block_size_(std::max(1, block_size)),
-      watermark_blocks_(static_cast<int>(watermark * std::max(0, num_blocks))) {
-  free_.reserve(num_blocks_);
-  // Lowest ids on top of the stack: allocation order is deterministic and compact.
-  for (int b = num_blocks_ - 1; b >= 0; --b) free_.push_back(b);
-  refs_.assign(num_blocks_, 0);
-  hash_.assign(num_blocks_, 0);
-  lru_pos_.resize(num_blocks_);
-  in_lru_.assign(num_blocks_, 0);
+      watermark_blocks_(static_cast<int>(watermark * std::max(0, num_blocks))) {}
+
+void BlockManager::grow_block_state(int block) {
+  if (block < static_cast<int>(refs_.size())) return;
+  const int n =
+      std::min(num_blocks_, std::max({block + 1, 2 * static_cast<int>(refs_.size()), 256}));
+  refs_.resize(n, 0);
+  hash_.resize(n, 0);
+  lru_pos_.resize(n);
+  in_lru_.resize(n, 0);
 }
 
 int BlockManager::extra_blocks(const Sequence& seq, int tokens) const {
@@ -38,6 +40,9 @@ int BlockManager::take_block() {
   if (!free_.empty()) {
     b = free_.back();
     free_.pop_back();
+  } else if (fresh_ < num_blocks_) {
+    b = fresh_++;
+    grow_block_state(b);
   } else {
     b = lru_.front();
     lru_.pop_front();

@@ -38,7 +38,9 @@ class BlockManager {
   int block_size() const { return block_size_; }
   int num_blocks() const { return num_blocks_; }
   // Blocks a sequence can get now: the free list plus evictable prefix-cache blocks.
-  int free_blocks() const { return static_cast<int>(free_.size() + lru_.size()); }
+  int free_blocks() const {
+    return static_cast<int>(free_.size() + lru_.size()) + (num_blocks_ - fresh_);
+  }
   int used_blocks() const { return num_blocks_ - free_blocks(); }
   // Share of blocks held by sequences (utilization of the KV cache).
   double usage() const { return num_blocks_ ? double(used_blocks()) / num_blocks_ : 0; }
@@ -83,7 +85,9 @@ class BlockManager {
   }
   int cached_blocks() const { return static_cast<int>(lru_.size()); }  // evictable now
   std::int64_t evictions() const { return evictions_; }
-  int ref_count(int block) const { return refs_[block]; }
+  int ref_count(int block) const {
+    return block < static_cast<int>(refs_.size()) ? refs_[block] : 0;
+  }
   // References beyond the first over all blocks: tokens_stored for internal_fragmentation()
   // must count a shared (full) block once, i.e. subtract shared_extra_refs() * block_size.
   int shared_extra_refs() const { return shared_extra_refs_; }
@@ -95,6 +99,7 @@ class BlockManager {
 
  private:
   int take_block();  // from the free list, else evicts the least recently used cached block
+  void grow_block_state(int block);  // sizes the per-block vectors to hold `block`
   std::uint64_t block_hash(const Sequence& seq, int i, std::uint64_t parent) const;
   int cacheable_blocks(const Sequence& seq) const;
 
@@ -102,7 +107,13 @@ class BlockManager {
   int block_size_;
   int watermark_blocks_;
   int peak_used_ = 0;
-  std::vector<int> free_;  // stack of free block ids
+  // Free blocks: the stack free_ (released blocks) on top of the never-used blocks
+  // [fresh_, num_blocks_), which come next in ascending order: the same order as one stack
+  // of every free id filled lowest-on-top, without touching memory per block up front (a
+  // cache of 100k blocks per replica, times hundreds of replicas, costs at construction).
+  std::vector<int> free_;  // stack of released block ids
+  int fresh_ = 0;          // lowest never-used block id
+  // Per-block state, sized to the blocks handed out so far (grown by take_block()).
   std::vector<int> refs_;  // references per block
 
   bool prefix_caching_ = false;

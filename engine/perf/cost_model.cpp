@@ -97,6 +97,21 @@ void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
   c->compute_s += t + eff_.layer_overhead_s;
 }
 
+namespace {
+// Adds `one` to *c k times, one layer after the other (the same roundings as k separate adds).
+void add_layers(const StageCost& one, int k, StageCost* c) {
+  double compute_s = c->compute_s, flops = c->flops, hbm_bytes = c->hbm_bytes;
+  for (int i = 0; i < k; ++i) {
+    compute_s += one.compute_s;
+    flops += one.flops;
+    hbm_bytes += one.hbm_bytes;
+  }
+  c->compute_s = compute_s;
+  c->flops = flops;
+  c->hbm_bytes = hbm_bytes;
+}
+}  // namespace
+
 StepCost CostModel::step(const BatchShape& b) const {
   StepCost out;
   step(b, &out);
@@ -122,23 +137,20 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
     if (s == 0)  // embedding gather: read and write one hidden row per token
       c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
     // Layers of one kind cost the same: cost one dense and one MoE layer, then add them up
-    // layer by layer (in registers: same sums, same rounding, as adding into c).
-    double compute_s = c.compute_s, flops = c.flops, hbm_bytes = c.hbm_bytes;
-    for (int l = first; l < first + n; ++l) {
-      const bool dense = m_.is_dense_layer(l);
-      StageCost& one = dense ? dense_layer : moe_layer;
-      bool& known = dense ? have_dense : have_moe;
-      if (!known) {
-        add_layer(l, b, &one);
-        known = true;
-      }
-      compute_s += one.compute_s;
-      flops += one.flops;
-      hbm_bytes += one.hbm_bytes;
+    // layer by layer (in registers: same sums, same rounding, as adding into c). Dense layers
+    // are a prefix (is_dense_layer: l < dense_layers), so the stage's layers are one run of
+    // dense layers then one run of MoE layers, each added in layer order.
+    const int dense_end = m_.is_moe() ? std::clamp(m_.dense_layers, first, first + n) : first + n;
+    if (dense_end > first && !have_dense) {
+      add_layer(first, b, &dense_layer);
+      have_dense = true;
     }
-    c.compute_s = compute_s;
-    c.flops = flops;
-    c.hbm_bytes = hbm_bytes;
+    if (first + n > dense_end && !have_moe) {
+      add_layer(dense_end, b, &moe_layer);
+      have_moe = true;
+    }
+    add_layers(dense_layer, dense_end - first, &c);
+    add_layers(moe_layer, first + n - dense_end, &c);
     first += n;
     if (tp > 1) {
       c.allreduces = 2 * n;
