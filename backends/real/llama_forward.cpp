@@ -122,7 +122,7 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
         grain);
     kernels::matmul(L.gate, h_.data(), T, g_.data(), *pool_);
     kernels::matmul(L.up, h_.data(), T, u_.data(), *pool_);
-    kernels::silu_mul(g_.data(), u_.data(), T * nf, g_.data());
+    kernels::silu_mul(g_.data(), u_.data(), T * nf, g_.data(), nf);
     if (allreduce_) {
       PRIMA_RETURN_IF_ERROR(gather(g_.data(), T, nf, &full_g_));
       part_.resize(std::size_t(T) * L.down.rows);

@@ -241,7 +241,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
     });
     r.ops.push_back({"rope", n, 0, t, 0, 8.0 * n * fx.cfg.hidden});
     t = median_time(opts.repeats, [&] {
-      kernels::silu_mul(x.data(), a.data(), std::int64_t(n) * fx.cfg.ffn, a.data());
+      kernels::silu_mul(x.data(), a.data(), std::int64_t(n) * fx.cfg.ffn, a.data(), fx.cfg.ffn);
     });
     r.ops.push_back({"silu_mul", n, 0, t, 0, 12.0 * n * fx.cfg.ffn});
   }

@@ -1,9 +1,10 @@
-// Paged, causal, grouped-query attention over an f16 KV cache, with llama.cpp's numerics
-// (no flash attention): q rounded to f16, scores scaled, softmax in f32, probabilities
-// rounded to f16 for the V product. attention() runs one (token, head) pair per work item
-// on the pool; each item writes only its own output slice. The inner loops over a KV block
-// are per ISA (attention_avx2.cpp: F16C; portable: an f16 table), chosen once per process
-// like matmul's (PRIMA_KERNELS=portable forces the portable ones).
+// Paged, causal, grouped-query attention over an f16 KV cache, bit for bit llama.cpp's CPU
+// path without flash attention: q rounded to f16; K.q and P.V as its F16 GEMM sums them
+// (16 lanes, see attention_kernels.h); scores scaled; softmax with llama.cpp's vector exp and
+// its sum order (groups of 16 positions, ops_kernels.h); probabilities rounded to f16. attention()
+// runs one (token, head) pair per work item on the pool; each item writes only its own output
+// slice. The inner loops over a KV block are per ISA (attention_avx2.cpp: F16C; portable: an f16
+// table), chosen once per process like matmul's (PRIMA_KERNELS=portable forces the portable ones).
 #include "kernels/cpu/attention.h"
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention_kernels.h"
+#include "kernels/cpu/ops_kernels.h"
 #include "kernels/cpu/quant.h"
 
 namespace prima::kernels {
@@ -36,22 +38,40 @@ const float* f16_table() {
 }
 
 void kq_portable(const float* q, const std::uint16_t* k, std::int64_t stride, int count, int d,
-                 float scale, float* scores) {
+                 float scale, detail::DotOrder order, float* scores) {
   const float* t = f16_table();
+  const int lanes = order == detail::DotOrder::kGemm16 ? 16 : 64;
+  const int full = d / lanes * lanes;
+  float acc[64];
   for (int i = 0; i < count; ++i) {
     const std::uint16_t* kr = k + i * stride;
-    float s = 0.0f;
-    for (int j = 0; j < d; ++j) s += q[j] * t[kr[j]];
+    for (int l = 0; l < lanes; ++l) acc[l] = 0.0f;
+    for (int j = 0; j < full; j += lanes)
+      for (int l = 0; l < lanes; ++l) acc[l] = std::fma(t[kr[j + l]], q[j + l], acc[l]);
+    float s;
+    detail::fold_lanes(acc, lanes, 1, &s);
+    if (order == detail::DotOrder::kGemm16) {
+      for (int j = full; j < d; ++j) s += q[j] * t[kr[j]];
+    } else {
+      double sd = s;
+      for (int j = full; j < d; ++j) sd += double(q[j] * t[kr[j]]);
+      s = static_cast<float>(sd);
+    }
     scores[i] = s * scale;
   }
 }
 
+void round_f16_portable(float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+}
+
 void pv_portable(const float* p, const std::uint16_t* v, std::int64_t stride, int count, int d,
-                 float* out) {
+                 std::int64_t pos0, int lanes, float* acc) {
   const float* t = f16_table();
   for (int i = 0; i < count; ++i) {
     const std::uint16_t* vr = v + i * stride;
-    for (int j = 0; j < d; ++j) out[j] += p[i] * t[vr[j]];
+    float* a = acc + ((pos0 + i) % lanes) * d;
+    for (int j = 0; j < d; ++j) a[j] = std::fma(t[vr[j]], p[i], a[j]);
   }
 }
 
@@ -72,39 +92,56 @@ const detail::AttentionKernels& active_kernels() {
 }
 
 // One query row of one head: out[0..head_dim) from positions [0, len), a KV block at a time.
-void attend_one(const detail::AttentionKernels& ak, const KvLayer& kv, const int* block_table,
-                std::int64_t len, const float* q, int kv_head, float scale, float* out,
-                std::vector<float>& scores, std::vector<float>& qh) {
+// scratch: len scores, then the lanes x head_dim accumulators of the V product.
+void attend_one(const detail::AttentionKernels& ak, const detail::OpsKernels& ok, const KvLayer& kv,
+                const int* block_table, std::int64_t len, const float* q, int kv_head, float scale,
+                detail::DotOrder order, float* out, std::vector<float>& scratch,
+                std::vector<float>& qh) {
   const int d = kv.head_dim;
   const std::int64_t ts = kv.token_stride();
-  for (int j = 0; j < d; ++j) qh[j] = fp16_to_fp32(fp32_to_fp16(q[j]));
-  scores.resize(std::size_t(len));
+  for (int j = 0; j < d; ++j) qh[j] = q[j];
+  ak.round_f16(qh.data(), d);
+  const int lanes = order == detail::DotOrder::kGemm16 ? 16 : 64;
+  scratch.assign(std::size_t(len) + std::size_t(lanes) * std::size_t(d), 0.0f);
+  float* scores = scratch.data();
+  float* acc = scores + len;
   for (std::int64_t p0 = 0; p0 < len; p0 += kv.block_size) {
     const int count = static_cast<int>(len - p0 < kv.block_size ? len - p0 : kv.block_size);
-    ak.kq(qh.data(), slot(kv.k, kv, block_table, p0, kv_head), ts, count, d, scale,
-          scores.data() + p0);
+    ak.kq(qh.data(), slot(kv.k, kv, block_table, p0, kv_head), ts, count, d, scale, order,
+          scores + p0);
   }
   float max = -INFINITY;
   for (std::int64_t p = 0; p < len; ++p) max = scores[p] > max ? scores[p] : max;
-  double sum = 0.0;
-  for (std::int64_t p = 0; p < len; ++p) {
-    scores[p] = std::exp(scores[p] - max);
-    sum += scores[p];
-  }
+  const double sum = ok.exp_sum(scores, len, max);
   const float inv = static_cast<float>(1.0 / sum);
-  for (std::int64_t p = 0; p < len; ++p) scores[p] = fp16_to_fp32(fp32_to_fp16(scores[p] * inv));
-  for (int j = 0; j < d; ++j) out[j] = 0.0f;
+  for (std::int64_t p = 0; p < len; ++p) scores[p] *= inv;
+  ak.round_f16(scores, len);
   for (std::int64_t p0 = 0; p0 < len; p0 += kv.block_size) {
     const int count = static_cast<int>(len - p0 < kv.block_size ? len - p0 : kv.block_size);
-    ak.pv(scores.data() + p0, slot(kv.v, kv, block_table, p0, kv_head), ts, count, d, out);
+    ak.pv(scores + p0, slot(kv.v, kv, block_table, p0, kv_head), ts, count, d, p0, lanes, acc);
   }
+  ak.fold(acc, lanes, d, out);
 }
 
 }  // namespace
 
 namespace detail {
+void fold_lanes(const float* acc, int lanes, int d, float* out) {
+  float g[16];
+  for (int j = 0; j < d; ++j) {
+    for (int l = 0; l < 16; ++l) {
+      const float* a = acc + std::size_t(l) * d + j;
+      g[l] = lanes == 16 ? a[0]
+                         : (a[0] + a[32 * std::size_t(d)]) +
+                               (a[16 * std::size_t(d)] + a[48 * std::size_t(d)]);
+    }
+    out[j] = reduce16(g);
+  }
+}
+
 const AttentionKernels& attention_portable_kernels() {
-  static const AttentionKernels k{"portable", &kq_portable, &pv_portable};
+  static const AttentionKernels k{"portable", &kq_portable, &pv_portable, &fold_lanes,
+                                  &round_f16_portable};
   return k;
 }
 }  // namespace detail
@@ -128,18 +165,21 @@ void attention(const KvLayer& kv, const int* block_table, std::int64_t pos0, std
   const int group = n_heads / kv.kv_heads;
   const std::int64_t row = std::int64_t(n_heads) * kv.head_dim;
   const detail::AttentionKernels& ak = active_kernels();
+  const detail::OpsKernels& ok = detail::active_ops_kernels();
+  // llama.cpp's dot order depends on the number of query rows (attention_kernels.h).
+  const detail::DotOrder order = n == 1 ? detail::DotOrder::kVec64 : detail::DotOrder::kGemm16;
   pool.parallel_for(
       n * n_heads,
       [&](std::int64_t begin, std::int64_t end, int) {
-        std::vector<float> scores;
+        std::vector<float> scratch;
         std::vector<float> qh(std::size_t(kv.head_dim));
-        scores.reserve(std::size_t(pos0 + n));
+        scratch.reserve(std::size_t(pos0 + n) + 64 * std::size_t(kv.head_dim));
         for (std::int64_t item = begin; item < end; ++item) {
           const std::int64_t i = item / n_heads;
           const int h = static_cast<int>(item % n_heads);
           const std::int64_t off = i * row + std::int64_t(h) * kv.head_dim;
-          attend_one(ak, kv, block_table, pos0 + i + 1, q + off, h / group, scale, out + off,
-                     scores, qh);
+          attend_one(ak, ok, kv, block_table, pos0 + i + 1, q + off, h / group, scale, order,
+                     out + off, scratch, qh);
         }
       },
       1);

@@ -6,16 +6,34 @@
 
 namespace prima::kernels::detail {
 
+// llama.cpp (no flash attention) multiplies K.q and P.V with one of two F16 dot-product
+// orders: its F16 GEMM (llamafile's tinyBLAS, 16 lanes: lane l accumulates elements l, l + 16,
+// ... with fma) when the step has two or more query rows, and ggml_vec_dot_f16 (AVX-512 form:
+// 64 lanes, lane m accumulates elements m, m + 64, ... with fma; lanes m, m + 16, m + 32, m + 48
+// folded as (a0 + a2) + (a1 + a3)) for a single row. Both end with reduce16 (ops_kernels.h).
+enum class DotOrder { kGemm16, kVec64 };
+
 struct AttentionKernels {
   const char* isa;
   // scores[i] = scale * dot(q, k + i * stride) for i < count; q is head_dim floats (already
-  // rounded to f16 values), k rows are head_dim f16 values.
+  // rounded to f16 values), k rows are head_dim f16 values. Elements past the last full lane
+  // group (head_dim % 16 or % 64) are added after: in float (kGemm16) or, as float products,
+  // to the sum in double (kVec64).
   void (*kq)(const float* q, const std::uint16_t* k, std::int64_t stride, int count, int head_dim,
-             float scale, float* scores);
-  // out[j] += sum_i p[i] * v[i * stride + j] for j < head_dim.
+             float scale, DotOrder order, float* scores);
+  // The V product in lanes by position: acc[m * head_dim + j] = fma(v[i * stride + j], p[i],
+  // acc[...]) with m = (pos0 + i) % lanes (16 for kGemm16, 64 for kVec64), positions in order
+  // within a lane. fold_lanes() turns the lanes into outputs.
   void (*pv)(const float* p, const std::uint16_t* v, std::int64_t stride, int count, int head_dim,
-             float* out);
+             std::int64_t pos0, int lanes, float* acc);
+  // out[j] from the pv lanes (16 or 64 lanes of head_dim values each), in the dot order's sums.
+  void (*fold)(const float* acc, int lanes, int head_dim, float* out);
+  // x[i] = the f16 value nearest x[i] (ties to even), for i < n.
+  void (*round_f16)(float* x, std::int64_t n);
 };
+
+// The portable fold (also used by the portable kq for its lanes).
+void fold_lanes(const float* acc, int lanes, int head_dim, float* out);
 
 const AttentionKernels& attention_portable_kernels();
 // Only valid on a CPU with AVX2, FMA and F16C.

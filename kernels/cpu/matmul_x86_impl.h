@@ -32,11 +32,12 @@ inline float h2f(std::uint16_t h) {
 }
 
 inline float hsum(__m256 v) {
-  // ((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7)): the order hsum8 gives each lane, so a
-  // token's sum does not depend on the tile that computed it (batch invariance).
-  const __m256 h = _mm256_hadd_ps(v, v);
-  const __m256 q = _mm256_hadd_ps(h, h);
-  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(q), _mm256_extractf128_ps(q, 1)));
+  // ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)): llama.cpp's hsum_float_8 (high half plus
+  // low half, movehl, movehdup), so that a row's sum is bit for bit llama.cpp's; hsum8 gives
+  // each lane the same order (batch invariance).
+  __m128 r = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+  return _mm_cvtss_f32(_mm_add_ss(r, _mm_movehdup_ps(r)));
 }
 
 // 32 nibbles -> 32 bytes in element order (low nibbles are elements 0..15).
@@ -121,12 +122,25 @@ struct XScales {
   std::int64_t nb;
 };
 
-// Horizontal sums of 8 vectors: lane t of the result is the sum of v[t]'s lanes.
+// Horizontal sums of 8 vectors: lane t of the result is the sum of v[t]'s lanes, in hsum's
+// order: halves added (a = v0+v4, b = v1+v5, c = v2+v6, d = v3+v7), then (a + c) + (b + d).
 inline __m256 hsum8(const __m256 v[8]) {
-  const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
-  const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
-  // a = [s0 s1 s2 s3 | s0' s1' s2' s3'] (low/high 128-bit halves), b likewise for 4..7.
-  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  __m256 h[4];  // h[i] = [v[2i] halves summed | v[2i+1] halves summed]: [a b c d | a' b' c' d']
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+    h[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
+                         _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
+  // [a b | ...] + [c d | ...] per 128-bit lane, pairing vectors (0,1) with (2,3):
+  // p = [a0+c0, b0+d0, a2+c2, b2+d2 | a1+c1, b1+d1, a3+c3, b3+d3]
+  const __m256 p = _mm256_add_ps(
+      _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(h[0]), _mm256_castps_pd(h[1]))),
+      _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(h[0]), _mm256_castps_pd(h[1]))));
+  const __m256 q = _mm256_add_ps(
+      _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(h[2]), _mm256_castps_pd(h[3]))),
+      _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(h[2]), _mm256_castps_pd(h[3]))));
+  // hadd: [p0+p1, p2+p3, q0+q1, q2+q3 | p4+p5, p6+p7, q4+q5, q6+q7] = tokens [0 2 4 6 | 1 3 5 7]
+  const __m256 r = _mm256_hadd_ps(p, q);
+  return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 // One weight row x 8 activation rows (tokens 8g .. 8g+7, g = t0 / 8): each weight block is

@@ -1,15 +1,77 @@
 // Element-wise and per-row operators of the Llama forward pass (RMSNorm, RoPE, softmax,
-// SwiGLU, residual add), with llama.cpp's CPU numerics. Stateless; thread-safe.
+// SwiGLU, residual add), bit for bit llama.cpp's CPU numerics (see docs/kernels.md). The loops
+// that use llama.cpp's vector exponential have per-ISA versions (ops_kernels.h); the rest is
+// plain C++ with explicit std::fma where llama.cpp's build contracts a multiply-add.
+// Stateless; thread-safe.
 #include "kernels/cpu/ops.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
+
+#include "kernels/cpu/ops_kernels.h"
 
 namespace prima::kernels {
 
+namespace detail {
+
+float vexp(float x) {
+  const float r = 0x1.8p23f;
+  const float z = std::fma(x, 0x1.715476p+0f, r);
+  const float n = z - r;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (std::fabs(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+  const float u = b * b;
+  const float j = std::fma(std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                                    std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                           u, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  return std::ldexp(j, static_cast<int>(n));  // j * 2^n, rounded once
+}
+
+namespace {
+
+void silu_mul_vexp_portable(const float* gate, const float* up, std::int64_t n, float* out) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + vexp(0.0f - gate[i])) * up[i];
+}
+
+double exp_sum_portable(float* x, std::int64_t n, float max) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < n; i += 16) {
+    float g[16] = {};
+    for (std::int64_t k = i; k < n && k < i + 16; ++k) g[k - i] = x[k] = vexp(x[k] - max);
+    sum += double(reduce16(g));
+  }
+  return sum;
+}
+
+}  // namespace
+
+const OpsKernels& ops_portable_kernels() {
+  static const OpsKernels k{"portable", &silu_mul_vexp_portable, &exp_sum_portable};
+  return k;
+}
+
+const OpsKernels& active_ops_kernels() {
+  static const OpsKernels* k = [] {
+    const char* env = std::getenv("PRIMA_KERNELS");
+    const bool force_portable = env != nullptr && std::strcmp(env, "portable") == 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return &ops_avx2_kernels();
+#else
+    (void)force_portable;
+#endif
+    return &ops_portable_kernels();
+  }();
+  return *k;
+}
+
+}  // namespace detail
+
 void rms_norm(const float* x, const float* w, std::int64_t n, float eps, float* out) {
   double sum = 0.0;
-  for (std::int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  for (std::int64_t i = 0; i < n; ++i) sum += double(x[i] * x[i]);  // float square, double sum
   const float mean = static_cast<float>(sum / double(n));
   const float scale = 1.0f / std::sqrt(mean + eps);
   for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * w[i];
@@ -38,8 +100,10 @@ void rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos, f
     float* v = x + std::int64_t(h) * head_dim;
     for (int i = 0; i < pairs; ++i) {
       const float x0 = v[2 * i], x1 = v[2 * i + 1];
-      v[2 * i] = x0 * c[i] - x1 * s[i];
-      v[2 * i + 1] = x0 * s[i] + x1 * c[i];
+      // x0 c - x1 s and x0 s + x1 c with the first product fused, as llama.cpp's build
+      // contracts them.
+      v[2 * i] = std::fma(x0, c[i], -(x1 * s[i]));
+      v[2 * i + 1] = std::fma(x0, s[i], x1 * c[i]);
     }
   }
 }
@@ -58,10 +122,16 @@ void softmax(float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
-void silu_mul(const float* gate, const float* up, std::int64_t n, float* out) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+void silu_mul(const float* gate, const float* up, std::int64_t n, float* out, std::int64_t row) {
+  if (row <= 0) row = n;
+  const auto& k = detail::active_ops_kernels();
+  const std::int64_t vec = row / 16 * 16;  // llama.cpp's vector part of each row
+  for (std::int64_t r0 = 0; r0 < n; r0 += row) {
+    const std::int64_t len = n - r0 < row ? n - r0 : row;
+    const std::int64_t v = len < vec ? len : vec;
+    k.silu_mul_vexp(gate + r0, up + r0, v, out + r0);
+    for (std::int64_t i = r0 + v; i < r0 + len; ++i)  // the row's tail: libm expf
+      out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
   }
 }
 

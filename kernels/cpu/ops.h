@@ -1,7 +1,7 @@
-// Element-wise and per-row operators of the Llama forward pass, in float. Numerics follow
-// llama.cpp's CPU ops (sums of squares in double for RMSNorm; RoPE angles from
-// theta_scale = powf(base, -2/d) stepped by multiplication; softmax with max subtraction).
-// Stateless; thread-safe.
+// Element-wise and per-row operators of the Llama forward pass, in float, bit for bit
+// llama.cpp's CPU ops (float squares summed in double for RMSNorm; RoPE angles from
+// theta_scale = powf(base, -2/d) stepped by multiplication, rotations with one fused product;
+// SwiGLU with llama.cpp's vector exponential). Stateless; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +20,10 @@ void rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos, f
 // In place softmax over n values.
 void softmax(float* x, std::int64_t n);
 
-// out[i] = silu(gate[i]) * up[i] (SwiGLU); out may alias gate.
-void silu_mul(const float* gate, const float* up, std::int64_t n, float* out);
+// out[i] = silu(gate[i]) * up[i] (SwiGLU) over rows of `row` values (0: one row of n); out
+// may alias gate. As llama.cpp: silu(g) = g / (1 + vexp(-g)) for the first row / 16 * 16
+// values of each row, with libm's expf for the rest.
+void silu_mul(const float* gate, const float* up, std::int64_t n, float* out, std::int64_t row = 0);
 
 // y[i] += x[i].
 void add_inplace(float* y, const float* x, std::int64_t n);

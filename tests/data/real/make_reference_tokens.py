@@ -16,6 +16,7 @@ import os
 import sys
 
 import jinja2
+import numpy as np
 import llama_cpp
 import llama_cpp.llama
 
@@ -35,6 +36,7 @@ llama_cpp.llama_model_default_params = _plain_cpu_params
 llama_cpp.llama.llama_cpp.llama_model_default_params = _plain_cpu_params
 
 N_TOKENS = 32
+TOP_LOGITS = 5
 PROMPTS = [
     {"name": "capital", "prompt": "The capital of France is"},
     {"name": "code", "prompt": "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"},
@@ -71,6 +73,14 @@ def main():
             out_ids.append(int(tok))
             if tok in eog or len(out_ids) >= N_TOKENS:
                 break
+        # The logits llama.cpp produced each output token from, during that generation (the
+        # prompt in one batch, then one token per step): the TOP_LOGITS best (id, value) pairs
+        # at each position, values as the float32 they are (repr of the float: exact).
+        top_logits = []
+        for i in range(len(out_ids)):
+            row = np.asarray(llm.scores[len(ids) - 1 + i], dtype=np.float32)
+            best = np.argsort(-row, kind="stable")[:TOP_LOGITS]
+            top_logits.append([[int(j), float(row[j])] for j in best])
         # llama.cpp's own margin between its best and second-best logit at each generated
         # position: where it is small, float rounding differences can flip the choice.
         llm.reset()
@@ -80,7 +90,7 @@ def main():
             row = sorted(llm.scores[len(ids) - 1 + i], reverse=True)
             margins.append(round(float(row[0] - row[1]), 4))
         case = {"name": p["name"], "text": text, "prompt_ids": [int(t) for t in ids], "output_ids": out_ids,
-                "top2_margins": margins,
+                "top2_margins": margins, "top_logits": top_logits,
                 "output_text": llm.detokenize(out_ids).decode("utf-8", "replace")}
         if "messages" in p:
             case["messages"] = p["messages"]

@@ -7,11 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu/attention_kernels.h"
+#include "kernels/cpu/ops_kernels.h"
 #include "kernels/cpu/quant.h"
 
 namespace prima::kernels {
@@ -138,32 +140,71 @@ TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
     GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
   const auto& a = detail::attention_portable_kernels();
   const auto& b = detail::attention_avx2_kernels();
-  for (int d : {64, 40, 7}) {
-    const int count = 13, stride = 3 * d + 5;
-    const auto kf = randn(std::size_t(count * stride), 30), q = randn(std::size_t(d), 31);
-    const auto p = randn(std::size_t(count), 32);
-    std::vector<std::uint16_t> k(kf.size());
-    for (std::size_t i = 0; i < k.size(); ++i) k[i] = fp32_to_fp16(kf[i]);
-    std::vector<float> sa(count), sb(count);
-    a.kq(q.data(), k.data(), stride, count, d, 0.25f, sa.data());
-    b.kq(q.data(), k.data(), stride, count, d, 0.25f, sb.data());
-    std::vector<float> oa(std::size_t(d), 1.0f), ob(std::size_t(d), 1.0f);
-    a.pv(p.data(), k.data(), stride, count, d, oa.data());
-    b.pv(p.data(), k.data(), stride, count, d, ob.data());
-    for (int i = 0; i < count; ++i) {
-      double e = 0;
-      for (int j = 0; j < d; ++j) e += double(q[j]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
-      ASSERT_NEAR(sa[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
-      ASSERT_NEAR(sb[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
-    }
-    for (int j = 0; j < d; ++j) {
-      double e = 1.0;
-      for (int i = 0; i < count; ++i)
-        e += double(p[i]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
-      ASSERT_NEAR(oa[j], e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
-      ASSERT_NEAR(ob[j], e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+  for (auto order : {detail::DotOrder::kGemm16, detail::DotOrder::kVec64}) {
+    const int lanes = order == detail::DotOrder::kGemm16 ? 16 : 64;
+    for (int d : {128, 64, 40, 7}) {
+      const int count = 13, stride = 3 * d + 5;
+      const auto kf = randn(std::size_t(count * stride), 30), q = randn(std::size_t(d), 31);
+      const auto p = randn(std::size_t(count), 32);
+      std::vector<std::uint16_t> k(kf.size());
+      for (std::size_t i = 0; i < k.size(); ++i) k[i] = fp32_to_fp16(kf[i]);
+      std::vector<float> sa(count), sb(count);
+      a.kq(q.data(), k.data(), stride, count, d, 0.25f, order, sa.data());
+      b.kq(q.data(), k.data(), stride, count, d, 0.25f, order, sb.data());
+      // Positions 60 .. 72: the lanes wrap around.
+      std::vector<float> acc_a(std::size_t(lanes) * d, 0.0f), acc_b(acc_a);
+      a.pv(p.data(), k.data(), stride, count, d, 60, lanes, acc_a.data());
+      b.pv(p.data(), k.data(), stride, count, d, 60, lanes, acc_b.data());
+      EXPECT_EQ(acc_a, acc_b) << "d=" << d;  // one fma per (position, dim) in both
+      if (d % lanes == 0) {
+        EXPECT_EQ(sa, sb) << "d=" << d;  // the same lane order
+      }
+      for (int i = 0; i < count; ++i) {
+        double e = 0;
+        for (int j = 0; j < d; ++j)
+          e += double(q[j]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
+        ASSERT_NEAR(sa[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+        ASSERT_NEAR(sb[i], 0.25 * e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+      }
+      std::vector<float> out(static_cast<std::size_t>(d));
+      detail::fold_lanes(acc_a.data(), lanes, d, out.data());
+      for (int j = 0; j < d; ++j) {
+        double e = 0.0;
+        for (int i = 0; i < count; ++i)
+          e += double(p[i]) * fp16_to_fp32(k[std::size_t(i * stride + j)]);
+        ASSERT_NEAR(out[std::size_t(j)], e, 1e-5 * (1 + std::fabs(e))) << "d=" << d;
+        // Position 60 + i went to lane (60 + i) % lanes: lane 59 % lanes is empty.
+        ASSERT_EQ(acc_a[std::size_t((59 % lanes) * d + j)], 0.0f);
+      }
     }
   }
+}
+
+TEST(Attention, Avx2F16RoundingAndFoldEqualThePortableOnes) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")))
+    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU";
+  const auto& a = detail::attention_portable_kernels();
+  const auto& b = detail::attention_avx2_kernels();
+  // Normal, subnormal (< 6.1e-5), overflowing (>= 65520) and tie values.
+  std::vector<float> x = randn(1003, 40);
+  for (auto& v : x) v *= 3.0f;
+  for (float v : {1e-6f, -3e-7f, 6.0e-8f, 2.9e-8f, 65504.0f, 65519.0f, 65520.0f, -70000.0f,
+                  1.0009765625f + 0.00048828125f, 0.0f, -0.0f})
+    x.push_back(v);
+  auto xa = x, xb = x;
+  a.round_f16(xa.data(), std::int64_t(xa.size()));
+  b.round_f16(xb.data(), std::int64_t(xb.size()));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(std::memcmp(&xa[i], &xb[i], 4), 0) << x[i] << ": " << xa[i] << " vs " << xb[i];
+  for (int lanes : {16, 64})
+    for (int d : {64, 40, 7}) {
+      const auto acc = randn(std::size_t(lanes) * d, std::uint32_t(lanes + d));
+      std::vector<float> oa(static_cast<std::size_t>(d)), ob(static_cast<std::size_t>(d));
+      a.fold(acc.data(), lanes, d, oa.data());
+      b.fold(acc.data(), lanes, d, ob.data());
+      EXPECT_EQ(oa, ob) << lanes << " lanes, d=" << d;
+    }
 }
 
 }  // namespace

@@ -4,8 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
+
+#include "kernels/cpu/ops_kernels.h"
 
 namespace prima::kernels {
 namespace {
@@ -107,6 +112,79 @@ TEST(Ops, SiluMulAndAdd) {
   auto a = g;
   silu_mul(a.data(), u.data(), 1536, a.data());  // aliasing gate
   EXPECT_EQ(a, out);
+}
+
+std::int64_t ulps(float a, float b) {
+  std::int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::llabs(std::int64_t(ia) - std::int64_t(ib));
+}
+
+bool have_avx2() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+TEST(Ops, VexpIsWithinItsStatedErrorAndHandlesTheRangeEnds) {
+  // llama.cpp's vector expf: max error 1.45 + 0.5 ulp over its range; 0 below about -104
+  // (subnormals on the way), +inf above about 88.38.
+  for (float x = -87.0f; x < 88.0f; x += 0.01234f) {
+    const float want = static_cast<float>(std::exp(double(x)));
+    ASSERT_LE(ulps(detail::vexp(x), want), 2) << x;
+  }
+  EXPECT_EQ(detail::vexp(0.0f), 1.0f);
+  EXPECT_EQ(detail::vexp(-INFINITY), 0.0f);
+  EXPECT_EQ(detail::vexp(-200.0f), 0.0f);
+  EXPECT_EQ(detail::vexp(100.0f), INFINITY);
+  EXPECT_EQ(detail::vexp(INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(detail::vexp(std::numeric_limits<float>::quiet_NaN())));
+  const float sub = detail::vexp(-95.0f);  // subnormal result, rounded once
+  EXPECT_GT(sub, 0.0f);
+  EXPECT_LT(sub, std::numeric_limits<float>::min());
+  EXPECT_LE(ulps(sub, static_cast<float>(std::exp(-95.0))), 2);
+}
+
+TEST(Ops, Avx2VexpLoopsEqualThePortableOnesBitForBit) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  const auto& a = detail::ops_portable_kernels();
+  const auto& b = detail::ops_avx2_kernels();
+  // Values over the whole range, the ends and the subnormal zone included.
+  std::vector<float> g = randn(4099, 11, 30.0f);
+  for (float v : {-150.0f, -120.0f, -103.9f, -95.0f, -88.0f, 0.0f, 88.3f, 89.0f, 150.0f})
+    g.push_back(v);
+  const auto u = randn(g.size(), 12);
+  std::vector<float> oa(g.size()), ob(g.size());
+  a.silu_mul_vexp(g.data(), u.data(), std::int64_t(g.size()), oa.data());
+  b.silu_mul_vexp(g.data(), u.data(), std::int64_t(g.size()), ob.data());
+  for (std::size_t i = 0; i < g.size(); ++i)
+    ASSERT_EQ(std::memcmp(&oa[i], &ob[i], 4), 0) << g[i] << ": " << oa[i] << " vs " << ob[i];
+  for (std::int64_t n : {1, 15, 16, 17, 255, 256, 1000}) {
+    auto xa = randn(std::size_t(n), std::uint32_t(n), 3.0f);
+    if (n > 1) xa[std::size_t(n) / 2] = -INFINITY;  // a masked position
+    auto xb = xa;
+    float max = -INFINITY;
+    for (float v : xa) max = v > max ? v : max;
+    const double sa = a.exp_sum(xa.data(), n, max), sb = b.exp_sum(xb.data(), n, max);
+    EXPECT_EQ(sa, sb) << n;
+    EXPECT_EQ(xa, xb) << n;
+    double want = 0;
+    for (float v : xa) want += v;
+    EXPECT_NEAR(sa, want, 1e-5 * want) << n;
+    if (n > 1) {
+      EXPECT_EQ(xa[std::size_t(n) / 2], 0.0f);
+    }
+  }
+}
+
+TEST(Ops, SiluMulUsesLibmExpForEachRowsTail) {
+  // Rows of 20: values 0..15 of each row through vexp, 16..19 through libm's expf.
+  const auto g = randn(60, 21, 4.0f), u = randn(60, 22);
+  std::vector<float> out(60);
+  silu_mul(g.data(), u.data(), 60, out.data(), 20);
+  for (int i = 0; i < 60; ++i) {
+    const float e = (i % 20) < 16 ? detail::vexp(0.0f - g[i]) : std::exp(-g[i]);
+    ASSERT_EQ(out[i], g[i] / (1.0f + e) * u[i]) << i;
+  }
 }
 
 }  // namespace
