@@ -91,6 +91,16 @@ void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, st
       grain);
 }
 
+bool cpu_has_avx512_kernels() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 }  // namespace detail
 
 namespace {
@@ -103,6 +113,9 @@ const detail::MatmulKernels& active_kernels() {
     if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c")) {
       const bool no_vnni = env != nullptr && std::strcmp(env, "avx2") == 0;
+      const bool no_avx512 = env != nullptr && std::strcmp(env, "avxvnni") == 0;
+      if (!no_vnni && !no_avx512 && detail::cpu_has_avx512_kernels())
+        return detail::avx512_kernels();
       if (!no_vnni && __builtin_cpu_supports("avxvnni")) return detail::avxvnni_kernels();
       return detail::avx2_kernels();
     }

@@ -31,6 +31,11 @@ const MatmulKernels& portable_kernels();
 const MatmulKernels* avx2_kernels();
 // The same with AVX-VNNI products; only valid on a CPU that also has AVX-VNNI.
 const MatmulKernels* avxvnni_kernels();
+// The same with the 8-token kernel on AVX-512 VNNI; only valid on a CPU with AVX-VNNI,
+// AVX-512 F/BW/VL/DQ and AVX-512 VNNI.
+const MatmulKernels* avx512_kernels();
+// Whether this CPU can run avx512_kernels().
+bool cpu_has_avx512_kernels();
 
 // A per-thread scratch buffer of at least n floats (valid until the thread's next call).
 float* scratch_floats(std::size_t n);

@@ -23,6 +23,9 @@
 #ifndef PRIMA_X86_VNNI
 #error "define PRIMA_X86_VNNI before including matmul_x86_impl.h"
 #endif
+#ifndef PRIMA_X86_AVX512
+#define PRIMA_X86_AVX512 0  // 1: the 8-token kernel uses 512-bit registers (micro8_zmm)
+#endif
 
 namespace prima::kernels::detail {
 namespace {
@@ -77,6 +80,7 @@ struct FmtQ4_1 {
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
   static constexpr bool kOffsetX = false;
+  static __m256i w_s8(const W& b) { return unpack_nibbles(b.qs); }  // unused: kOffsetX false
   static __m256i u(const W& b) { return unpack_nibbles(b.qs); }
   static __m256i s(__m256i x, const W&, __m256i) { return x; }
 };
@@ -84,11 +88,13 @@ struct FmtQ4_0 {
   using W = BlockQ4_0;
   using X = BlockQ8_0;
   static constexpr bool kMin = false;
-  static constexpr bool kOffsetX = false;
+  // With AVX-512 the 8-token kernel takes x + 128 as the u8 side (no vpsignb on zmm).
+  static constexpr bool kOffsetX = PRIMA_X86_AVX512;
   // (q - 8) signed: |q - 8| as u8, the activation takes its sign.
   static __m256i signed_w(const W& b) {
     return _mm256_sub_epi8(unpack_nibbles(b.qs), _mm256_set1_epi8(8));
   }
+  static __m256i w_s8(const W& b) { return signed_w(b); }
   static __m256i u(const W& b) {
     const __m256i q = signed_w(b);
     return _mm256_sign_epi8(q, q);
@@ -102,6 +108,7 @@ struct FmtQ8_0 {
   // With VNNI the 8-token kernel takes x + 128 as the u8 side and the weights as they are
   // (no sign trick per token): see micro8. (maddubs would saturate: 255 x 128 x 2.)
   static constexpr bool kOffsetX = PRIMA_X86_VNNI;
+  static __m256i w_s8(const W& b) { return load32(b.qs); }
   static __m256i u(const W& b) {
     const __m256i q = load32(b.qs);
     return _mm256_sign_epi8(q, q);
@@ -143,6 +150,71 @@ inline __m256 hsum8(const __m256 v[8]) {
   return _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+#if PRIMA_X86_AVX512
+// micro8 with 512-bit registers: two tokens per register (lanes 0-7 token 2p, 8-15 token
+// 2p + 1), so one dpbusd, one conversion and one fma serve two tokens. Each token's lanes see
+// the same integer sums and the same fma sequence as in micro8: bit for bit its results.
+// The weights are the s8 side and x + 128 the u8 side for the signed formats (kOffsetX).
+template <typename F>
+__attribute__((always_inline)) inline void micro8_zmm(const std::uint8_t* w, const XScales& sc,
+                                                      std::int64_t t0, float* out) {
+  using W = typename F::W;
+  const std::int64_t nb = sc.nb;
+  const std::int8_t* xq = sc.xq8 + (t0 / 8) * nb * 256;
+  const float* dx8 = sc.dx8 + (t0 / 8) * nb * 8;
+  const float* sx8 = F::kMin ? sc.sx8 + (t0 / 8) * nb * 8 : nullptr;
+  __m512 acc[4];
+  __m512i pick[4];  // token 2p's scale in lanes 0-7, token 2p + 1's in lanes 8-15
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) {
+    acc[p] = _mm512_setzero_ps();
+    pick[p] = _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_set1_epi32(2 * p)),
+                                 _mm256_set1_epi32(2 * p + 1), 1);
+  }
+  __m256 accm = _mm256_setzero_ps();
+  const W* wb = reinterpret_cast<const W*>(w);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    float dw, mw = 0.0f;
+    if constexpr (F::kMin)
+      dm_of(wb[b], dw, mw);
+    else
+      dw = h2f(wb[b].d);
+    const __m512 s =
+        _mm512_zextps256_ps512(_mm256_mul_ps(_mm256_set1_ps(dw), _mm256_loadu_ps(dx8 + b * 8)));
+    if constexpr (F::kMin)
+      accm = _mm256_fmadd_ps(_mm256_set1_ps(mw), _mm256_loadu_ps(sx8 + b * 8), accm);
+    __m512i wz, init;
+    if constexpr (F::kOffsetX) {
+      // x + 128 (u8) times w (s8): each lane starts at -128 * sum(w) of its 4 bytes.
+      const __m256i wq = F::w_s8(wb[b]);
+      const __m256i zero = _mm256_setzero_si256();
+      const __m256i i8 =
+          _mm256_sub_epi32(zero, _mm256_dpbusd_avx_epi32(zero, _mm256_set1_epi8(-128), wq));
+      wz = _mm512_inserti64x4(_mm512_zextsi256_si512(wq), wq, 1);
+      init = _mm512_inserti64x4(_mm512_zextsi256_si512(i8), i8, 1);
+    } else {
+      const __m256i u = F::u(wb[b]);
+      wz = _mm512_inserti64x4(_mm512_zextsi256_si512(u), u, 1);
+      init = _mm512_setzero_si512();
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      const __m512i x = _mm512_loadu_si512(xq + b * 256 + p * 64);
+      const __m512i isum =
+          F::kOffsetX ? _mm512_dpbusd_epi32(init, x, wz) : _mm512_dpbusd_epi32(init, wz, x);
+      acc[p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(pick[p], s), _mm512_cvtepi32_ps(isum), acc[p]);
+    }
+  }
+  __m256 v[8];
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p) {
+    v[2 * p] = _mm512_castps512_ps256(acc[p]);
+    v[2 * p + 1] = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[p]), 1));
+  }
+  _mm256_storeu_ps(out, _mm256_add_ps(hsum8(v), accm));
+}
+#endif
+
 // One weight row x 8 activation rows (tokens 8g .. 8g+7, g = t0 / 8): each weight block is
 // unpacked once and used for the 8 tokens from registers; the 8 block scales d_w * d_x come
 // from one vector multiply, the m_w * s_x terms (Q8_1) from one vector fma per block, and the
@@ -150,6 +222,9 @@ inline __m256 hsum8(const __m256 v[8]) {
 template <typename F>
 __attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const XScales& sc,
                                                   std::int64_t t0, float* out) {
+#if PRIMA_X86_AVX512
+  return micro8_zmm<F>(w, sc, t0, out);
+#endif
   using W = typename F::W;
   const std::int64_t nb = sc.nb;
   const std::int8_t* xq = sc.xq8 + (t0 / 8) * nb * 256;
@@ -175,7 +250,7 @@ __attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const X
     if constexpr (F::kOffsetX) {
       // The interleaved copy holds x + 128 (u8); the lanes start at -128 * sum(w) of their 4
       // bytes, so each lane ends at exactly sum(x * w), as with the sign trick.
-      const __m256i wq = load32(wb[b].qs);
+      const __m256i wq = F::w_s8(wb[b]);
       const __m256i zero = _mm256_setzero_si256();
       const __m256i init =
           _mm256_sub_epi32(zero, _mm256_dpbusd_avx_epi32(zero, _mm256_set1_epi8(-128), wq));

@@ -128,6 +128,7 @@ TEST_P(MatmulTest, MatchesReference) {
           __builtin_cpu_supports("f16c")) {
         sets.push_back(detail::avx2_kernels());
         if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
+        if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
       }
       std::vector<std::vector<float>> outs;
       for (const auto* k : sets) {
@@ -138,6 +139,11 @@ TEST_P(MatmulTest, MatchesReference) {
               << k->isa << " n=" << n << " threads=" << threads << " index " << i;
         outs.push_back(std::move(y));
       }
+      // Every x86 set (AVX2, AVX-VNNI, AVX-512) gives the same bits: the same integer block
+      // sums and the same float operations.
+      for (std::size_t s = 2; s < outs.size(); ++s)
+        for (std::size_t i = 0; i < outs[1].size(); ++i)
+          ASSERT_EQ(outs[s][i], outs[1][i]) << sets[s]->isa << " set " << s << " index " << i;
       // Portable and AVX2 compute the same integer block sums; only float summation order
       // differs.
       for (std::size_t s = 1; s < outs.size(); ++s)
@@ -225,6 +231,7 @@ TEST(Matmul, EachTokenIsComputedAsIfAlone) {
         __builtin_cpu_supports("f16c")) {
       sets.push_back(detail::avx2_kernels());
       if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
+      if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
     }
     for (const auto* k : sets)
       for (int threads : {1, 2}) {

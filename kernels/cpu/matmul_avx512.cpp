@@ -1,0 +1,22 @@
+// x86 matmul tile kernels with AVX-512 VNNI in the 8-token kernel (two tokens per 512-bit
+// register; see micro8_zmm in matmul_x86_impl.h) and AVX-VNNI elsewhere. Results are bit for
+// bit those of the AVX2 / AVX-VNNI kernels (same integer sums, same float operations per
+// token). The target is set here by pragma; only called after the run-time CPU check.
+// Stateless; thread-safe.
+#pragma GCC target("avx2,fma,f16c,avxvnni,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
+// GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands from
+// self-initialised locals, which -Wmaybe-uninitialized reports (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define PRIMA_X86_VNNI 1
+#define PRIMA_X86_AVX512 1
+#include "kernels/cpu/matmul_x86_impl.h"
+
+namespace prima::kernels::detail {
+
+const MatmulKernels* avx512_kernels() {
+  // Reported as "avx2": the same numerics as the AVX2 kernels.
+  static const MatmulKernels k = make_x86_kernels("avx2");
+  return &k;
+}
+
+}  // namespace prima::kernels::detail
