@@ -91,6 +91,7 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
     kernels::matmul(L.wk, h_.data(), T, k_.data(), *pool_);
     kernels::matmul(L.wv, h_.data(), T, v_.data(), *pool_);
     std::int64_t row = 0;
+    attn_seqs_.clear();
     for (const auto& sq : s.seqs) {
       const std::int64_t n = static_cast<std::int64_t>(sq.tokens.size());
       for (std::int64_t i = 0; i < n; ++i) {
@@ -99,10 +100,12 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
       }
       kernels::write_kv(kv, sq.blocks.data(), sq.pos0, n, k_.data() + row * lkv,
                         v_.data() + row * lkv);
-      kernels::attention(kv, sq.blocks.data(), sq.pos0, n, q_.data() + row * lq, nh, scale,
-                         att_.data() + row * lq, *pool_);
+      attn_seqs_.push_back(
+          {sq.blocks.data(), sq.pos0, n, q_.data() + row * lq, att_.data() + row * lq});
       row += n;
     }
+    kernels::attention_batch(kv, attn_seqs_.data(), static_cast<int>(attn_seqs_.size()), nh, scale,
+                             *pool_);
     if (allreduce_) {
       PRIMA_RETURN_IF_ERROR(gather(att_.data(), T, lq, &full_att_));
       part_.resize(std::size_t(T) * L.wo.rows);

@@ -22,6 +22,7 @@
 #include "backends/real/kv_store.h"
 #include "backends/real/llama_weights.h"
 #include "backends/real/step_codec.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace prima::real {
@@ -53,6 +54,7 @@ class LlamaForward {
   Status gather(const float* local, std::int64_t T, std::int64_t cols, std::vector<float>* full);
 
   std::vector<float> h_, q_, k_, v_, att_, o_, g_, u_, rows_, full_att_, full_g_, part_;
+  std::vector<kernels::AttentionSeq> attn_seqs_;
 };
 
 }  // namespace prima::real

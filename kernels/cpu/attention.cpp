@@ -7,6 +7,7 @@
 // table), chosen once per process like matmul's (PRIMA_KERNELS=portable forces the portable ones).
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -160,29 +161,49 @@ void write_kv(const KvLayer& kv, const int* block_table, std::int64_t pos0, std:
   }
 }
 
-void attention(const KvLayer& kv, const int* block_table, std::int64_t pos0, std::int64_t n,
-               const float* q, int n_heads, float scale, float* out, ThreadPool& pool) {
+void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int n_heads,
+                     float scale, ThreadPool& pool) {
   const int group = n_heads / kv.kv_heads;
   const std::int64_t row = std::int64_t(n_heads) * kv.head_dim;
   const detail::AttentionKernels& ak = active_kernels();
   const detail::OpsKernels& ok = detail::active_ops_kernels();
-  // llama.cpp's dot order depends on the number of query rows (attention_kernels.h).
-  const detail::DotOrder order = n == 1 ? detail::DotOrder::kVec64 : detail::DotOrder::kGemm16;
+  // Work items (sequence, query row, head) in order; first[s] is sequence s's first item.
+  std::vector<std::int64_t> first(std::size_t(count) + 1, 0);
+  std::int64_t longest = 0;
+  for (int s = 0; s < count; ++s) {
+    first[std::size_t(s) + 1] = first[std::size_t(s)] + seqs[s].n * n_heads;
+    longest = std::max(longest, seqs[s].pos0 + seqs[s].n);
+  }
   pool.parallel_for(
-      n * n_heads,
+      first.back(),
       [&](std::int64_t begin, std::int64_t end, int) {
         std::vector<float> scratch;
         std::vector<float> qh(std::size_t(kv.head_dim));
-        scratch.reserve(std::size_t(pos0 + n) + 64 * std::size_t(kv.head_dim));
+        scratch.reserve(std::size_t(longest) + 64 * std::size_t(kv.head_dim));
+        int s =
+            static_cast<int>(std::upper_bound(first.begin(), first.end(), begin) - first.begin()) -
+            1;
         for (std::int64_t item = begin; item < end; ++item) {
-          const std::int64_t i = item / n_heads;
-          const int h = static_cast<int>(item % n_heads);
+          while (item >= first[std::size_t(s) + 1]) ++s;
+          const AttentionSeq& q = seqs[s];
+          // llama.cpp's dot order depends on the number of query rows (attention_kernels.h).
+          const detail::DotOrder order =
+              q.n == 1 ? detail::DotOrder::kVec64 : detail::DotOrder::kGemm16;
+          const std::int64_t local = item - first[std::size_t(s)];
+          const std::int64_t i = local / n_heads;
+          const int h = static_cast<int>(local % n_heads);
           const std::int64_t off = i * row + std::int64_t(h) * kv.head_dim;
-          attend_one(ak, ok, kv, block_table, pos0 + i + 1, q + off, h / group, scale, order,
-                     out + off, scratch, qh);
+          attend_one(ak, ok, kv, q.block_table, q.pos0 + i + 1, q.q + off, h / group, scale, order,
+                     q.out + off, scratch, qh);
         }
       },
       1);
+}
+
+void attention(const KvLayer& kv, const int* block_table, std::int64_t pos0, std::int64_t n,
+               const float* q, int n_heads, float scale, float* out, ThreadPool& pool) {
+  const AttentionSeq one{block_table, pos0, n, q, out};
+  attention_batch(kv, &one, 1, n_heads, scale, pool);
 }
 
 void attention_reference(const KvLayer& kv, const int* block_table, std::int64_t pos0,

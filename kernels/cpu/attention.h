@@ -36,6 +36,21 @@ void attention(const KvLayer& kv, const int* block_table, std::int64_t pos0, std
                const float* q, int n_heads, float scale, float* out, ThreadPool& pool);
 
 // Reference (dequantized f16, double accumulation, no parallelism); for tests.
+// One sequence of a batched attention call: n query rows at positions [pos0, pos0 + n), their
+// K/V already written; q and out as in attention().
+struct AttentionSeq {
+  const int* block_table = nullptr;
+  std::int64_t pos0 = 0;
+  std::int64_t n = 0;
+  const float* q = nullptr;
+  float* out = nullptr;
+};
+
+// attention() for several sequences in one pass over the pool (their (row, head) items split
+// over the threads together); each sequence's result is the one attention() gives it alone.
+void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int n_heads,
+                     float scale, ThreadPool& pool);
+
 void attention_reference(const KvLayer& kv, const int* block_table, std::int64_t pos0,
                          std::int64_t n, const float* q, int n_heads, float scale, float* out);
 
