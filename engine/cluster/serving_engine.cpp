@@ -30,10 +30,11 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
                      router_options(opts).affinity_slack_tokens),
       cache_(opts.cluster.response_cache) {
   events_.on_token = [this](Sequence* s) {
-    if (is_warmup(s) || cancelling_.count(s->req.id)) return;
-    recorder_->on_token(rt_->now());
+    // Called once per output token: the cheap tests first.
+    if (is_warmup(s) || (!cancelling_.empty() && cancelling_.count(s->req.id))) return;
+    recorder_->on_token();
     if (on_token) on_token(*s);
-    if (info_[s->replica].role == ReplicaRole::kPrefill && !decode_pool_.empty() &&
+    if (!decode_pool_.empty() && info_[s->replica].role == ReplicaRole::kPrefill &&
         s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
       start_handoff(s);
   };
