@@ -94,12 +94,14 @@ void run_pair(const SimOptions& x_opts, const SimOptions& y_opts, int flow_every
     for (Driver* d : {dx, dy})
       for (int i = 0; i < 4; ++i) d->launch();
   });
-  rt.at(10.0, [&] {  // after an idle gap: two lone steps, then two back to back
-    dx->total = dy->total = 44;
+  rt.at(10.0, [&] {  // after an idle gap: two lone steps (one launched at the other's end)
+    dx->total = dy->total = 42;
     for (Driver* d : {dx, dy}) d->launch();
   });
-  rt.at(10.5, [&] {
-    for (Driver* d : {dx, dy}) d->launch();
+  rt.at(10.5, [&] {  // then two back to back
+    dx->total = dy->total = 44;
+    for (Driver* d : {dx, dy})
+      for (int i = 0; i < 2; ++i) d->launch();
   });
   platform->run();
   EXPECT_EQ(x.activities_started(), y.activities_started());
@@ -144,10 +146,6 @@ TEST(ClosedFormPipeline, MixedWithStepsWhoseSendsAreFlows) {
   Driver a, b;
   run_pair(closed, flows, 3, &a, &b);
   expect_same(a, b, 44);
-  // The flows took time: a step with sends lasts longer alone than its compute.
-  size_t with_flows = 0;
-  for (size_t i = 0; i < 44; ++i) with_flows += ((static_cast<int>(i) * 7) % 11) % 3 == 0;
-  EXPECT_GT(with_flows, 10u);
 }
 
 TEST(ClosedFormPipeline, DestroyedWithStepsInFlight) {
@@ -167,7 +165,7 @@ TEST(ClosedFormPipeline, DestroyedWithStepsInFlight) {
       ex->launch(s, [&done](const StepResult&) { ++done; });
     }
   });
-  platform->run_until(0.1);  // the first step ended (~67 ms), three are in flight
+  platform->run_until(0.08);  // the first step ended (66 ms), three are in flight
   EXPECT_EQ(done, 1);
   ex.reset();
   bool later = false;
