@@ -622,17 +622,24 @@ void SimExecutor::stage_done(Step* st, double end_s) {
 }
 
 void SimExecutor::finish(Step* st) {
-  StepResult r;
+  // The result lives in result_ (its vector's storage reused: no allocation per step), or
+  // in a local should a step finish inside another's done().
+  StepResult local;
+  const bool outer = !finishing_;
+  StepResult& r = outer ? result_ : local;
+  finishing_ = true;
   r.status = std::move(st->status);
   r.start_s = st->start_s;
   r.end_s = runtime_->now();
+  r.flops = 0;
   for (size_t s = 0; s < st->cost.stages.size() && s < stages_.size(); ++s)
     r.flops += st->cost.stages[s].flops * static_cast<double>(stages_[s].hosts.size());
-  r.stage_busy_s = st->busy;
+  r.stage_busy_s.assign(st->busy.begin(), st->busy.end());
   if (!st->timed_at_launch) --event_driven_inflight_;
   auto done = std::move(st->done);
   release(st);
   if (done) done(r);
+  if (outer) finishing_ = false;
 }
 
 void SimExecutor::count_analytic_bytes(const Step* st) {

@@ -231,6 +231,8 @@ class SimExecutor : public Executor, private HostWatcher {
   FaultInjector* injector_ = nullptr;
   double virtual_now_ = -1;        // >= 0 while a chained stage end is processed
   int event_driven_inflight_ = 0;  // launched steps not timed at launch, not yet finished
+  StepResult result_;              // finish()'s result, reused
+  bool finishing_ = false;         // inside finish()'s done()
 };
 
 }  // namespace prima::sim
