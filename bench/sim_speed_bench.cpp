@@ -125,6 +125,30 @@ void BM_SimSpeed_64Gpus_TP4PP2(benchmark::State& state) {
 }
 BENCHMARK(BM_SimSpeed_64Gpus_TP4PP2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// 60 GPUs, TP2 x PP5 replicas straddling nodes, full pipelines (five steps in flight per
+// replica): event-driven stages, chained stages (what the simulation used before the
+// closed-form pipeline; chaining does not apply to a full pipeline), and steps timed at
+// launch (SimOptions::closed_form_pipeline, what the simulation uses now).
+void BM_SimSpeed_60Gpus_TP2PP5_Full(benchmark::State& state) {
+  run_loop(state, 60, 2, 5, 20000, 64e6, SimOptions{});
+}
+BENCHMARK(BM_SimSpeed_60Gpus_TP2PP5_Full)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_SimSpeed_60Gpus_TP2PP5_Full_Chained(benchmark::State& state) {
+  SimOptions o;
+  o.chain_stages = true;
+  run_loop(state, 60, 2, 5, 20000, 64e6, o);
+}
+BENCHMARK(BM_SimSpeed_60Gpus_TP2PP5_Full_Chained)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+void BM_SimSpeed_60Gpus_TP2PP5_Full_ClosedForm(benchmark::State& state) {
+  SimOptions o;
+  o.chain_stages = true;
+  o.closed_form_pipeline = true;
+  run_loop(state, 60, 2, 5, 20000, 64e6, o);
+}
+BENCHMARK(BM_SimSpeed_60Gpus_TP2PP5_Full_ClosedForm)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 // 1024 GPUs, TP8 x PP2 replicas over 128 nodes: stage-to-stage sends cross the fat tree.
 void BM_SimSpeed_1024Gpus_TP8PP2(benchmark::State& state) {
   run_loop(state, 1024, 8, 2, 1000, 64e6, SimOptions{});

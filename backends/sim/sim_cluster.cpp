@@ -17,6 +17,8 @@ SimOptions parse_sim_options(const config::Scenario& sc) {
       r.boolean("analytic_intra_node_collectives", o.analytic_intra_node_collectives);
   o.exclusive_links_analytic = r.boolean("exclusive_links_analytic", o.exclusive_links_analytic);
   o.timer_stages = r.boolean("timer_stages", o.timer_stages);
+  // On where chain_stages is (build_sim_cluster decides that); false keeps it off.
+  o.closed_form_pipeline = r.boolean("closed_form_pipeline", true);
   r.finish();
   return o;
 }
@@ -90,6 +92,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
   // Chained stages need GPUs that never change and stable link claims (SimOptions).
   c->sim_opts.chain_stages =
       !c->injector && !copts.autoscaler.enabled && !copts.disaggregation.enabled();
+  c->sim_opts.closed_form_pipeline = c->sim_opts.closed_form_pipeline && c->sim_opts.chain_stages;
   c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
   // A replica whose weight shard is corrupted never starts (seed 004: the service does not
   // come up; the checksum names the shard). Its GPUs stay idle; the others serve.

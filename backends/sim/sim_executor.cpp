@@ -7,39 +7,11 @@
 #include <simgrid/s4u.hpp>
 
 #include "backends/sim/activity_dispatch.h"
+#include "backends/sim/sim_executor_step.h"
 
 namespace sg4 = simgrid::s4u;
 
 namespace prima::sim {
-
-struct SimExecutor::Step final : CompletionTarget {
-  enum class Phase { kCompute, kAllreduce, kSend };
-  SimExecutor* ex = nullptr;
-  std::uint64_t step_id = 0;
-  perf::StepCost cost;
-  std::function<void(const StepResult&)> done;
-  int stage = 0;
-  Phase phase = Phase::kCompute;
-  int pending = 0;
-  Status status;
-  double start_s = 0;
-  double stage_start_s = 0;
-  std::vector<double> busy;
-  std::vector<sg4::ActivityPtr> acts;
-  std::vector<sg4::Host*> srcs;  // host of an Exec, source of a flow
-  std::vector<sg4::Host*> dsts;  // null for an Exec
-  // With a fault injector: a transfer-level failure applied when the compute phase ends, the
-  // routes and bytes of the flows, and the bytes the analytic terms moved (for the timeline).
-  Status fault;
-  std::vector<const std::vector<sg4::Link*>*> routes;
-  std::vector<double> flow_bytes;
-  double nvl_allreduce_bytes = 0;  // per GPU of the stage, intra-node analytic all-reduce
-  double nvl_send_bytes = 0;       // intra-node analytic send
-  double ring_analytic_bytes = 0;  // per ring path, exclusive-link analytic ring
-  double send_analytic_bytes = 0;  // exclusive-link analytic send
-
-  void on_activity_end(const sg4::Activity& a, bool ok) override { ex->on_end(this, a, ok); }
-};
 
 namespace {
 // Payload of each ring flow of a flow-modelled all-reduce, and of a PP send flow (whole bytes,
@@ -110,6 +82,8 @@ SimExecutor::~SimExecutor() {
     for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
     if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
+  for (const auto& st : all_steps_)
+    if (st->timer != nullptr) st->timer->remove();
 }
 
 SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
@@ -178,6 +152,12 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
   st->status = ok_status();
   st->start_s = runtime_->now();
   st->busy.assign(stages_.size(), 0.0);
+  if (can_time_at_launch(st)) {
+    time_at_launch(st);
+    return;
+  }
+  st->timed_at_launch = false;
+  ++event_driven_inflight_;
   start_stage(st);
 }
 
@@ -236,12 +216,12 @@ void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host*
   a->start();
 }
 
-void SimExecutor::start_compute(Step* st) {
-  st->phase = Step::Phase::kCompute;
-  Stage& stage = stages_[st->stage];
+const perf::StageCost& SimExecutor::stage_cost(const Step* st, int s) {
   static const perf::StageCost kNone;
-  const perf::StageCost& c =
-      st->stage < static_cast<int>(st->cost.stages.size()) ? st->cost.stages[st->stage] : kNone;
+  return s < static_cast<int>(st->cost.stages.size()) ? st->cost.stages[s] : kNone;
+}
+
+double SimExecutor::stage_analytic_s(const Stage& stage, Step* st, const perf::StageCost& c) {
   const int tp = static_cast<int>(stage.hosts.size());
   const plan::LinkSpec& nic = platform_->topology().node.nic;
 
@@ -298,7 +278,14 @@ void SimExecutor::start_compute(Step* st) {
     }
     st->fault = tf.status();
   }
+  return analytic_s;
+}
 
+void SimExecutor::start_compute(Step* st) {
+  st->phase = Step::Phase::kCompute;
+  Stage& stage = stages_[st->stage];
+  const perf::StageCost& c = stage_cost(st, st->stage);
+  const double analytic_s = stage_analytic_s(stage, st, c);
   if (!stage.hosts_known) refresh_hosts(stage);
   if (sg4::Host* h = stage.down) {
     fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
@@ -635,16 +622,24 @@ void SimExecutor::stage_done(Step* st, double end_s) {
 }
 
 void SimExecutor::finish(Step* st) {
-  StepResult r;
+  // The result lives in result_ (its vector's storage reused: no allocation per step), or
+  // in a local should a step finish inside another's done().
+  StepResult local;
+  const bool outer = !finishing_;
+  StepResult& r = outer ? result_ : local;
+  finishing_ = true;
   r.status = std::move(st->status);
   r.start_s = st->start_s;
   r.end_s = runtime_->now();
+  r.flops = 0;
   for (size_t s = 0; s < st->cost.stages.size() && s < stages_.size(); ++s)
     r.flops += st->cost.stages[s].flops * static_cast<double>(stages_[s].hosts.size());
-  r.stage_busy_s = st->busy;
+  r.stage_busy_s.assign(st->busy.begin(), st->busy.end());
+  if (!st->timed_at_launch) --event_driven_inflight_;
   auto done = std::move(st->done);
   release(st);
   if (done) done(r);
+  if (outer) finishing_ = false;
 }
 
 void SimExecutor::count_analytic_bytes(const Step* st) {

@@ -19,10 +19,12 @@
 //   changed) is costed as a lone flow on that route (latency x factor + bytes / (min
 //   bandwidth x factor)) and rides on the compute Exec like the analytic terms above.
 // Each stage runs one step at a time; steps wait in a FIFO per stage, so stage s of step k+1
-// overlaps stage s+1 of step k (max_inflight() = pipeline depth). StepResult: start_s = when
-// stage 0 began, end_s = when the last stage ended, stage_busy_s = time each stage spent on
-// the step, flops = sum of stage flops x TP. A failed Exec or flow (host or link off) gives
-// status unavailable naming the GPU or link; the step's other activities are awaited first.
+// overlaps stage s+1 of step k (max_inflight() = pipeline depth). With closed_form_pipeline
+// (SimOptions), a step whose stages would all run as timers is timed at launch from that
+// FIFO rule and costs one SimGrid timer (its end) instead of one event per stage. StepResult:
+// start_s = when stage 0 began, end_s = when the last stage ended, stage_busy_s = time each stage
+// spent on the step, flops = sum of stage flops x TP. A failed Exec or flow (host or link off)
+// gives status unavailable naming the GPU or link; the step's other activities are awaited first.
 //
 // With a FaultInjector (set_fault_injector; none by default, and then nothing below costs a
 // thing): inter-node ring flows and sends consult transfer_attempts() (retries add time, a
@@ -185,6 +187,18 @@ class SimExecutor : public Executor, private HostWatcher {
                   const std::vector<simgrid::s4u::Host*>& dst, double* bw, double* lat) const;
   void count_analytic_bytes(const Step* st);
 
+  // Closed-form pipeline (SimOptions::closed_form_pipeline): whether every stage of st runs
+  // as a timer and no step runs the event-driven way; time_at_launch then sets every stage's
+  // start and end from the stages' free_at_s (FIFO per stage: start = max(arrival, free_at_s),
+  // end = start + flops / lead speed, as the timers would give them) and arms one timer, at
+  // the last stage's end, that finishes the step. Defined in sim_executor_pipeline.cpp.
+  bool can_time_at_launch(const Step* st);
+  void time_at_launch(Step* st);
+
+  static const perf::StageCost& stage_cost(const Step* st, int s);
+  // The seconds that ride on a stage's compute (step overhead on stage 0, analytic
+  // collectives and sends, fault extras); fills st's analytic byte counts and fault.
+  double stage_analytic_s(const Stage& stage, Step* st, const perf::StageCost& c);
   void start_stage(Step* st);
   void start_compute(Step* st);
   void start_allreduce(Step* st);
@@ -215,7 +229,10 @@ class SimExecutor : public Executor, private HostWatcher {
   std::uint64_t activities_started_ = 0;
   std::uint64_t claims_seen_ = ~std::uint64_t{0};
   FaultInjector* injector_ = nullptr;
-  double virtual_now_ = -1;  // >= 0 while a chained stage end is processed
+  double virtual_now_ = -1;        // >= 0 while a chained stage end is processed
+  int event_driven_inflight_ = 0;  // launched steps not timed at launch, not yet finished
+  StepResult result_;              // finish()'s result, reused
+  bool finishing_ = false;         // inside finish()'s done()
 };
 
 }  // namespace prima::sim

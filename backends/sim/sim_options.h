@@ -32,6 +32,15 @@ struct SimOptions {
   // and the executor's link claims do not change (no fault timeline, no autoscaler, no
   // fabric): the simulation turns it on then; off by default.
   bool chain_stages = false;
+  // With chain_stages (same validity: GPU speeds and link claims never change): a step whose
+  // every stage runs as a timer, launched while every step in flight was timed this way too,
+  // gets all its stage starts and ends at launch (FIFO per stage: a stage starts when the step
+  // arrives or when the stage's previous step left it, whichever is later; it ends flops /
+  // lead speed later, as its timer would) and one SimGrid timer at its end. The same times as
+  // the event-driven stages; one event per step even when the pipeline is full (where
+  // chaining does not apply). Off by default; the simulation turns it on with chain_stages
+  // unless the scenario's "sim": {"closed_form_pipeline": false}.
+  bool closed_form_pipeline = false;
 };
 
 }  // namespace prima::sim

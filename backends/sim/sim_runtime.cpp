@@ -9,35 +9,63 @@ namespace prima::sim {
 SimRuntime::SimRuntime() : loop_thread_(std::this_thread::get_id()) {}
 
 SimRuntime::~SimRuntime() {
-  for (auto& [id, e] : timers_) e.timer->remove();
-  timers_.clear();
+  for (Entry& e : slots_)
+    if (e.timer != nullptr) e.timer->remove();
+  slots_.clear();
 }
 
 Time SimRuntime::now() const {
   return simgrid::s4u::Engine::get_clock();
 }
 
+// Ids: slot + 1 in the low 32 bits (never 0 = kNoTimer), the slot's generation above.
 TimerId SimRuntime::at(Time t, std::function<void()> fn) {
-  const TimerId id = next_id_++;
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  Entry& e = slots_[slot];
+  const TimerId id = (TimerId{e.generation} << 32) | (TimerId{slot} + 1);
   t = std::max(t, now());
-  auto* timer = simgrid::kernel::timer::Timer::set(t, [this, id] { fire(id); });
-  timers_.emplace(id, Entry{timer, std::move(fn)});
+  e.timer = simgrid::kernel::timer::Timer::set(t, [this, id] { fire(id); });
+  e.fn = std::move(fn);
+  ++pending_;
   return id;
 }
 
+SimRuntime::Entry* SimRuntime::find(TimerId id) {
+  const TimerId low = id & 0xffffffffu;
+  if (low == 0 || low > slots_.size()) return nullptr;
+  Entry& e = slots_[low - 1];
+  if (e.timer == nullptr || e.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
+  return &e;
+}
+
+void SimRuntime::release(Entry* e) {
+  e->timer = nullptr;
+  e->fn = nullptr;
+  ++e->generation;
+  --pending_;
+  free_slots_.push_back(static_cast<std::uint32_t>(e - slots_.data()));
+}
+
 void SimRuntime::fire(TimerId id) {
-  auto it = timers_.find(id);
-  if (it == timers_.end()) return;
-  std::function<void()> fn = std::move(it->second.fn);
-  timers_.erase(it);  // SimGrid deletes the Timer itself once it has fired
+  Entry* e = find(id);
+  if (e == nullptr) return;
+  std::function<void()> fn = std::move(e->fn);
+  release(e);  // SimGrid deletes the Timer itself once it has fired
   fn();
 }
 
 void SimRuntime::cancel(TimerId id) {
-  auto it = timers_.find(id);
-  if (it == timers_.end()) return;
-  it->second.timer->remove();  // unlinks and deletes the timer
-  timers_.erase(it);
+  Entry* e = find(id);
+  if (e == nullptr) return;
+  e->timer->remove();  // unlinks and deletes the timer
+  release(e);
 }
 
 void SimRuntime::post(std::function<void()> fn) {

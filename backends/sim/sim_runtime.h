@@ -1,8 +1,10 @@
 // SimRuntime: the engine's Runtime on the SimGrid clock.
 //
 // now() is Engine::get_clock(); at() sets a SimGrid kernel timer (kernel::timer::Timer::set)
-// and keeps id -> Timer* so cancel() can Timer::remove() it; a fired timer is erased first,
-// then its closure runs. post() from the loop thread is a timer at now().
+// and keeps its Timer* and closure in a slot (a vector reused through a free list; the id
+// is the slot and its generation, so a stale id matches nothing) so cancel() can
+// Timer::remove() it; a fired timer's slot is freed first, then its closure runs. post() from
+// the loop thread is a timer at now().
 //
 // Thread-safety: every member is for the simulation loop thread (the one that constructed
 // the runtime and calls run()), except post(), which may be called from any thread: from
@@ -13,10 +15,10 @@
 // Ownership: owns the closures of pending timers. Needs a SimPlatform (the engine) to exist.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/runtime.h"
@@ -46,19 +48,24 @@ class SimRuntime : public Runtime {
   void start_post_pump(double period_s);
   void stop_post_pump();
 
-  std::size_t pending() const { return timers_.size(); }
+  std::size_t pending() const { return pending_; }
 
  private:
   struct Entry {
-    simgrid::kernel::timer::Timer* timer = nullptr;
+    simgrid::kernel::timer::Timer* timer = nullptr;  // null: the slot is free
     std::function<void()> fn;
+    std::uint32_t generation = 0;  // bumped when the slot is freed
   };
+  // The live entry of id, or null (fired, cancelled, or never issued).
+  Entry* find(TimerId id);
+  void release(Entry* e);
   void fire(TimerId id);
   void pump();
 
   std::thread::id loop_thread_;
-  TimerId next_id_ = 1;
-  std::unordered_map<TimerId, Entry> timers_;
+  std::vector<Entry> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t pending_ = 0;
   std::mutex mu_;
   std::vector<std::function<void()>> posted_;  // guarded by mu_
   TimerId pump_timer_ = kNoTimer;

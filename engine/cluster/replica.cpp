@@ -120,8 +120,7 @@ void Replica::on_step_done(sched::ScheduledStep* step, const StepResult& r) {
   for (const Sequence* s : out.failed) outstanding_tokens_ -= s->max_tokens();
   if (events_ && events_->on_step) events_->on_step(id_, *step, r);
   if (events_) {
-    for (Sequence* s : out.produced_token)
-      if (events_->on_token) events_->on_token(s);
+    if (events_->on_tokens && !out.produced_token.empty()) events_->on_tokens(out.produced_token);
     for (Sequence* s : out.finished)
       if (events_->on_finished) events_->on_finished(s);
     for (Sequence* s : out.failed)

@@ -18,7 +18,9 @@
 namespace prima::cluster {
 
 struct ReplicaEvents {
-  std::function<void(Sequence*)> on_token;     // a sequence produced a token
+  // The sequences that produced a token in a step, in step order (one call per step, not per
+  // token: this runs for every token of a simulation).
+  std::function<void(const std::vector<Sequence*>&)> on_tokens;
   std::function<void(Sequence*)> on_finished;  // reached its output length
   std::function<void(Sequence*)> on_failed;    // gave up (reason in Sequence::reason)
   // Every finished step (ok or not), for utilization metrics.

@@ -29,13 +29,16 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
       decode_router_(router_options(opts).policy, router_options(opts).seed + 1,
                      router_options(opts).affinity_slack_tokens),
       cache_(opts.cluster.response_cache) {
-  events_.on_token = [this](Sequence* s) {
-    if (is_warmup(s) || cancelling_.count(s->req.id)) return;
-    recorder_->on_token(rt_->now());
-    if (on_token) on_token(*s);
-    if (info_[s->replica].role == ReplicaRole::kPrefill && !decode_pool_.empty() &&
-        s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
-      start_handoff(s);
+  events_.on_tokens = [this](const std::vector<Sequence*>& produced) {
+    // Runs for every output token of the run: the cheap tests first.
+    for (Sequence* s : produced) {
+      if (is_warmup(s) || (!cancelling_.empty() && cancelling_.count(s->req.id))) continue;
+      recorder_->on_token();
+      if (on_token) on_token(*s);
+      if (!decode_pool_.empty() && info_[s->replica].role == ReplicaRole::kPrefill &&
+          s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
+        start_handoff(s);
+    }
   };
   events_.on_finished = [this](Sequence* s) {
     auto c = cancelling_.find(s->req.id);

@@ -55,7 +55,7 @@ int BlockManager::take_block() {
   return b;
 }
 
-bool BlockManager::grow(Sequence& seq, int tokens) {
+bool BlockManager::grow_blocks(Sequence& seq, int tokens) {
   int need = extra_blocks(seq, tokens);
   if (need > free_blocks()) return false;
   for (int i = 0; i < need; ++i) seq.blocks.push_back(take_block());

@@ -57,7 +57,12 @@ class BlockManager {
     return free_blocks() - blocks >= watermark_blocks_ + reserve;
   }
   // Grows seq's block table to hold `tokens` tokens; false (and no change) if not enough free.
-  bool grow(Sequence& seq, int tokens);
+  // Inline fast path: no block needed (most decode steps). Nothing changes then, not even the
+  // peak: every call that raises the blocks in use (grow_blocks, match_prefix) records it.
+  bool grow(Sequence& seq, int tokens) {
+    if (blocks_for(tokens) <= static_cast<int>(seq.blocks.size())) return true;
+    return grow_blocks(seq, tokens);
+  }
   // Returns all of seq's blocks (shared ones: drops its reference).
   void release(Sequence& seq);
   // Tokens stored vs. token slots in allocated blocks: internal fragmentation of the last
@@ -98,6 +103,7 @@ class BlockManager {
   std::int64_t compactions() const { return compactions_; }
 
  private:
+  bool grow_blocks(Sequence& seq, int tokens);  // grow() when blocks are needed
   int take_block();  // from the free list, else evicts the least recently used cached block
   void grow_block_state(int block);  // sizes the per-block vectors to hold `block`
   std::uint64_t block_hash(const Sequence& seq, int i, std::uint64_t parent) const;

@@ -33,11 +33,6 @@ void Recorder::on_arrival(Time t) {
   if (first_arrival_s_ < 0) first_arrival_s_ = t;
 }
 
-void Recorder::on_token(Time) {
-  ++output_tokens_;
-  ++window_.tokens_generated;
-}
-
 void Recorder::on_end(const Sequence& s, Time t) {
   RequestRecord r;
   r.id = s.req.id;

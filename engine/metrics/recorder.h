@@ -63,7 +63,12 @@ class Recorder {
   int gpus() const { return gpus_; }
 
   void on_arrival(Time t);
-  void on_token(Time t);
+  // One output token (counted; its time is not kept: per-request times are in on_end).
+  void on_token() {
+    ++output_tokens_;
+    ++window_.tokens_generated;
+  }
+  void on_token(Time) { on_token(); }
   void on_end(const Sequence& s, Time t);  // completed, rejected or failed
   // A step that kept `gpu_seconds` of GPU time busy between start and end, doing `flops`.
   void on_step(Time start, Time end, double gpu_seconds, double flops);

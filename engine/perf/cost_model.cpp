@@ -98,13 +98,30 @@ void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
 }
 
 namespace {
-// Adds `one` to *c k times, one layer after the other (the same roundings as k separate adds).
+// Adds `one` to *c k times, one layer after the other (the same roundings as k separate adds;
+// four layers per iteration: the same additions in the same order, less loop overhead).
 void add_layers(const StageCost& one, int k, StageCost* c) {
   double compute_s = c->compute_s, flops = c->flops, hbm_bytes = c->hbm_bytes;
-  for (int i = 0; i < k; ++i) {
-    compute_s += one.compute_s;
-    flops += one.flops;
-    hbm_bytes += one.hbm_bytes;
+  const double dc = one.compute_s, df = one.flops, dh = one.hbm_bytes;
+  int i = 0;
+  for (; i + 4 <= k; i += 4) {
+    compute_s += dc;
+    compute_s += dc;
+    compute_s += dc;
+    compute_s += dc;
+    flops += df;
+    flops += df;
+    flops += df;
+    flops += df;
+    hbm_bytes += dh;
+    hbm_bytes += dh;
+    hbm_bytes += dh;
+    hbm_bytes += dh;
+  }
+  for (; i < k; ++i) {
+    compute_s += dc;
+    flops += df;
+    hbm_bytes += dh;
   }
   c->compute_s = compute_s;
   c->flops = flops;

@@ -1,0 +1,48 @@
+// SimExecutor::Step: the state of one launched step (private to the SimExecutor sources:
+// sim_executor.cpp and its sibling files). Thread-safety: simulation loop only. Owned by
+// the executor (reused through its free list).
+#pragma once
+
+#include <simgrid/s4u.hpp>
+
+#include "backends/sim/activity_dispatch.h"
+#include "backends/sim/sim_executor.h"
+
+namespace prima::sim {
+
+struct SimExecutor::Step final : CompletionTarget {
+  enum class Phase { kCompute, kAllreduce, kSend };
+  SimExecutor* ex = nullptr;
+  std::uint64_t step_id = 0;
+  perf::StepCost cost;
+  std::function<void(const StepResult&)> done;
+  int stage = 0;
+  Phase phase = Phase::kCompute;
+  int pending = 0;
+  Status status;
+  double start_s = 0;
+  double stage_start_s = 0;
+  std::vector<double> busy;
+  std::vector<simgrid::s4u::ActivityPtr> acts;
+  std::vector<simgrid::s4u::Host*> srcs;  // host of an Exec, source of a flow
+  std::vector<simgrid::s4u::Host*> dsts;  // null for an Exec
+  // With a fault injector: a transfer-level failure applied when the compute phase ends, the
+  // routes and bytes of the flows, and the bytes the analytic terms moved (for the timeline).
+  Status fault;
+  std::vector<const std::vector<simgrid::s4u::Link*>*> routes;
+  std::vector<double> flow_bytes;
+  double nvl_allreduce_bytes = 0;  // per GPU of the stage, intra-node analytic all-reduce
+  double nvl_send_bytes = 0;       // intra-node analytic send
+  double ring_analytic_bytes = 0;  // per ring path, exclusive-link analytic ring
+  double send_analytic_bytes = 0;  // exclusive-link analytic send
+  // Closed-form pipeline (SimOptions::closed_form_pipeline): every stage was timed at launch;
+  // `timer` (pending until it fires) finishes the step at the end of its last stage.
+  bool timed_at_launch = false;
+  simgrid::kernel::timer::Timer* timer = nullptr;
+
+  void on_activity_end(const simgrid::s4u::Activity& a, bool ok) override {
+    ex->on_end(this, a, ok);
+  }
+};
+
+}  // namespace prima::sim
