@@ -80,7 +80,6 @@ struct FmtQ4_1 {
   using X = BlockQ8_1;
   static constexpr bool kMin = true;
   static constexpr bool kOffsetX = false;
-  static __m256i w_s8(const W& b) { return unpack_nibbles(b.qs); }  // unused: kOffsetX false
   static __m256i u(const W& b) { return unpack_nibbles(b.qs); }
   static __m256i s(__m256i x, const W&, __m256i) { return x; }
 };

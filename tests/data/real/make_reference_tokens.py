@@ -81,16 +81,8 @@ def main():
             row = np.asarray(llm.scores[len(ids) - 1 + i], dtype=np.float32)
             best = np.argsort(-row, kind="stable")[:TOP_LOGITS]
             top_logits.append([[int(j), float(row[j])] for j in best])
-        # llama.cpp's own margin between its best and second-best logit at each generated
-        # position: where it is small, float rounding differences can flip the choice.
-        llm.reset()
-        llm.eval(list(ids) + out_ids[:-1])
-        margins = []
-        for i in range(len(out_ids)):
-            row = sorted(llm.scores[len(ids) - 1 + i], reverse=True)
-            margins.append(round(float(row[0] - row[1]), 4))
         case = {"name": p["name"], "text": text, "prompt_ids": [int(t) for t in ids], "output_ids": out_ids,
-                "top2_margins": margins, "top_logits": top_logits,
+                "top_logits": top_logits,
                 "output_text": llm.detokenize(out_ids).decode("utf-8", "replace")}
         if "messages" in p:
             case["messages"] = p["messages"]
