@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
 #include <unordered_set>
@@ -262,6 +263,13 @@ void SimPlatform::install_factor_callbacks() {
 
 double SimPlatform::latency_factor_of(const sg4::Host* a, const sg4::Host* b,
                                       const std::vector<sg4::Link*>& links) const {
+  if (next_comm_latency_ > 0) {
+    const double target = next_comm_latency_;
+    next_comm_latency_ = 0;
+    double base = 0;
+    for (const sg4::Link* l : links) base += l->get_latency();
+    if (base > 0) return target / base;
+  }
   const double path = inter_node(a, b) ? inter_node_latency_factor(topo_.settings) : 1.0;
   if (latency_adjustments_.empty()) return path;
   double base = 0, scaled = 0, extra = 0;
@@ -290,6 +298,20 @@ void SimPlatform::set_link_latency_adjustment(const sg4::Link* l, double factor,
     install_factor_callbacks();
   }
   mark_shared(l);
+}
+
+bool SimPlatform::enable_lone_flows() {
+  if (!(inter_node_latency_factor(topo_.settings) > 0)) return false;
+  if (!adjustments_installed_) {
+    adjustments_installed_ = true;
+    install_factor_callbacks();
+  }
+  occupancy_.enable();
+  return true;
+}
+
+double SimPlatform::flow_latency(const sg4::Host* a, const sg4::Host* b) const {
+  return route_latency(a, b) * (inter_node(a, b) ? inter_node_latency_factor(topo_.settings) : 1.0);
 }
 
 double SimPlatform::adjusted_latency(const sg4::Link* l) const {

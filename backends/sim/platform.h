@@ -24,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/sim/link_occupancy.h"
 #include "engine/core/status.h"
 #include "engine/core/types.h"
 #include "engine/plan/topology.h"
@@ -146,6 +147,18 @@ class SimPlatform {
   // latency x factor + extra of one link (its nominal latency when not adjusted).
   double adjusted_latency(const simgrid::s4u::Link* l) const;
 
+  // Lone flows (SimOptions::lone_flows): which links carry a flow now. enable_lone_flows()
+  // turns them on and installs the factor callbacks (the same factors as without them).
+  // flow_latency: a flow's latency a -> b (route latency x path factor, no adjustments).
+  LinkOccupancy& occupancy() { return occupancy_; }
+  bool enable_lone_flows();
+  double flow_latency(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
+  // The next Comm started gets this latency (seconds, > 0) instead of its route's, through
+  // the latency-factor callback (a lone flow converting itself; see link_occupancy.h).
+  // Cleared by the Comm's start; comm_latency_override_pending() tells whether it was used.
+  void set_next_comm_latency(double s) { next_comm_latency_ = s; }
+  bool comm_latency_override_pending() const { return next_comm_latency_ > 0; }
+
  private:
   struct LatencyAdjustment {
     double factor = 1.0;
@@ -181,6 +194,8 @@ class SimPlatform {
   simgrid::kernel::resource::NetworkModelIntf* network_model_ = nullptr;
   bool adjustments_installed_ = false;
   std::unordered_map<const simgrid::s4u::Link*, LatencyAdjustment> latency_adjustments_;
+  LinkOccupancy occupancy_;
+  mutable double next_comm_latency_ = 0;  // consumed by latency_factor_of
 };
 
 // Fat-tree parameters for `leaves` leaves when the FabricSpec gives none: one level up to

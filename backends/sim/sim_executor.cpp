@@ -82,8 +82,14 @@ SimExecutor::~SimExecutor() {
     for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
     if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
-  for (const auto& st : all_steps_)
+  for (const auto& st : all_steps_) {
     if (st->timer != nullptr) st->timer->remove();
+    for (const auto& f : st->lone)
+      if (f->timer != nullptr) {
+        platform_->occupancy().remove_lone(f.get());
+        f->timer->remove();
+      }
+  }
 }
 
 SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
@@ -207,6 +213,7 @@ void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host*
   st->acts.push_back(a);
   st->srcs.push_back(src);
   st->dsts.push_back(dst);
+  if (lone_flows()) st->links.push_back(route);
   if (injector_ != nullptr) {
     st->routes.push_back(route);
     st->flow_bytes.push_back(bytes);
@@ -302,8 +309,9 @@ void SimExecutor::start_compute(Step* st) {
     const bool flows_follow =
         (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
         (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
-    if (options_.timer_stages && !flows_follow) {
-      start_timer(stage, st, std::max(0.0, flops));
+    // With lone flows, the timer's end starts the flows (phase_done) as the Exec's would.
+    if (options_.timer_stages && (!flows_follow || lone_flows())) {
+      start_timer(stage, st, std::max(0.0, flops), flows_follow);
       return;
     }
     track(st, sg4::Exec::init()->set_host(stage.lead)->set_flops_amount(std::max(0.0, flops)),
@@ -316,12 +324,16 @@ void SimExecutor::start_compute(Step* st) {
   }
 }
 
-void SimExecutor::start_timer(Stage& stage, Step* st, double flops) {
+void SimExecutor::start_timer(Stage& stage, Step* st, double flops, bool flows_follow) {
   ++activities_started_;
   stage.timed = st;
   stage.remaining_flops = flops;
   stage.rate = stage.lead_speed;  // fresh: start_compute refreshed it
   stage.since_s = now();
+  if (flows_follow) {  // its end is an event: the flows start then
+    arm_timer(stage);
+    return;
+  }
   if (can_defer(stage)) {
     stage.deferred = true;
     stage.deferred_end_s = stage.since_s + stage.remaining_flops / stage.rate;
@@ -516,12 +528,9 @@ void SimExecutor::start_allreduce(Step* st) {
     for (const FlowPath& fp : stage.ring) paths.push_back(&fp.links);
   if (fail_if_down(st, stage.hosts, paths)) return;
   const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, p));
-  for (int i = 0; i < p; ++i) {
-    sg4::Host* src = stage.hosts[i];
-    sg4::Host* dst = stage.hosts[(i + 1) % p];
-    track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(bytes), src, dst,
-          &stage.ring[i].links, static_cast<double>(bytes));
-  }
+  for (int i = 0; i < p; ++i)
+    start_flow(st, stage.ring[i], stage.hosts[i], stage.hosts[(i + 1) % p],
+               static_cast<double>(bytes));
 }
 
 void SimExecutor::start_send(Step* st) {
@@ -529,13 +538,16 @@ void SimExecutor::start_send(Step* st) {
   const Stage& stage = stages_[st->stage];
   if (fail_if_down(st, {stage.lead, stage.next_lead}, {&stage.send.links})) return;
   const perf::StageCost& c = st->cost.stages[st->stage];
-  track(st,
-        sg4::Comm::sendto_init(stage.lead, stage.next_lead)
-            ->set_payload_size(static_cast<uint64_t>(send_flow_bytes(c))),
-        stage.lead, stage.next_lead, &stage.send.links, send_flow_bytes(c));
+  start_flow(st, stage.send, stage.lead, stage.next_lead, send_flow_bytes(c));
 }
 
 void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
+  if (lone_flows())
+    for (size_t i = 0; i < st->acts.size() && i < st->links.size(); ++i)
+      if (st->acts[i].get() == &a) {
+        if (st->links[i] != nullptr) platform_->occupancy().flow_ended(*st->links[i]);
+        break;
+      }
   if (ok && injector_ != nullptr) {
     for (size_t i = 0; i < st->acts.size() && i < st->routes.size(); ++i)
       if (st->acts[i].get() == &a && st->routes[i] != nullptr)
@@ -561,12 +573,18 @@ void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
                     std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) + ")");
   }
   if (--st->pending > 0) return;
+  activities_done(st);
+}
+
+void SimExecutor::activities_done(Step* st) {
   for (auto& p : st->acts) ActivityDispatch::retire(std::move(p));
   st->acts.clear();
   st->srcs.clear();
   st->dsts.clear();
   st->routes.clear();
   st->flow_bytes.clear();
+  st->links.clear();
+  st->lone_used = 0;
   phase_done(st);
 }
 

@@ -151,7 +151,8 @@ class SimExecutor : public Executor, private HostWatcher {
   };
   void refresh_hosts(Stage& stage);
   void forget_hosts(simgrid::s4u::Host* h);
-  void start_timer(Stage& stage, Step* st, double flops);
+  // flows_follow: the stage's flows start at the timer's end (no deferral, no chaining).
+  void start_timer(Stage& stage, Step* st, double flops, bool flows_follow = false);
   void arm_timer(Stage& stage);
   void on_timer(Stage& stage);
   // Deferred stage ends: a timer stage whose step would, at its end, only move into the
@@ -216,6 +217,16 @@ class SimExecutor : public Executor, private HostWatcher {
              simgrid::s4u::Host* dst, const std::vector<simgrid::s4u::Link*>* route = nullptr,
              double bytes = 0);
   void on_end(Step* st, const simgrid::s4u::Activity& a, bool ok);
+  // The phase's flows and Execs all ended: cleans up and moves on.
+  void activities_done(Step* st);
+  // Lone flows (SimOptions::lone_flows; sim_executor_lone.cpp). start_flow starts one flow of
+  // a phase: lone when its links are idle, else a SimGrid Comm (converting lone flows there).
+  struct LoneSend;
+  bool lone_flows() const;
+  void start_flow(Step* st, const FlowPath& path, simgrid::s4u::Host* src, simgrid::s4u::Host* dst,
+                  double bytes);
+  void on_lone_end(LoneSend* f);
+  void convert_lone(LoneSend* f, double now, double eps);
 
   SimPlatform* platform_;
   Runtime* runtime_;

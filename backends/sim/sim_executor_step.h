@@ -3,12 +3,31 @@
 // the executor (reused through its free list).
 #pragma once
 
+#include <memory>
 #include <simgrid/s4u.hpp>
 
 #include "backends/sim/activity_dispatch.h"
+#include "backends/sim/link_occupancy.h"
 #include "backends/sim/sim_executor.h"
 
 namespace prima::sim {
+
+// One flow of a step timed as a lone flow (SimOptions::lone_flows), while it stays alone.
+struct SimExecutor::LoneSend final : LoneFlow {
+  SimExecutor* ex = nullptr;
+  Step* st = nullptr;
+  const FlowPath* path = nullptr;
+  simgrid::s4u::Host* src = nullptr;
+  simgrid::s4u::Host* dst = nullptr;
+  double t0 = 0;                                   // start (its latency phase begins)
+  double bytes = 0;                                // payload
+  simgrid::kernel::timer::Timer* timer = nullptr;  // its end, while timed
+
+  void convert(double now, double eps) override { ex->convert_lone(this, now, eps); }
+  const std::vector<simgrid::s4u::Link*>& lone_links() const override { return path->links; }
+  // The lone flow's end: after its latency, the bytes at the route's rate (CM02's lone flow).
+  double end_s() const { return (t0 + path->latency_s) + bytes / path->rate_Bps; }
+};
 
 struct SimExecutor::Step final : CompletionTarget {
   enum class Phase { kCompute, kAllreduce, kSend };
@@ -26,6 +45,11 @@ struct SimExecutor::Step final : CompletionTarget {
   std::vector<simgrid::s4u::ActivityPtr> acts;
   std::vector<simgrid::s4u::Host*> srcs;  // host of an Exec, source of a flow
   std::vector<simgrid::s4u::Host*> dsts;  // null for an Exec
+  // With lone flows: each activity's route (null for an Exec), for LinkOccupancy; and the
+  // phase's lone flows (lone[0 .. lone_used), reused from step to step).
+  std::vector<const std::vector<simgrid::s4u::Link*>*> links;
+  std::vector<std::unique_ptr<LoneSend>> lone;
+  int lone_used = 0;
   // With a fault injector: a transfer-level failure applied when the compute phase ends, the
   // routes and bytes of the flows, and the bytes the analytic terms moved (for the timeline).
   Status fault;

@@ -16,6 +16,7 @@ struct SimFabric::Transfer final : CompletionTarget {
   std::function<void(Status)> done;
   DeviceId corrupt = -1;  // a weight load whose shard fails its checksum
   Bytes bytes = 0;
+  std::vector<sg4::Link*> links;  // its route, while lone flows are on (LinkOccupancy)
   void on_activity_end(const sg4::Activity&, bool ok) override { fabric->on_end(this, ok); }
 };
 
@@ -90,11 +91,18 @@ void SimFabric::start(sg4::Host* src, sg4::Host* dst, Bytes n, std::function<voi
   sg4::CommPtr c = sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(n));
   c->set_data(static_cast<CompletionTarget*>(t));
   t->comm = c;
+  t->links.clear();
+  if (platform_->occupancy().enabled()) {
+    t->links = platform_->route(src, dst);
+    platform_->occupancy().flow_started(t->links, runtime_->now(),
+                                        platform_->flow_latency(src, dst));
+  }
   ++in_flight_;
   c->start();
 }
 
 void SimFabric::on_end(Transfer* t, bool ok) {
+  if (!t->links.empty()) platform_->occupancy().flow_ended(t->links);
   Status s;
   if (!ok) {
     std::string down = platform_->first_failed_element(t->src, t->dst);

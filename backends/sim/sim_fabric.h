@@ -2,7 +2,9 @@
 // flows (Comm::sendto) between GPU hosts, contending with every other flow on shared links.
 // done(ok) on completion; done(unavailable naming the host or link that is down) on failure.
 // A transfer to the same device completes at once (on the loop, not inside transfer()).
-// Creating one turns off the executors' exclusive-link shortcut (SimPlatform::mark_all_shared).
+// Creating one turns off the executors' exclusive-link shortcut (SimPlatform::mark_all_shared);
+// with lone flows on, each transfer tells the platform's LinkOccupancy when it starts (lone
+// flows on its route turn into SimGrid flows) and ends.
 //
 // With a FaultInjector (set_fault_injector; none by default): a transfer between nodes
 // consults transfer_attempts() (retries and registration cost delay the flow; a failure

@@ -41,6 +41,15 @@ struct SimOptions {
   // chaining does not apply). Off by default; the simulation turns it on with chain_stages
   // unless the scenario's "sim": {"closed_form_pipeline": false}.
   bool closed_form_pipeline = false;
+  // Lone flows (backends/sim/link_occupancy.h): a flow-modelled transfer (inter-node TP ring,
+  // PP send) that starts while none of its links carries another flow is timed as a lone
+  // flow (latency + bytes / route rate: what CM02 gives it) by a timer instead of a SimGrid
+  // Comm, and turns into a SimGrid flow of what it has left the moment another flow starts
+  // on one of its links. Stages followed by flows then compute as timers too (timer_stages).
+  // Same timing as the SimGrid flows up to rounding. Needs links with latency and no fault
+  // timeline (a changing link needs the flow model throughout); off by default, the
+  // simulation turns it on unless the scenario's "sim": {"lone_flows": false}.
+  bool lone_flows = false;
 };
 
 }  // namespace prima::sim

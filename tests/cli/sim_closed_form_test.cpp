@@ -12,13 +12,10 @@ namespace {
 using nlohmann::json;
 
 json report(const std::string& args) {
-  auto r = run_prima("simulate " + args + " --no-files -q --json");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return json::object();
-  json j = json::parse(r.out);
-  EXPECT_TRUE(j.contains("run"));
-  j.erase("run");
-  return j;
+  std::string failure;
+  json j = simulate_report(args, &failure);
+  EXPECT_FALSE(j.is_null()) << failure;
+  return j.is_null() ? json::object() : j;
 }
 
 void expect_same_with_and_without(const std::string& args) {

@@ -10,7 +10,9 @@
 
 namespace prima::testing {
 
-std::string source_path(const std::string& rel) { return std::string(PRIMA_SOURCE_DIR) + "/" + rel; }
+std::string source_path(const std::string& rel) {
+  return std::string(PRIMA_SOURCE_DIR) + "/" + rel;
+}
 
 std::string temp_dir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
@@ -28,11 +30,27 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
+nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(read_file(path));
+}
 
 nlohmann::json without_run(nlohmann::json report) {
   report.erase("run");
   return report;
+}
+
+nlohmann::json simulate_report(const std::string& args, std::string* failure) {
+  const RunResult r = run_prima("simulate " + args + " --no-files -q --json");
+  if (r.exit_code != 0) {
+    *failure = "exit code " + std::to_string(r.exit_code) + ": " + r.err;
+    return nullptr;
+  }
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("run")) {
+    *failure = "no report with a \"run\" key: " + r.out.substr(0, 500);
+    return nullptr;
+  }
+  return without_run(std::move(j));
 }
 
 RunResult run_prima(const std::string& args) {

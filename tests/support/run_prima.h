@@ -3,9 +3,8 @@
 // holds. Thread-compatible.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace prima::testing {
 
@@ -22,6 +21,9 @@ std::string read_file(const std::string& path);
 nlohmann::json read_json(const std::string& path);
 // The report without its wall-clock-dependent "run" key.
 nlohmann::json without_run(nlohmann::json report);
+// `prima simulate ARGS --no-files -q --json`: the report without "run", or null (with the
+// exit code and stderr in *failure) when it did not exit 0 or has no "run" key.
+nlohmann::json simulate_report(const std::string& args, std::string* failure);
 std::string source_path(const std::string& rel);  // PRIMA_SOURCE_DIR/rel
 
 }  // namespace prima::testing

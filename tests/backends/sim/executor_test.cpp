@@ -23,11 +23,7 @@ struct Harness {
   ~Harness() { delete rt; }
 };
 
-plan::ReplicaPlacement placement(std::vector<std::vector<DeviceId>> d) {
-  plan::ReplicaPlacement p;
-  p.devices = std::move(d);
-  return p;
-}
+using testing::placement;
 
 perf::StageCost stage(double compute_s, int allreduces = 0, double ar_bytes = 0,
                       double send_bytes = 0) {

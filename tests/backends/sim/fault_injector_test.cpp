@@ -49,11 +49,7 @@ FaultSpec fault(FaultType type, Kind kind, int index, double start, double end,
   return f;
 }
 
-plan::ReplicaPlacement placement(std::vector<std::vector<DeviceId>> d) {
-  plan::ReplicaPlacement p;
-  p.devices = std::move(d);
-  return p;
-}
+using testing::placement;
 
 perf::StageCost stage(double compute_s, int allreduces = 0, double ar_bytes = 0,
                       double send_bytes = 0) {

@@ -2,6 +2,10 @@
 // be computed by hand. Plain functions; no state.
 #pragma once
 
+#include <utility>
+#include <vector>
+
+#include "engine/plan/parallel_plan.h"
 #include "engine/plan/topology.h"
 
 namespace prima::sim::testing {
@@ -26,6 +30,13 @@ inline plan::Topology test_topology(int nodes, int gpus_per_node = 8) {
   t.storage.read_bandwidth_Bps = 50e9;
   t.storage.latency_s = 10e-6;
   return t;
+}
+
+// A replica's GPUs, devices[stage][rank].
+inline plan::ReplicaPlacement placement(std::vector<std::vector<DeviceId>> devices) {
+  plan::ReplicaPlacement p;
+  p.devices = std::move(devices);
+  return p;
 }
 
 }  // namespace prima::sim::testing

@@ -1,0 +1,71 @@
+// LinkOccupancy: which links carry a flow right now, for lone flows (SimOptions::lone_flows).
+//
+// A lone flow is a transfer that started while none of its links carried another flow. As
+// long as it stays alone, CM02 gives it the whole route (min bandwidth x factor) after its
+// latency, so it is costed as a timer at start + latency + bytes / rate: no SimGrid Comm, no
+// LMM variable. The moment a SimGrid flow is about to start on one of its links,
+// flow_started() asks it to convert itself (LoneFlow::convert) into a SimGrid flow carrying
+// what is left: the rest of its latency phase, or, in its bandwidth phase, the bytes not yet
+// sent after a short latency `eps` (SimGrid gives a latency-free flow a sharing weight of 1
+// instead of its route's, so the converted flow keeps a latency; eps is a quarter of the
+// newcomer's latency at most, so the newcomer is still in its own latency phase and the lone
+// flow would have been alone until then anyway). From there on SimGrid shares the links as
+// usual.
+//
+// Invariant: a link carries at most one lone flow, and never a lone flow and a SimGrid flow
+// at once (except a lone flow ending within eps of a newcomer, left to finish: see convert).
+//
+// Thread-safety: simulation loop only. Ownership: borrows the lone flows (registered until
+// remove_lone or their conversion) and the links (SimGrid's, alive for the process).
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+namespace simgrid::s4u {
+class Link;
+}
+
+namespace prima::sim {
+
+class LoneFlow {
+ public:
+  virtual ~LoneFlow() = default;
+  // A SimGrid flow starts on one of this flow's links at `now`: continue as a SimGrid flow
+  // (or, when it ends within eps of now, finish as planned). The flow is no longer registered
+  // when this is called.
+  virtual void convert(double now, double eps) = 0;
+  // The links of its route (stable while registered).
+  virtual const std::vector<simgrid::s4u::Link*>& lone_links() const = 0;
+};
+
+class LinkOccupancy {
+ public:
+  // Lone flows are allowed from now on.
+  void enable() { enabled_ = true; }
+  bool enabled() const { return enabled_; }
+  // Whether no flow of either kind is on any of the links.
+  bool idle(const std::vector<simgrid::s4u::Link*>& links) const;
+  void add_lone(LoneFlow* f);
+  // Unregisters f (its timer fired). No-op for a flow not registered.
+  void remove_lone(LoneFlow* f);
+  // A SimGrid flow with latency `latency_s` (its route's, factors applied) starts on `links`
+  // at `now`: the lone flows there convert first, with eps = min(1 ns, latency_s / 4).
+  void flow_started(const std::vector<simgrid::s4u::Link*>& links, double now, double latency_s);
+  // A SimGrid flow on `links` ended (finished, failed or cancelled).
+  void flow_ended(const std::vector<simgrid::s4u::Link*>& links);
+  // Conversions so far (a statistic for tests and benchmarks).
+  long conversions() const { return conversions_; }
+
+ private:
+  struct Use {
+    int flows = 0;             // SimGrid flows
+    LoneFlow* lone = nullptr;  // at most one
+  };
+  std::unordered_map<const simgrid::s4u::Link*, Use> use_;
+  std::vector<LoneFlow*> converting_;
+  bool enabled_ = false;
+  long conversions_ = 0;
+};
+
+}  // namespace prima::sim

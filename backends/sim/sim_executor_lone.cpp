@@ -1,0 +1,80 @@
+// SimExecutor's lone flows (SimOptions::lone_flows; the model is in link_occupancy.h): a flow
+// of a TP ring or a PP send that starts on idle links is a timer at its lone-flow end; when
+// another flow starts on one of its links, it continues as a SimGrid Comm of what it has left.
+#include <algorithm>
+#include <cmath>
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/s4u.hpp>
+#include <stdexcept>
+
+#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_executor_step.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace prima::sim {
+
+bool SimExecutor::lone_flows() const {
+  return options_.lone_flows && injector_ == nullptr && platform_->occupancy().enabled();
+}
+
+void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4::Host* dst,
+                             double bytes) {
+  LinkOccupancy& occ = platform_->occupancy();
+  if (lone_flows() && path.rate_Bps > 0 && occ.idle(path.links)) {
+    if (st->lone_used == static_cast<int>(st->lone.size())) {
+      st->lone.push_back(std::make_unique<LoneSend>());
+      st->lone.back()->ex = this;
+    }
+    LoneSend* f = st->lone[static_cast<size_t>(st->lone_used++)].get();
+    f->st = st;
+    f->path = &path;
+    f->src = src;
+    f->dst = dst;
+    f->t0 = now();
+    f->bytes = bytes;
+    occ.add_lone(f);
+    f->timer = simgrid::kernel::timer::Timer::set(f->end_s(), [this, f] { on_lone_end(f); });
+    ++st->pending;
+    ++activities_started_;
+    return;
+  }
+  if (lone_flows()) occ.flow_started(path.links, now(), path.latency_s);
+  track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(bytes)), src,
+        dst, &path.links, bytes);
+}
+
+void SimExecutor::on_lone_end(LoneSend* f) {
+  f->timer = nullptr;  // SimGrid deletes a fired timer
+  platform_->occupancy().remove_lone(f);
+  Step* st = f->st;
+  if (--st->pending > 0) return;
+  activities_done(st);
+}
+
+void SimExecutor::convert_lone(LoneSend* f, double now, double eps) {
+  const FlowPath& p = *f->path;
+  const double latency_end = f->t0 + p.latency_s;
+  // Ending within eps: the newcomer is still in its latency phase until then, so this flow
+  // ends alone, as planned.
+  if (f->end_s() <= now + eps) return;
+  f->timer->remove();
+  f->timer = nullptr;
+  // The rest of its latency phase, or eps; the bytes a lone flow would not have sent by then.
+  const double latency = std::max(latency_end - now, eps);
+  const double sent = std::max(0.0, (now + latency - latency_end) * p.rate_Bps);
+  const double left = std::max(1.0, std::round(f->bytes - sent));
+  Step* st = f->st;
+  --st->pending;  // track() counts the Comm instead
+  --activities_started_;
+  platform_->occupancy().flow_started(p.links, now, latency);
+  platform_->set_next_comm_latency(latency);
+  track(st, sg4::Comm::sendto_init(f->src, f->dst)->set_payload_size(static_cast<uint64_t>(left)),
+        f->src, f->dst, &p.links, left);
+  if (platform_->comm_latency_override_pending()) {
+    platform_->set_next_comm_latency(0);
+    throw std::logic_error("sim: a converted lone flow did not get its latency (no callback)");
+  }
+}
+
+}  // namespace prima::sim
