@@ -39,6 +39,8 @@ OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int
                           {"pipeline_parallel", sc.plan.pipeline_parallel},
                           {"micro_batch", sc.plan.micro_batch},
                           {"replicas", sc.plan.replicas}};
+  if (sc.plan.placement == plan::Placement::kStageMajor)
+    j["deployment"]["placement"] = "stage_major";  // packed (the default) is not written
   int peak_blocks = 0;
   double usage_peak = 0;
   for (const auto& r : eng.replicas()) {

@@ -19,12 +19,18 @@ Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topolog
                                " replicas = " + std::to_string(need) + ", topology " + t.name +
                                " has " + std::to_string(have));
   const int gpn = t.node.gpus, tp = p.tensor_parallel;
-  std::vector<ReplicaPlacement> out;
-  int cursor = 0;
+  std::vector<ReplicaPlacement> out(static_cast<size_t>(p.replicas));
   for (int r = 0; r < p.replicas; ++r) {
-    ReplicaPlacement rp;
-    rp.replica = r;
-    for (int s = 0; s < p.pipeline_parallel; ++s) {
+    out[static_cast<size_t>(r)].replica = r;
+    out[static_cast<size_t>(r)].devices.resize(static_cast<size_t>(p.pipeline_parallel));
+  }
+  const bool stage_major = p.placement == Placement::kStageMajor;
+  const int outer = stage_major ? p.pipeline_parallel : p.replicas;
+  const int inner = stage_major ? p.replicas : p.pipeline_parallel;
+  int cursor = 0;
+  for (int i = 0; i < outer; ++i) {
+    for (int k = 0; k < inner; ++k) {
+      const int r = stage_major ? k : i, s = stage_major ? i : k;
       // A TP group never straddles a node when it fits in one; a larger one starts on a node.
       if (tp <= gpn && cursor % gpn + tp > gpn) cursor += gpn - cursor % gpn;
       if (tp > gpn && cursor % gpn != 0) cursor += gpn - cursor % gpn;
@@ -34,12 +40,10 @@ Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topolog
             std::to_string(t.nodes) + " nodes of " + std::to_string(gpn) + " GPUs (topology " +
             t.name + "): replica " + std::to_string(r) + " stage " + std::to_string(s) +
             " finds no room; use a tensor_parallel that divides " + std::to_string(gpn));
-      std::vector<DeviceId> group;
-      for (int k = 0; k < tp; ++k) group.push_back(cursor + k);
+      std::vector<DeviceId>& group = out[static_cast<size_t>(r)].devices[static_cast<size_t>(s)];
+      for (int g = 0; g < tp; ++g) group.push_back(cursor + g);
       cursor += tp;
-      rp.devices.push_back(std::move(group));
     }
-    out.push_back(std::move(rp));
   }
   return out;
 }
@@ -57,6 +61,9 @@ void parse_deployment(const config::JsonReader& r, ParallelPlan* plan, MemoryOpt
     mo->finish();
   }
   plan->replicas = static_cast<int>(r.positive_integer("replicas", plan->replicas));
+  plan->placement = r.one_of("placement", {"packed", "stage_major"}, "packed") == "stage_major"
+                        ? Placement::kStageMajor
+                        : Placement::kPacked;
   const double util = r.positive_number("gpu_memory_utilization", mem->gpu_memory_utilization);
   if (util > 1)
     r.fail("gpu_memory_utilization",

@@ -14,6 +14,13 @@
 
 namespace prima::plan {
 
+// How replicas' stages are laid out on the GPUs (deployment.placement).
+//   kPacked: replica after replica, each replica's stages on consecutive GPUs.
+//   kStageMajor: stage after stage, every replica's stage s before any replica's stage s + 1,
+//     so the GPUs of one stage (its layers' weights) share nodes across replicas, and the
+//     sends of the replicas on a node leave through the same NIC.
+enum class Placement { kPacked, kStageMajor };
+
 struct ParallelPlan {
   int tensor_parallel = 1;
   int pipeline_parallel = 1;
@@ -21,6 +28,7 @@ struct ParallelPlan {
   // micro-batches are in flight at once.
   int micro_batch = 0;
   int replicas = 1;
+  Placement placement = Placement::kPacked;
   int gpus_per_replica() const { return tensor_parallel * pipeline_parallel; }
 };
 
@@ -39,8 +47,8 @@ struct ReplicaPlacement {
   std::vector<DeviceId> all() const;
 };
 
-// Places replicas on consecutive GPUs: a TP group stays inside a node when tp <= gpus per
-// node; pipeline stages follow each other. Fails if the topology has too few GPUs.
+// Places the TP groups on consecutive GPUs in the plan's order (Placement): a TP group stays
+// inside a node when tp <= gpus per node. Fails if the topology has too few GPUs.
 Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topology& t);
 
 // Per-GPU memory budget of a plan.

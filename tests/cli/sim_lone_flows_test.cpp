@@ -3,8 +3,9 @@
 // wall-clock key `run`. Counts and strings are equal; times agree to 1e-7 relative (a lone
 // flow's end is computed exactly, a SimGrid flow's to SimGrid's precision, so the last digits
 // of a converted flow may differ). Scenarios: sends that may share links but never meet
-// (bench/bitbrick_64gpu with the static shortcut off), and prefill/decode hand-offs crossing
-// the InfiniBand fabric, which contend with the pipelines' sends and with each other.
+// (bench/bitbrick_64gpu with the static shortcut off), two replicas' sends through each NIC
+// (bench/bitbrick_64gpu_contended), and prefill/decode hand-offs crossing the InfiniBand
+// fabric, which contend with the pipelines' sends and with each other.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,6 +55,12 @@ void expect_same_with_and_without(const std::string& args) {
 TEST(SimLoneFlows, SendsThatNeverMeetSameReport) {
   expect_same_with_and_without(source_path("scenarios/bench/bitbrick_64gpu.json") +
                                " --set duration=10s --set sim.exclusive_links_analytic=false");
+}
+
+// Two replicas' pipeline sends per NIC (stage-major placement): they meet and share it.
+TEST(SimLoneFlows, ContendingSendsSameReport) {
+  expect_same_with_and_without(source_path("scenarios/bench/bitbrick_64gpu_contended.json") +
+                               " --set duration=10s");
 }
 
 TEST(SimLoneFlows, ContendingHandOffsSameReport) {

@@ -37,6 +37,30 @@ TEST(Place, ConsecutiveGpusTpInsideNode) {
   EXPECT_EQ((*r3)[0].devices, (std::vector<std::vector<DeviceId>>{{0, 1, 2}, {4, 5, 6}}));
 }
 
+// Stage-major: every replica's stage 0, then every replica's stage 1. TP2 x PP2 x 4 replicas
+// on four 4-GPU nodes: stage 0 of replicas 0, 1 on node 0 and of 2, 3 on node 1; stage 1 on
+// nodes 2 and 3 (packed: each replica on a node of its own).
+TEST(Place, StageMajorSharesNodesStageByStage) {
+  ParallelPlan p = plan(2, 2, 4);
+  auto packed = place(p, topo("bitbrick_k1", 4));
+  ASSERT_TRUE(packed.ok());
+  EXPECT_EQ((*packed)[1].devices, (std::vector<std::vector<DeviceId>>{{4, 5}, {6, 7}}));
+  p.placement = Placement::kStageMajor;
+  auto r = place(p, topo("bitbrick_k1", 4));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ((*r)[0].devices, (std::vector<std::vector<DeviceId>>{{0, 1}, {8, 9}}));
+  EXPECT_EQ((*r)[1].devices, (std::vector<std::vector<DeviceId>>{{2, 3}, {10, 11}}));
+  EXPECT_EQ((*r)[3].devices, (std::vector<std::vector<DeviceId>>{{6, 7}, {14, 15}}));
+  EXPECT_EQ((*r)[2].replica, 2);
+  // TP 3 on 4-GPU nodes: groups still never straddle a node.
+  ParallelPlan p3 = plan(3, 2, 2);
+  p3.placement = Placement::kStageMajor;
+  auto r3 = place(p3, topo("bitbrick_k1", 4));
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ((*r3)[1].devices, (std::vector<std::vector<DeviceId>>{{4, 5, 6}, {12, 13, 14}}));
+}
+
 TEST(Place, TooFewGpus) {
   auto r = place(plan(8, 1, 2), topo("bitbrick_k1"));
   ASSERT_FALSE(r.ok());
@@ -173,6 +197,19 @@ TEST(ParseDeployment, ExtrasAndErrors) {
     EXPECT_NE(std::string(e.what()).find("d.json: /parallel_strategy/tensor_paralel: unknown"),
               std::string::npos)
         << e.what();
+  }
+  EXPECT_EQ(p.placement, Placement::kPacked);
+  config::Json sm = config::Json::parse(R"({"placement": "stage_major"})");
+  parse_deployment(config::JsonReader(sm, "d.json"), &p, &mem);
+  EXPECT_EQ(p.placement, Placement::kStageMajor);
+  config::Json pl = config::Json::parse(R"({"placement": "spread"})");
+  try {
+    parse_deployment(config::JsonReader(pl, "d.json"), &p, &mem);
+    FAIL();
+  } catch (const config::ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("d.json: /placement"), std::string::npos) << m;
+    EXPECT_NE(m.find("stage_major"), std::string::npos) << m;
   }
   config::Json kv = config::Json::parse(R"({"kv_cache_dtype": "fp4"})");
   EXPECT_THROW(parse_deployment(config::JsonReader(kv, "d.json"), &p, &mem), config::ConfigError);
