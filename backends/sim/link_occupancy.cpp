@@ -4,22 +4,28 @@
 
 namespace prima::sim {
 
-bool LinkOccupancy::idle(const std::vector<simgrid::s4u::Link*>& links) const {
+bool LinkOccupancy::idle(const std::vector<simgrid::s4u::Link*>& links, double from_s,
+                         double to_s) const {
   for (const simgrid::s4u::Link* l : links) {
     auto it = use_.find(l);
-    if (it != use_.end() && (it->second.flows > 0 || it->second.lone != nullptr)) return false;
+    if (it == use_.end()) continue;
+    if (it->second.flows > 0) return false;
+    for (const LoneFlow* f : it->second.lone)
+      if (f->lone_start_s() < to_s && from_s < f->lone_end_s()) return false;
   }
   return true;
 }
 
 void LinkOccupancy::add_lone(LoneFlow* f) {
-  for (const simgrid::s4u::Link* l : f->lone_links()) use_[l].lone = f;
+  for (const simgrid::s4u::Link* l : f->lone_links()) use_[l].lone.push_back(f);
 }
 
 void LinkOccupancy::remove_lone(LoneFlow* f) {
   for (const simgrid::s4u::Link* l : f->lone_links()) {
     auto it = use_.find(l);
-    if (it != use_.end() && it->second.lone == f) it->second.lone = nullptr;
+    if (it == use_.end()) continue;
+    auto& v = it->second.lone;
+    v.erase(std::remove(v.begin(), v.end(), f), v.end());
   }
 }
 
@@ -31,11 +37,11 @@ void LinkOccupancy::flow_started(const std::vector<simgrid::s4u::Link*>& links, 
   const std::size_t base = converting_.size();
   for (const simgrid::s4u::Link* l : links) {
     auto it = use_.find(l);
-    if (it == use_.end() || it->second.lone == nullptr) continue;
-    LoneFlow* f = it->second.lone;
-    if (std::find(converting_.begin() + static_cast<std::ptrdiff_t>(base), converting_.end(), f) ==
-        converting_.end())
-      converting_.push_back(f);
+    if (it == use_.end()) continue;
+    for (LoneFlow* f : it->second.lone)
+      if (std::find(converting_.begin() + static_cast<std::ptrdiff_t>(base), converting_.end(),
+                    f) == converting_.end())
+        converting_.push_back(f);
   }
   for (std::size_t i = base; i < converting_.size(); ++i) remove_lone(converting_[i]);
   for (const simgrid::s4u::Link* l : links) ++use_[l].flows;

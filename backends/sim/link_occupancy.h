@@ -12,8 +12,12 @@
 // flow would have been alone until then anyway). From there on SimGrid shares the links as
 // usual.
 //
-// Invariant: a link carries at most one lone flow, and never a lone flow and a SimGrid flow
-// at once (except a lone flow ending within eps of a newcomer, left to finish: see convert).
+// A lone flow may also be registered ahead of its start (a send folded into its stage's
+// compute timer: SimExecutor), for the interval [lone_start_s, lone_end_s). A link carries
+// lone flows whose intervals do not overlap, and never a lone flow and a SimGrid flow at once
+// (except a lone flow ending within eps of a newcomer, left to finish: see convert); a SimGrid
+// flow starting on a link converts every lone flow registered there, started or not (its own
+// end is not known).
 //
 // Thread-safety: simulation loop only. Ownership: borrows the lone flows (registered until
 // remove_lone or their conversion) and the links (SimGrid's, alive for the process).
@@ -32,11 +36,13 @@ class LoneFlow {
  public:
   virtual ~LoneFlow() = default;
   // A SimGrid flow starts on one of this flow's links at `now`: continue as a SimGrid flow
-  // (or, when it ends within eps of now, finish as planned). The flow is no longer registered
-  // when this is called.
+  // (or, when it ends within eps of now, finish as planned; or, not started yet, decide again
+  // when it starts). The flow is no longer registered when this is called.
   virtual void convert(double now, double eps) = 0;
-  // The links of its route (stable while registered).
+  // The links of its route (stable while registered), and its interval.
   virtual const std::vector<simgrid::s4u::Link*>& lone_links() const = 0;
+  virtual double lone_start_s() const = 0;
+  virtual double lone_end_s() const = 0;
 };
 
 class LinkOccupancy {
@@ -44,8 +50,9 @@ class LinkOccupancy {
   // Lone flows are allowed from now on.
   void enable() { enabled_ = true; }
   bool enabled() const { return enabled_; }
-  // Whether no flow of either kind is on any of the links.
-  bool idle(const std::vector<simgrid::s4u::Link*>& links) const;
+  // Whether none of the links carries a SimGrid flow now or a lone flow registered for a time
+  // overlapping [from_s, to_s) (intervals that only touch do not overlap).
+  bool idle(const std::vector<simgrid::s4u::Link*>& links, double from_s, double to_s) const;
   void add_lone(LoneFlow* f);
   // Unregisters f (its timer fired). No-op for a flow not registered.
   void remove_lone(LoneFlow* f);
@@ -59,8 +66,8 @@ class LinkOccupancy {
 
  private:
   struct Use {
-    int flows = 0;             // SimGrid flows
-    LoneFlow* lone = nullptr;  // at most one
+    int flows = 0;                // SimGrid flows
+    std::vector<LoneFlow*> lone;  // disjoint intervals
   };
   std::unordered_map<const simgrid::s4u::Link*, Use> use_;
   std::vector<LoneFlow*> converting_;

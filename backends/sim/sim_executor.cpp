@@ -89,6 +89,7 @@ SimExecutor::~SimExecutor() {
         platform_->occupancy().remove_lone(f.get());
         f->timer->remove();
       }
+    if (st->send_folded) platform_->occupancy().remove_lone(&st->folded);
   }
 }
 
@@ -309,9 +310,11 @@ void SimExecutor::start_compute(Step* st) {
     const bool flows_follow =
         (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
         (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
-    // With lone flows, the timer's end starts the flows (phase_done) as the Exec's would.
+    // With lone flows, the timer's end starts the flows (phase_done) as the Exec's would,
+    // or the send rides on the timer while its links stay free (fold_send).
     if (options_.timer_stages && (!flows_follow || lone_flows())) {
-      start_timer(stage, st, std::max(0.0, flops), flows_follow);
+      const double folded = flows_follow ? fold_send(stage, st, c, std::max(0.0, flops)) : -1;
+      start_timer(stage, st, folded >= 0 ? folded : std::max(0.0, flops), flows_follow);
       return;
     }
     track(st, sg4::Exec::init()->set_host(stage.lead)->set_flops_amount(std::max(0.0, flops)),
@@ -589,6 +592,12 @@ void SimExecutor::activities_done(Step* st) {
 }
 
 void SimExecutor::phase_done(Step* st) {
+  if (st->send_folded) {  // the compute timer ended with the send
+    st->send_folded = false;
+    platform_->occupancy().remove_lone(&st->folded);
+    stage_done(st, runtime_->now());
+    return;
+  }
   if (st->phase == Step::Phase::kCompute && injector_ != nullptr) {
     if (!st->fault.ok() && st->status.ok()) st->status = std::move(st->fault);
     st->fault = ok_status();

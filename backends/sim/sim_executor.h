@@ -222,7 +222,12 @@ class SimExecutor : public Executor, private HostWatcher {
   // Lone flows (SimOptions::lone_flows; sim_executor_lone.cpp). start_flow starts one flow of
   // a phase: lone when its links are idle, else a SimGrid Comm (converting lone flows there).
   struct LoneSend;
+  struct FoldedSend;
   bool lone_flows() const;
+  // Folds the stage's PP send into its compute timer when its links are free for the whole
+  // send (returns the timer's flops, or -1 when it does not fold).
+  double fold_send(Stage& stage, Step* st, const perf::StageCost& c, double compute_flops);
+  void unfold_send(FoldedSend* f, double now, double eps);
   void start_flow(Step* st, const FlowPath& path, simgrid::s4u::Host* src, simgrid::s4u::Host* dst,
                   double bytes);
   void on_lone_end(LoneSend* f);

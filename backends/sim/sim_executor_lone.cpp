@@ -21,7 +21,9 @@ bool SimExecutor::lone_flows() const {
 void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4::Host* dst,
                              double bytes) {
   LinkOccupancy& occ = platform_->occupancy();
-  if (lone_flows() && path.rate_Bps > 0 && occ.idle(path.links)) {
+  const double start = now();
+  if (lone_flows() && path.rate_Bps > 0 &&
+      occ.idle(path.links, start, (start + path.latency_s) + bytes / path.rate_Bps)) {
     if (st->lone_used == static_cast<int>(st->lone.size())) {
       st->lone.push_back(std::make_unique<LoneSend>());
       st->lone.back()->ex = this;
@@ -31,7 +33,7 @@ void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4
     f->path = &path;
     f->src = src;
     f->dst = dst;
-    f->t0 = now();
+    f->t0 = start;
     f->bytes = bytes;
     occ.add_lone(f);
     f->timer = simgrid::kernel::timer::Timer::set(f->end_s(), [this, f] { on_lone_end(f); });
@@ -74,6 +76,61 @@ void SimExecutor::convert_lone(LoneSend* f, double now, double eps) {
   if (platform_->comm_latency_override_pending()) {
     platform_->set_next_comm_latency(0);
     throw std::logic_error("sim: a converted lone flow did not get its latency (no callback)");
+  }
+}
+
+double SimExecutor::fold_send(Stage& stage, Step* st, const perf::StageCost& c,
+                              double compute_flops) {
+  const bool ring_follows =
+      stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0;
+  if (ring_follows || !stage.send_flow || stage.send_analytic || !(c.send_bytes > 0) ||
+      !(stage.send.rate_Bps > 0) || !(stage.lead_speed > 0))
+    return -1;
+  FoldedSend& f = st->folded;
+  f.ex = this;
+  f.st = st;
+  f.path = &stage.send;
+  f.compute_flops = compute_flops;
+  f.send_start_s = now() + compute_flops / stage.lead_speed;           // start_timer's end
+  f.bytes = static_cast<double>(static_cast<uint64_t>(c.send_bytes));  // as start_send
+  if (!platform_->occupancy().idle(f.path->links, f.send_start_s, f.lone_end_s())) return -1;
+  platform_->occupancy().add_lone(&f);
+  st->send_folded = true;
+  return compute_flops + (f.lone_end_s() - f.send_start_s) * stage.lead_speed;
+}
+
+void SimExecutor::unfold_send(FoldedSend* f, double now, double eps) {
+  Step* st = f->st;
+  Stage& stage = stages_[static_cast<size_t>(st->stage)];
+  const double end = f->lone_end_s();
+  if (now < f->send_start_s) {
+    // Still computing: the timer ends with the compute, and the send decides again then.
+    st->send_folded = false;
+    stage.remaining_flops = f->compute_flops;  // since_s and rate unchanged: ends at the start
+    arm_timer(stage);
+    return;
+  }
+  if (end <= now + eps) return;  // ends alone, as planned (see convert_lone)
+  // Sending: the rest as a SimGrid flow, as a converting lone flow.
+  st->send_folded = false;
+  if (stage.timer != nullptr) stage.timer->remove();
+  stage.timer = nullptr;
+  stage.timed = nullptr;
+  st->phase = Step::Phase::kSend;
+  const FlowPath& p = *f->path;
+  const double latency_end = f->send_start_s + p.latency_s;
+  const double latency = std::max(latency_end - now, eps);
+  const double sent = std::max(0.0, (now + latency - latency_end) * p.rate_Bps);
+  const double left = std::max(1.0, std::round(f->bytes - sent));
+  platform_->occupancy().flow_started(p.links, now, latency);
+  platform_->set_next_comm_latency(latency);
+  track(st,
+        sg4::Comm::sendto_init(stage.lead, stage.next_lead)
+            ->set_payload_size(static_cast<uint64_t>(left)),
+        stage.lead, stage.next_lead, &p.links, left);
+  if (platform_->comm_latency_override_pending()) {
+    platform_->set_next_comm_latency(0);
+    throw std::logic_error("sim: a converted folded send did not get its latency (no callback)");
   }
 }
 

@@ -25,8 +25,28 @@ struct SimExecutor::LoneSend final : LoneFlow {
 
   void convert(double now, double eps) override { ex->convert_lone(this, now, eps); }
   const std::vector<simgrid::s4u::Link*>& lone_links() const override { return path->links; }
+  double lone_start_s() const override { return t0; }
+  double lone_end_s() const override { return end_s(); }
   // The lone flow's end: after its latency, the bytes at the route's rate (CM02's lone flow).
   double end_s() const { return (t0 + path->latency_s) + bytes / path->rate_Bps; }
+};
+
+// A stage's PP send folded into its compute timer (SimOptions::lone_flows): registered from
+// the compute's start for [send_start_s, send_end_s), the stage's timer ending with the send.
+struct SimExecutor::FoldedSend final : LoneFlow {
+  SimExecutor* ex = nullptr;
+  Step* st = nullptr;
+  const FlowPath* path = nullptr;
+  double compute_flops = 0;  // the timer's flops without the send
+  double send_start_s = 0;
+  double bytes = 0;
+
+  void convert(double now, double eps) override { ex->unfold_send(this, now, eps); }
+  const std::vector<simgrid::s4u::Link*>& lone_links() const override { return path->links; }
+  double lone_start_s() const override { return send_start_s; }
+  double lone_end_s() const override {
+    return (send_start_s + path->latency_s) + bytes / path->rate_Bps;
+  }
 };
 
 struct SimExecutor::Step final : CompletionTarget {
@@ -50,6 +70,10 @@ struct SimExecutor::Step final : CompletionTarget {
   std::vector<const std::vector<simgrid::s4u::Link*>*> links;
   std::vector<std::unique_ptr<LoneSend>> lone;
   int lone_used = 0;
+  // With lone flows: the current stage's send rides on its compute timer (registered in
+  // LinkOccupancy while send_folded).
+  bool send_folded = false;
+  FoldedSend folded;
   // With a fault injector: a transfer-level failure applied when the compute phase ends, the
   // routes and bytes of the flows, and the bytes the analytic terms moved (for the timeline).
   Status fault;

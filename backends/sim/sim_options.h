@@ -45,7 +45,8 @@ struct SimOptions {
   // PP send) that starts while none of its links carries another flow is timed as a lone
   // flow (latency + bytes / route rate: what CM02 gives it) by a timer instead of a SimGrid
   // Comm, and turns into a SimGrid flow of what it has left the moment another flow starts
-  // on one of its links. Stages followed by flows then compute as timers too (timer_stages).
+  // on one of its links. Stages followed by flows then compute as timers too (timer_stages),
+  // and a PP send whose links are free for its whole interval rides on its stage's timer.
   // Same timing as the SimGrid flows up to rounding. Needs links with latency and no fault
   // timeline (a changing link needs the flow model throughout); off by default, the
   // simulation turns it on unless the scenario's "sim": {"lone_flows": false}.

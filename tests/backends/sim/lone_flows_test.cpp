@@ -2,7 +2,8 @@
 // bookkeeping on its own, then sends of two replicas sharing a NIC, timed with lone flows and
 // with SimGrid flows only: the same step times (computed by hand too) whether the sends
 // overlap from the start, meet in a latency phase, meet in a bandwidth phase or never meet;
-// and a fabric transfer joining a lone send.
+// and a fabric transfer joining a send, or arriving while the send is still folded into its
+// stage's compute timer.
 #include <gtest/gtest.h>
 
 #include <simgrid/s4u.hpp>
@@ -23,9 +24,12 @@ simgrid::s4u::Link* fake_link(std::uintptr_t i) {
 
 struct FakeLone : LoneFlow {
   std::vector<simgrid::s4u::Link*> links;
+  double start = 0, end = 1e9;
   std::vector<std::pair<double, double>> converted;  // (now, eps)
   void convert(double now, double eps) override { converted.emplace_back(now, eps); }
   const std::vector<simgrid::s4u::Link*>& lone_links() const override { return links; }
+  double lone_start_s() const override { return start; }
+  double lone_end_s() const override { return end; }
 };
 
 TEST(LinkOccupancy, LoneFlowsConvertWhenAFlowJoins) {
@@ -36,12 +40,12 @@ TEST(LinkOccupancy, LoneFlowsConvertWhenAFlowJoins) {
   FakeLone a, b;
   a.links = {fake_link(1), fake_link(2)};
   b.links = {fake_link(3)};
-  EXPECT_TRUE(occ.idle(a.links));
+  EXPECT_TRUE(occ.idle(a.links, 0, 1));
   occ.add_lone(&a);
   occ.add_lone(&b);
-  EXPECT_FALSE(occ.idle({fake_link(2)}));
-  EXPECT_FALSE(occ.idle({fake_link(3), fake_link(4)}));
-  EXPECT_TRUE(occ.idle({fake_link(4)}));
+  EXPECT_FALSE(occ.idle({fake_link(2)}, 0, 1));
+  EXPECT_FALSE(occ.idle({fake_link(3), fake_link(4)}, 0, 1));
+  EXPECT_TRUE(occ.idle({fake_link(4)}, 0, 1));
   // A flow on links 2 and 4 (latency 2 us): a converts, once, with eps = 1 ns; b stays.
   occ.flow_started({fake_link(2), fake_link(4)}, 5.0, 2e-6);
   ASSERT_EQ(a.converted.size(), 1u);
@@ -50,8 +54,8 @@ TEST(LinkOccupancy, LoneFlowsConvertWhenAFlowJoins) {
   EXPECT_TRUE(b.converted.empty());
   EXPECT_EQ(occ.conversions(), 1);
   // a is no longer registered; the flow occupies 2 and 4 until it ends.
-  EXPECT_TRUE(occ.idle({fake_link(1)}));
-  EXPECT_FALSE(occ.idle({fake_link(4)}));
+  EXPECT_TRUE(occ.idle({fake_link(1)}, 0, 1));
+  EXPECT_FALSE(occ.idle({fake_link(4)}, 0, 1));
   occ.remove_lone(&a);  // its timer may still fire: a no-op
   // A short route (latency 2 ns): eps is a quarter of it.
   occ.flow_started({fake_link(3)}, 6.0, 2e-9);
@@ -59,14 +63,14 @@ TEST(LinkOccupancy, LoneFlowsConvertWhenAFlowJoins) {
   EXPECT_DOUBLE_EQ(b.converted[0].second, 0.5e-9);
   occ.flow_ended({fake_link(2), fake_link(4)});
   occ.flow_ended({fake_link(3)});
-  EXPECT_TRUE(occ.idle({fake_link(1), fake_link(2), fake_link(3), fake_link(4)}));
+  EXPECT_TRUE(occ.idle({fake_link(1), fake_link(2), fake_link(3), fake_link(4)}, 0, 1));
   occ.flow_ended({fake_link(3)});  // more ends than starts: counts stay at 0
-  EXPECT_TRUE(occ.idle({fake_link(3)}));
+  EXPECT_TRUE(occ.idle({fake_link(3)}, 0, 1));
   occ.remove_lone(&b);
   occ.add_lone(&b);
-  EXPECT_FALSE(occ.idle({fake_link(3)}));
+  EXPECT_FALSE(occ.idle({fake_link(3)}, 0, 1));
   occ.remove_lone(&b);
-  EXPECT_TRUE(occ.idle({fake_link(3)}));
+  EXPECT_TRUE(occ.idle({fake_link(3)}, 0, 1));
 }
 
 struct Harness {
@@ -215,6 +219,41 @@ TEST(LoneFlows, FabricTransferJoiningALoneSend) {
   const double left_after = 1e8 - alone - sent_shared;
   EXPECT_NEAR(lone.second, shared_until_transfer_done, 1e-9);
   EXPECT_NEAR(lone.first, shared_until_transfer_done + left_after / kBw + 0.010, 1e-9);
+}
+
+// A send folded into its stage's compute timer, then a KV hand-off on its links during that
+// compute (5 ms in, 200 MB): the send is unfolded and, at the compute's end, finds the links
+// busy and runs as a SimGrid flow.
+TEST(LoneFlows, TransferDuringTheComputeUnfoldsTheSend) {
+  Harness h;
+  SimFabric fabric(h.platform.get(), h.rt);
+  auto run = [&](bool lone) {
+    SimOptions o;
+    o.lone_flows = lone;
+    SimExecutor a(h.platform.get(), h.rt, placement({{0}, {8}}), two_stage_costs(), o);
+    StepResult r;
+    double transfer_end = -1;
+    const double at = h.rt->now() + 1.0;
+    h.rt->at(at, [&] { a.launch(StepPlan{}, [&](const StepResult& x) { r = x; }); });
+    h.rt->at(at + 0.005, [&] {
+      fabric.transfer(2, 10, 200'000'000, [&](Status s) {
+        EXPECT_TRUE(s.ok()) << s.to_string();
+        transfer_end = h.rt->now();
+      });
+    });
+    h.platform->run();
+    return std::make_pair(r.end_s - at, transfer_end - at);
+  };
+  const long conv0 = h.platform->occupancy().conversions();
+  const auto lone = run(true);
+  EXPECT_EQ(h.platform->occupancy().conversions() - conv0, 1);  // the unfolding
+  const auto flows = run(false);
+  EXPECT_NEAR(lone.first, flows.first, 1e-9);
+  EXPECT_NEAR(lone.second, flows.second, 1e-9);
+  // The transfer alone from 5.008 ms to 10.008 ms (125 MB), then both at 12.5 GB/s: its last
+  // 75 MB take 6 ms; the send then has 25 MB left alone (1 ms); then 10 ms of compute.
+  EXPECT_NEAR(lone.second, 0.016008, 1e-9);
+  EXPECT_NEAR(lone.first, 0.017008 + 0.010, 1e-9);
 }
 
 }  // namespace
