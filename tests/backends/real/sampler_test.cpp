@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <map>
+#include <random>
+#include <vector>
 
 namespace prima::real {
 namespace {
@@ -16,6 +18,28 @@ TEST(Sampler, ArgmaxTakesTheLowestIdOnTies) {
   EXPECT_EQ(argmax(l, 5), 1);
   const float n[3] = {-5.f, -1.f, -1.f};
   EXPECT_EQ(argmax(n, 3), 1);
+}
+
+// argmax against the plain scan (first strictly larger wins) on random logits with ties,
+// NaNs, signed zeros and infinities, at lengths around the 8-wide passes.
+TEST(Sampler, ArgmaxEqualsThePlainScan) {
+  auto scan = [](const std::vector<float>& l) {
+    int best = 0;
+    for (int i = 1; i < static_cast<int>(l.size()); ++i)
+      if (l[i] > l[best]) best = i;
+    return best;
+  };
+  std::mt19937 rng(7);
+  const float special[] = {NAN, 0.0f, -0.0f, INFINITY, -INFINITY, 3.0f};
+  for (int trial = 0; trial < 4000; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 40);
+    std::vector<float> l(static_cast<size_t>(n));
+    for (float& x : l) {
+      const unsigned r = rng() % 10;
+      x = r < 3 ? special[rng() % 6] : static_cast<float>(static_cast<int>(rng() % 7) - 3);
+    }
+    ASSERT_EQ(argmax(l.data(), n), scan(l)) << "trial " << trial;
+  }
 }
 
 TEST(Sampler, TemperatureZeroAndTopKOneAreGreedy) {
