@@ -214,7 +214,7 @@ void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host*
   st->acts.push_back(a);
   st->srcs.push_back(src);
   st->dsts.push_back(dst);
-  if (lone_flows()) st->links.push_back(route);
+  if (platform_->occupancy().enabled()) st->links.push_back(route);
   if (injector_ != nullptr) {
     st->routes.push_back(route);
     st->flow_bytes.push_back(bytes);
@@ -545,7 +545,7 @@ void SimExecutor::start_send(Step* st) {
 }
 
 void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
-  if (lone_flows())
+  if (platform_->occupancy().enabled())
     for (size_t i = 0; i < st->acts.size() && i < st->links.size(); ++i)
       if (st->acts[i].get() == &a) {
         if (st->links[i] != nullptr) platform_->occupancy().flow_ended(*st->links[i]);

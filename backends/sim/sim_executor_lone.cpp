@@ -41,7 +41,9 @@ void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4
     ++activities_started_;
     return;
   }
-  if (lone_flows()) occ.flow_started(path.links, now(), path.latency_s);
+  // Reported whenever the platform tracks occupancy (even with this executor's lone flows
+  // off): other executors' lone flows must see it.
+  if (occ.enabled()) occ.flow_started(path.links, now(), path.latency_s);
   track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(bytes)), src,
         dst, &path.links, bytes);
 }
