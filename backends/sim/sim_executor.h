@@ -232,6 +232,11 @@ class SimExecutor : public Executor, private HostWatcher {
                   double bytes);
   void on_lone_end(LoneSend* f);
   void convert_lone(LoneSend* f, double now, double eps);
+  // A lone transfer on p whose latency phase ends (ended) at latency_end continues at `now` as
+  // a SimGrid Comm of what it has left (link_occupancy.h).
+  void continue_as_comm(Step* st, const FlowPath& p, simgrid::s4u::Host* src,
+                        simgrid::s4u::Host* dst, double latency_end, double bytes, double now,
+                        double eps);
 
   SimPlatform* platform_;
   Runtime* runtime_;

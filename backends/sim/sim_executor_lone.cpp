@@ -64,17 +64,21 @@ void SimExecutor::convert_lone(LoneSend* f, double now, double eps) {
   if (f->end_s() <= now + eps) return;
   f->timer->remove();
   f->timer = nullptr;
+  --f->st->pending;  // the Comm counts instead
+  --activities_started_;
+  continue_as_comm(f->st, p, f->src, f->dst, latency_end, f->bytes, now, eps);
+}
+
+void SimExecutor::continue_as_comm(Step* st, const FlowPath& p, sg4::Host* src, sg4::Host* dst,
+                                   double latency_end, double bytes, double now, double eps) {
   // The rest of its latency phase, or eps; the bytes a lone flow would not have sent by then.
   const double latency = std::max(latency_end - now, eps);
   const double sent = std::max(0.0, (now + latency - latency_end) * p.rate_Bps);
-  const double left = std::max(1.0, std::round(f->bytes - sent));
-  Step* st = f->st;
-  --st->pending;  // track() counts the Comm instead
-  --activities_started_;
+  const double left = std::max(1.0, std::round(bytes - sent));
   platform_->occupancy().flow_started(p.links, now, latency);
   platform_->set_next_comm_latency(latency);
-  track(st, sg4::Comm::sendto_init(f->src, f->dst)->set_payload_size(static_cast<uint64_t>(left)),
-        f->src, f->dst, &p.links, left);
+  track(st, sg4::Comm::sendto_init(src, dst)->set_payload_size(static_cast<uint64_t>(left)), src,
+        dst, &p.links, left);
   if (platform_->comm_latency_override_pending()) {
     platform_->set_next_comm_latency(0);
     throw std::logic_error("sim: a converted lone flow did not get its latency (no callback)");
@@ -119,21 +123,8 @@ void SimExecutor::unfold_send(FoldedSend* f, double now, double eps) {
   stage.timer = nullptr;
   stage.timed = nullptr;
   st->phase = Step::Phase::kSend;
-  const FlowPath& p = *f->path;
-  const double latency_end = f->send_start_s + p.latency_s;
-  const double latency = std::max(latency_end - now, eps);
-  const double sent = std::max(0.0, (now + latency - latency_end) * p.rate_Bps);
-  const double left = std::max(1.0, std::round(f->bytes - sent));
-  platform_->occupancy().flow_started(p.links, now, latency);
-  platform_->set_next_comm_latency(latency);
-  track(st,
-        sg4::Comm::sendto_init(stage.lead, stage.next_lead)
-            ->set_payload_size(static_cast<uint64_t>(left)),
-        stage.lead, stage.next_lead, &p.links, left);
-  if (platform_->comm_latency_override_pending()) {
-    platform_->set_next_comm_latency(0);
-    throw std::logic_error("sim: a converted folded send did not get its latency (no callback)");
-  }
+  continue_as_comm(st, *f->path, stage.lead, stage.next_lead, f->send_start_s + f->path->latency_s,
+                   f->bytes, now, eps);
 }
 
 }  // namespace prima::sim
