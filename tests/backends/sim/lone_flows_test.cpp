@@ -185,75 +185,66 @@ TEST(LoneFlows, SendsThatNeverMeetStayLone) {
   EXPECT_NEAR(lone.b.end_s - lone.b.start_s, 0.010 + kLat + 1e8 / kBw + 0.010, 1e-9);
 }
 
-// A KV hand-off (SimFabric) from gpu 2 to gpu 10 starting 1 ms into a's lone send.
+// Replica a's step (gpu 0 -> gpu 8) from `at`, and a KV hand-off (SimFabric) of `bytes` from
+// gpu 2 to gpu 10, over the same NICs, from `at + transfer_after`. Returns (step time,
+// transfer end - at) and the LinkOccupancy conversions it caused.
+struct WithTransfer {
+  double step_s = 0, transfer_s = 0;
+  long conversions = 0;
+};
+WithTransfer run_with_transfer(Harness& h, SimFabric& fabric, bool lone, double transfer_after,
+                               Bytes bytes) {
+  SimOptions o;
+  o.lone_flows = lone;
+  SimExecutor a(h.platform.get(), h.rt, placement({{0}, {8}}), two_stage_costs(), o);
+  StepResult r;
+  double transfer_end = -1;
+  const long conv0 = h.platform->occupancy().conversions();
+  const double at = h.rt->now() + 1.0;
+  h.rt->at(at, [&] { a.launch(StepPlan{}, [&](const StepResult& x) { r = x; }); });
+  h.rt->at(at + transfer_after, [&] {
+    fabric.transfer(2, 10, bytes, [&](Status s) {
+      EXPECT_TRUE(s.ok()) << s.to_string();
+      transfer_end = h.rt->now();
+    });
+  });
+  h.platform->run();
+  return {r.end_s - at, transfer_end - at, h.platform->occupancy().conversions() - conv0};
+}
+
+// The hand-off starts 1 ms into a's lone send (50 MB).
 TEST(LoneFlows, FabricTransferJoiningALoneSend) {
   Harness h;
   SimFabric fabric(h.platform.get(), h.rt);
-  auto run = [&](bool lone) {
-    SimOptions o;
-    o.lone_flows = lone;
-    SimExecutor a(h.platform.get(), h.rt, placement({{0}, {8}}), two_stage_costs(), o);
-    StepResult r;
-    double transfer_end = -1;
-    const double at = h.rt->now() + 1.0;
-    h.rt->at(at, [&] { a.launch(StepPlan{}, [&](const StepResult& x) { r = x; }); });
-    h.rt->at(at + 0.011, [&] {
-      fabric.transfer(2, 10, 50'000'000, [&](Status s) {
-        EXPECT_TRUE(s.ok()) << s.to_string();
-        transfer_end = h.rt->now();
-      });
-    });
-    h.platform->run();
-    return std::make_pair(r.end_s - at, transfer_end - at);
-  };
-  const long conv0 = h.platform->occupancy().conversions();
-  const auto lone = run(true);
-  EXPECT_EQ(h.platform->occupancy().conversions() - conv0, 1);
-  const auto flows = run(false);
-  EXPECT_NEAR(lone.first, flows.first, 1e-9);
-  EXPECT_NEAR(lone.second, flows.second, 1e-9);
+  const WithTransfer lone = run_with_transfer(h, fabric, true, 0.011, 50'000'000);
+  const WithTransfer flows = run_with_transfer(h, fabric, false, 0.011, 50'000'000);
+  EXPECT_EQ(lone.conversions, 1);
+  EXPECT_NEAR(lone.step_s, flows.step_s, 1e-9);
+  EXPECT_NEAR(lone.transfer_s, flows.transfer_s, 1e-9);
   // The send: 1 ms alone (25 MB), then shared with the transfer (its latency paid) for 4 ms.
   const double alone = 0.001 * kBw;
   const double shared_until_transfer_done = 0.011 + kLat + 50e6 / 12.5e9;  // 4 ms shared
   const double sent_shared = 50e6;
   const double left_after = 1e8 - alone - sent_shared;
-  EXPECT_NEAR(lone.second, shared_until_transfer_done, 1e-9);
-  EXPECT_NEAR(lone.first, shared_until_transfer_done + left_after / kBw + 0.010, 1e-9);
+  EXPECT_NEAR(lone.transfer_s, shared_until_transfer_done, 1e-9);
+  EXPECT_NEAR(lone.step_s, shared_until_transfer_done + left_after / kBw + 0.010, 1e-9);
 }
 
-// A send folded into its stage's compute timer, then a KV hand-off on its links during that
-// compute (5 ms in, 200 MB): the send is unfolded and, at the compute's end, finds the links
-// busy and runs as a SimGrid flow.
+// The send is folded into its stage's compute timer; the hand-off (200 MB) starts 5 ms into
+// that compute: the send is unfolded and, at the compute's end, finds the links busy and runs
+// as a SimGrid flow.
 TEST(LoneFlows, TransferDuringTheComputeUnfoldsTheSend) {
   Harness h;
   SimFabric fabric(h.platform.get(), h.rt);
-  auto run = [&](bool lone) {
-    SimOptions o;
-    o.lone_flows = lone;
-    SimExecutor a(h.platform.get(), h.rt, placement({{0}, {8}}), two_stage_costs(), o);
-    StepResult r;
-    double transfer_end = -1;
-    const double at = h.rt->now() + 1.0;
-    h.rt->at(at, [&] { a.launch(StepPlan{}, [&](const StepResult& x) { r = x; }); });
-    h.rt->at(at + 0.005, [&] {
-      fabric.transfer(2, 10, 200'000'000, [&](Status s) {
-        EXPECT_TRUE(s.ok()) << s.to_string();
-        transfer_end = h.rt->now();
-      });
-    });
-    h.platform->run();
-    return std::make_pair(r.end_s - at, transfer_end - at);
-  };
-  const long conv0 = h.platform->occupancy().conversions();
-  const auto lone = run(true);
-  EXPECT_EQ(h.platform->occupancy().conversions() - conv0, 1);  // the unfolding
-  const auto flows = run(false);
-  EXPECT_NEAR(lone.first, flows.first, 1e-9);
-  EXPECT_NEAR(lone.second, flows.second, 1e-9);
+  const WithTransfer lone = run_with_transfer(h, fabric, true, 0.005, 200'000'000);
+  const WithTransfer flows = run_with_transfer(h, fabric, false, 0.005, 200'000'000);
+  EXPECT_EQ(lone.conversions, 1);  // the unfolding
+  EXPECT_NEAR(lone.step_s, flows.step_s, 1e-9);
+  EXPECT_NEAR(lone.transfer_s, flows.transfer_s, 1e-9);
   // The transfer alone from 5.008 ms to 10.008 ms (125 MB), then both at 12.5 GB/s: its last
   // 75 MB take 6 ms; the send then has 25 MB left alone (1 ms); then 10 ms of compute.
-  EXPECT_NEAR(lone.second, 0.016008, 1e-9);
-  EXPECT_NEAR(lone.first, 0.017008 + 0.010, 1e-9);
+  EXPECT_NEAR(lone.transfer_s, 0.016008, 1e-9);
+  EXPECT_NEAR(lone.step_s, 0.017008 + 0.010, 1e-9);
 }
 
 }  // namespace
