@@ -61,7 +61,8 @@ class LinkOccupancy {
   void flow_started(const std::vector<simgrid::s4u::Link*>& links, double now, double latency_s);
   // A SimGrid flow on `links` ended (finished, failed or cancelled).
   void flow_ended(const std::vector<simgrid::s4u::Link*>& links);
-  // Conversions so far (a statistic for tests and benchmarks).
+  // Lone flows asked to convert so far, those left to end within eps included (a statistic
+  // for tests).
   long conversions() const { return conversions_; }
 
  private:
