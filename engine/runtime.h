@@ -65,7 +65,18 @@ struct BatchShape {
   double swap_in_bytes = 0;
 
   std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
-  void add(const SeqWork& w);
+  // Inline: runs for every sequence of every step.
+  void add(const SeqWork& w) {
+    ++num_seqs;
+    if (w.is_prefill)
+      prefill_tokens += w.num_tokens;
+    else
+      decode_tokens += w.num_tokens;
+    if (w.samples) ++sampled;
+    const double n = w.num_tokens, c = w.context_len;
+    attended_pairs += n * c - n * (n - 1) / 2;
+    kv_tokens_read += c;
+  }
 };
 
 struct StepPlan {

@@ -59,8 +59,9 @@ class BlockManager {
   // Grows seq's block table to hold `tokens` tokens; false (and no change) if not enough free.
   // Inline fast path: no block needed (most decode steps). Nothing changes then, not even the
   // peak: every call that raises the blocks in use (grow_blocks, match_prefix) records it.
+  // (tokens <= blocks * block_size is blocks_for(tokens) <= blocks without a division.)
   bool grow(Sequence& seq, int tokens) {
-    if (blocks_for(tokens) <= static_cast<int>(seq.blocks.size())) return true;
+    if (tokens <= static_cast<std::int64_t>(seq.blocks.size()) * block_size_) return true;
     return grow_blocks(seq, tokens);
   }
   // Returns all of seq's blocks (shared ones: drops its reference).
