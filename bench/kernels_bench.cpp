@@ -57,9 +57,15 @@ void BM_KernelMatmul(benchmark::State& state) {
   const detail::MatmulKernels* k = &detail::portable_kernels();
   std::string name = "portable";
   if (state.range(5) == 0 && std::string(kernel_isa()) == "avx2") {
-    const bool vnni = __builtin_cpu_supports("avxvnni") && std::getenv("PRIMA_KERNELS") == nullptr;
-    k = vnni ? detail::avxvnni_kernels() : detail::avx2_kernels();
-    name = vnni ? "avx2+vnni" : "avx2";
+    // As matmul() dispatches (PRIMA_KERNELS=avxvnni / avx2 step down).
+    const char* env = std::getenv("PRIMA_KERNELS");
+    const bool vnni =
+        __builtin_cpu_supports("avxvnni") && (env == nullptr || std::string(env) == "avxvnni");
+    const bool avx512 = vnni && env == nullptr && detail::cpu_has_avx512_kernels();
+    k = avx512 ? detail::avx512_kernels()
+        : vnni ? detail::avxvnni_kernels()
+               : detail::avx2_kernels();
+    name = avx512 ? "avx512" : vnni ? "avx2+vnni" : "avx2";
   } else if (state.range(5) == 2) {
     k = detail::avx2_kernels();
     name = "avx2";

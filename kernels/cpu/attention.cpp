@@ -4,7 +4,8 @@
 // its sum order (groups of 16 positions, ops_kernels.h); probabilities rounded to f16. attention()
 // runs one (token, head) pair per work item on the pool; each item writes only its own output
 // slice. The inner loops over a KV block are per ISA (attention_avx2.cpp: F16C; portable: an f16
-// table), chosen once per process like matmul's (PRIMA_KERNELS=portable forces the portable ones).
+// table), chosen once per process like matmul's (PRIMA_KERNELS=portable forces the portable ones);
+// with AVX-512 a decode row runs over its whole context at once (attention_avx512.cpp).
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
@@ -81,6 +82,10 @@ const detail::AttentionKernels& active_kernels() {
     const char* env = std::getenv("PRIMA_KERNELS");
     const bool force_portable = env != nullptr && std::strcmp(env, "portable") == 0;
 #if defined(__x86_64__) || defined(__i386__)
+    const bool no_avx512 =
+        env != nullptr && (std::strcmp(env, "avx2") == 0 || std::strcmp(env, "avxvnni") == 0);
+    if (!force_portable && !no_avx512 && detail::cpu_has_avx512_attention())
+      return &detail::attention_avx512_kernels();
     if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c"))
       return &detail::attention_avx2_kernels();
@@ -92,16 +97,59 @@ const detail::AttentionKernels& active_kernels() {
   return *k;
 }
 
-// One query row of one head: out[0..head_dim) from positions [0, len), a KV block at a time.
-// scratch: len scores, then the lanes x head_dim accumulators of the V product.
+// Softmax of scores[0..len) in llama.cpp's order, then rounded to f16 values.
+void softmax_f16(const detail::AttentionKernels& ak, const detail::OpsKernels& ok, float* scores,
+                 std::int64_t len) {
+  float max = -INFINITY;
+  for (std::int64_t p = 0; p < len; ++p) max = scores[p] > max ? scores[p] : max;
+  const double sum = ok.exp_sum(scores, len, max);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (std::int64_t p = 0; p < len; ++p) scores[p] *= inv;
+  ak.round_f16(scores, len);
+}
+
+// Per work item of attention_batch: scores, V-product lanes, the rounded query, row pointers.
+struct Scratch {
+  std::vector<float> scores;
+  std::vector<float> qh;
+  std::vector<const std::uint16_t*> k_rows, v_rows;
+};
+
+// One query row of one head: out[0..head_dim) from positions [0, len). A decode row (kVec64)
+// with kernels that have kq_rows / pv_rows runs over the whole context from row pointers;
+// otherwise a KV block at a time through kq / pv / fold, the V product's lanes x head_dim
+// accumulators after the len scores in s.scores.
 void attend_one(const detail::AttentionKernels& ak, const detail::OpsKernels& ok, const KvLayer& kv,
                 const int* block_table, std::int64_t len, const float* q, int kv_head, float scale,
-                detail::DotOrder order, float* out, std::vector<float>& scratch,
-                std::vector<float>& qh) {
+                detail::DotOrder order, float* out, Scratch& s) {
   const int d = kv.head_dim;
   const std::int64_t ts = kv.token_stride();
+  std::vector<float>& scratch = s.scores;
+  std::vector<float>& qh = s.qh;
   for (int j = 0; j < d; ++j) qh[j] = q[j];
   ak.round_f16(qh.data(), d);
+  if (order == detail::DotOrder::kVec64 && ak.kq_rows != nullptr && d % 64 == 0) {
+    s.k_rows.resize(std::size_t(len));
+    s.v_rows.resize(std::size_t(len));
+    const std::int64_t head_off = std::int64_t(kv_head) * d;
+    for (std::int64_t p0 = 0, b = 0; p0 < len; p0 += kv.block_size, ++b) {
+      const std::int64_t base = std::int64_t(block_table[b]) * kv.block_stride() + head_off;
+      const std::int64_t n = len - p0 < kv.block_size ? len - p0 : kv.block_size;
+      for (std::int64_t i = 0; i < n; ++i) {
+        s.k_rows[std::size_t(p0 + i)] = kv.k + base + i * ts;
+        s.v_rows[std::size_t(p0 + i)] = kv.v + base + i * ts;
+        // The V rows are read after the scores: fetched meanwhile.
+        __builtin_prefetch(s.v_rows[std::size_t(p0 + i)], 0, 2);
+        __builtin_prefetch(s.v_rows[std::size_t(p0 + i)] + 32, 0, 2);
+      }
+    }
+    scratch.resize(std::size_t(len));
+    const int n = static_cast<int>(len);
+    ak.kq_rows(qh.data(), s.k_rows.data(), n, d, scale, scratch.data());
+    softmax_f16(ak, ok, scratch.data(), len);
+    ak.pv_rows(scratch.data(), s.v_rows.data(), n, d, out);
+    return;
+  }
   const int lanes = order == detail::DotOrder::kGemm16 ? 16 : 64;
   scratch.assign(std::size_t(len) + std::size_t(lanes) * std::size_t(d), 0.0f);
   float* scores = scratch.data();
@@ -111,12 +159,7 @@ void attend_one(const detail::AttentionKernels& ak, const detail::OpsKernels& ok
     ak.kq(qh.data(), slot(kv.k, kv, block_table, p0, kv_head), ts, count, d, scale, order,
           scores + p0);
   }
-  float max = -INFINITY;
-  for (std::int64_t p = 0; p < len; ++p) max = scores[p] > max ? scores[p] : max;
-  const double sum = ok.exp_sum(scores, len, max);
-  const float inv = static_cast<float>(1.0 / sum);
-  for (std::int64_t p = 0; p < len; ++p) scores[p] *= inv;
-  ak.round_f16(scores, len);
+  softmax_f16(ak, ok, scores, len);
   for (std::int64_t p0 = 0; p0 < len; p0 += kv.block_size) {
     const int count = static_cast<int>(len - p0 < kv.block_size ? len - p0 : kv.block_size);
     ak.pv(scores + p0, slot(kv.v, kv, block_table, p0, kv_head), ts, count, d, p0, lanes, acc);
@@ -177,9 +220,9 @@ void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int
   pool.parallel_for(
       first.back(),
       [&](std::int64_t begin, std::int64_t end, int) {
-        std::vector<float> scratch;
-        std::vector<float> qh(std::size_t(kv.head_dim));
-        scratch.reserve(std::size_t(longest) + 64 * std::size_t(kv.head_dim));
+        Scratch scratch;
+        scratch.qh.resize(std::size_t(kv.head_dim));
+        scratch.scores.reserve(std::size_t(longest) + 64 * std::size_t(kv.head_dim));
         int s =
             static_cast<int>(std::upper_bound(first.begin(), first.end(), begin) - first.begin()) -
             1;
@@ -194,7 +237,7 @@ void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int
           const int h = static_cast<int>(local % n_heads);
           const std::int64_t off = i * row + std::int64_t(h) * kv.head_dim;
           attend_one(ak, ok, kv, q.block_table, q.pos0 + i + 1, q.q + off, h / group, scale, order,
-                     q.out + off, scratch, qh);
+                     q.out + off, scratch);
         }
       },
       1);

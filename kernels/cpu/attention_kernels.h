@@ -30,6 +30,15 @@ struct AttentionKernels {
   void (*fold)(const float* acc, int lanes, int head_dim, float* out);
   // x[i] = the f16 value nearest x[i] (ties to even), for i < n.
   void (*round_f16)(float* x, std::int64_t n);
+  // Optional (nullptr in the portable and AVX2 sets): one decode query row (kVec64) over a
+  // whole context at once, positions given by row pointers (k_rows[i], v_rows[i]: head_dim
+  // f16 values of position i), for head_dim a multiple of 64. kq_rows: scores as kq gives
+  // them. pv_rows: out[0..head_dim) as pv over every position then fold give it, with each
+  // lane's accumulators in registers instead of a lanes x head_dim array in memory.
+  void (*kq_rows)(const float* q, const std::uint16_t* const* k_rows, int len, int head_dim,
+                  float scale, float* scores) = nullptr;
+  void (*pv_rows)(const float* p, const std::uint16_t* const* v_rows, int len, int head_dim,
+                  float* out) = nullptr;
 };
 
 // The portable fold (also used by the portable kq for its lanes).
@@ -38,5 +47,9 @@ void fold_lanes(const float* acc, int lanes, int head_dim, float* out);
 const AttentionKernels& attention_portable_kernels();
 // Only valid on a CPU with AVX2, FMA and F16C.
 const AttentionKernels& attention_avx2_kernels();
+// The AVX2 set plus kq_rows / pv_rows in 512-bit registers. Only valid on a CPU with AVX2,
+// FMA, F16C and AVX-512 F/VL/DQ/BW.
+const AttentionKernels& attention_avx512_kernels();
+bool cpu_has_avx512_attention();
 
 }  // namespace prima::kernels::detail

@@ -180,6 +180,60 @@ TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
   }
 }
 
+// kq_rows / pv_rows (AVX-512: a whole decode context from row pointers, lanes in registers)
+// equal the portable kq, pv and fold bit for bit, for contexts that fill the 64 lanes partly,
+// exactly and several times over, rows scattered in memory.
+TEST(Attention, Avx512RowKernelsEqualThePortableBlockKernels) {
+  if (!detail::cpu_has_avx512_attention()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const auto& a = detail::attention_portable_kernels();
+  const auto& b = detail::attention_avx512_kernels();
+  ASSERT_NE(b.kq_rows, nullptr);
+  ASSERT_NE(b.pv_rows, nullptr);
+  std::mt19937 rng(7);
+  for (int d : {64, 128}) {
+    for (int len : {1, 2, 15, 16, 17, 47, 63, 64, 65, 100, 128, 129, 191, 300, 517}) {
+      const int stride = 3 * d;  // rows of one KV head among three
+      const auto kf = randn(std::size_t(len) * stride, 50 + len), vf = randn(kf.size(), 51 + len);
+      std::vector<std::uint16_t> k(kf.size()), v(vf.size());
+      for (std::size_t i = 0; i < k.size(); ++i) {
+        k[i] = fp32_to_fp16(kf[i]);
+        v[i] = fp32_to_fp16(vf[i]);
+      }
+      // Position i lives at row perm[i]: scattered, as paged blocks are.
+      std::vector<int> perm(static_cast<std::size_t>(len));
+      std::iota(perm.begin(), perm.end(), 0);
+      std::shuffle(perm.begin(), perm.end(), rng);
+      std::vector<const std::uint16_t*> kr(perm.size()), vr(perm.size());
+      for (int i = 0; i < len; ++i) {
+        kr[std::size_t(i)] = k.data() + std::size_t(perm[std::size_t(i)]) * stride + d;
+        vr[std::size_t(i)] = v.data() + std::size_t(perm[std::size_t(i)]) * stride + d;
+      }
+      auto q = randn(std::size_t(d), 52);
+      a.round_f16(q.data(), d);
+      std::vector<float> sa(static_cast<std::size_t>(len)), sb(sa.size());
+      for (int i = 0; i < len; ++i)
+        a.kq(q.data(), kr[std::size_t(i)], stride, 1, d, 0.125f, detail::DotOrder::kVec64,
+             &sa[std::size_t(i)]);
+      b.kq_rows(q.data(), kr.data(), len, d, 0.125f, sb.data());
+      for (int i = 0; i < len; ++i)
+        ASSERT_EQ(std::memcmp(&sa[std::size_t(i)], &sb[std::size_t(i)], 4), 0)
+            << "kq d=" << d << " len=" << len << " i=" << i;
+      auto prob = randn(std::size_t(len), 53);
+      a.round_f16(prob.data(), len);
+      std::vector<float> acc(std::size_t(64) * d, 0.0f);
+      for (int i = 0; i < len; ++i)
+        a.pv(&prob[std::size_t(i)], vr[std::size_t(i)], stride, 1, d, i, 64, acc.data());
+      std::vector<float> oa(static_cast<std::size_t>(d)), ob(oa.size(), NAN);
+      detail::fold_lanes(acc.data(), 64, d, oa.data());
+      b.pv_rows(prob.data(), vr.data(), len, d, ob.data());
+      for (int j = 0; j < d; ++j)
+        ASSERT_EQ(std::memcmp(&oa[std::size_t(j)], &ob[std::size_t(j)], 4), 0)
+            << "pv d=" << d << " len=" << len << " j=" << j << ": " << oa[std::size_t(j)] << " vs "
+            << ob[std::size_t(j)];
+    }
+  }
+}
+
 TEST(Attention, Avx2F16RoundingAndFoldEqualThePortableOnes) {
   if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
         __builtin_cpu_supports("f16c")))
