@@ -4,27 +4,49 @@
 
 namespace prima::sim {
 
+LinkOccupancy::~LinkOccupancy() {
+  for (Use& u : uses_)
+    if (u.link != nullptr && u.link->get_data<Use>() == &u) u.link->set_data(nullptr);
+}
+
+LinkOccupancy::Use* LinkOccupancy::find_other(const simgrid::s4u::Link* l) const {
+  auto it = other_.find(l);
+  return it == other_.end() ? nullptr : it->second;
+}
+
+LinkOccupancy::Use& LinkOccupancy::use(simgrid::s4u::Link* l) {
+  if (Use* u = find(l)) return *u;
+  Use& u = uses_.emplace_back();
+  u.owner = this;
+  u.link = l;
+  if (l->get_data<Use>() == nullptr)
+    l->set_data(&u);
+  else
+    other_[l] = &u;
+  return u;
+}
+
 bool LinkOccupancy::idle(const std::vector<simgrid::s4u::Link*>& links, double from_s,
                          double to_s) const {
   for (const simgrid::s4u::Link* l : links) {
-    auto it = use_.find(l);
-    if (it == use_.end()) continue;
-    if (it->second.flows > 0) return false;
-    for (const LoneFlow* f : it->second.lone)
+    const Use* u = find(l);
+    if (u == nullptr) continue;
+    if (u->flows > 0) return false;
+    for (const LoneFlow* f : u->lone)
       if (f->lone_start_s() < to_s && from_s < f->lone_end_s()) return false;
   }
   return true;
 }
 
 void LinkOccupancy::add_lone(LoneFlow* f) {
-  for (const simgrid::s4u::Link* l : f->lone_links()) use_[l].lone.push_back(f);
+  for (simgrid::s4u::Link* l : f->lone_links()) use(l).lone.push_back(f);
 }
 
 void LinkOccupancy::remove_lone(LoneFlow* f) {
   for (const simgrid::s4u::Link* l : f->lone_links()) {
-    auto it = use_.find(l);
-    if (it == use_.end()) continue;
-    auto& v = it->second.lone;
+    Use* u = find(l);
+    if (u == nullptr) continue;
+    auto& v = u->lone;
     v.erase(std::remove(v.begin(), v.end(), f), v.end());
   }
 }
@@ -36,15 +58,15 @@ void LinkOccupancy::flow_started(const std::vector<simgrid::s4u::Link*>& links, 
   // links that then carry no lone flow).
   const std::size_t base = converting_.size();
   for (const simgrid::s4u::Link* l : links) {
-    auto it = use_.find(l);
-    if (it == use_.end()) continue;
-    for (LoneFlow* f : it->second.lone)
+    const Use* u = find(l);
+    if (u == nullptr) continue;
+    for (LoneFlow* f : u->lone)
       if (std::find(converting_.begin() + static_cast<std::ptrdiff_t>(base), converting_.end(),
                     f) == converting_.end())
         converting_.push_back(f);
   }
   for (std::size_t i = base; i < converting_.size(); ++i) remove_lone(converting_[i]);
-  for (const simgrid::s4u::Link* l : links) ++use_[l].flows;
+  for (simgrid::s4u::Link* l : links) ++use(l).flows;
   for (std::size_t i = base; i < converting_.size(); ++i) {
     ++conversions_;
     converting_[i]->convert(now, eps);
@@ -54,8 +76,8 @@ void LinkOccupancy::flow_started(const std::vector<simgrid::s4u::Link*>& links, 
 
 void LinkOccupancy::flow_ended(const std::vector<simgrid::s4u::Link*>& links) {
   for (const simgrid::s4u::Link* l : links) {
-    auto it = use_.find(l);
-    if (it != use_.end() && it->second.flows > 0) --it->second.flows;
+    Use* u = find(l);
+    if (u != nullptr && u->flows > 0) --u->flows;
   }
 }
 

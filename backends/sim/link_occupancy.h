@@ -20,15 +20,16 @@
 // end is not known).
 //
 // Thread-safety: simulation loop only. Ownership: borrows the lone flows (registered until
-// remove_lone or their conversion) and the links (SimGrid's, alive for the process).
+// remove_lone or their conversion) and the links (SimGrid's, alive for the process). Each
+// link's state is reached through the link's user data (s4u::Link::set_data, which nothing
+// else in prima uses), so that a lookup is one load rather than a hash; a link whose data
+// another LinkOccupancy holds falls back to a map.
 #pragma once
 
+#include <deque>
+#include <simgrid/s4u/Link.hpp>
 #include <unordered_map>
 #include <vector>
-
-namespace simgrid::s4u {
-class Link;
-}
 
 namespace prima::sim {
 
@@ -47,6 +48,10 @@ class LoneFlow {
 
 class LinkOccupancy {
  public:
+  LinkOccupancy() = default;
+  LinkOccupancy(const LinkOccupancy&) = delete;
+  LinkOccupancy& operator=(const LinkOccupancy&) = delete;
+  ~LinkOccupancy();  // clears the link data it set
   // Lone flows are allowed from now on.
   void enable() { enabled_ = true; }
   bool enabled() const { return enabled_; }
@@ -69,8 +74,19 @@ class LinkOccupancy {
   struct Use {
     int flows = 0;                // SimGrid flows
     std::vector<LoneFlow*> lone;  // disjoint intervals
+    const LinkOccupancy* owner = nullptr;
+    simgrid::s4u::Link* link = nullptr;
   };
-  std::unordered_map<const simgrid::s4u::Link*, Use> use_;
+  // The state of a link: nullptr when it never carried a flow here (find), created (use).
+  Use* find(const simgrid::s4u::Link* l) const {
+    Use* u = l->get_data<Use>();
+    if (u != nullptr && u->owner == this) return u;
+    return other_.empty() ? nullptr : find_other(l);
+  }
+  Use* find_other(const simgrid::s4u::Link* l) const;
+  Use& use(simgrid::s4u::Link* l);
+  std::deque<Use> uses_;                                       // stable addresses
+  std::unordered_map<const simgrid::s4u::Link*, Use*> other_;  // data held by another one
   std::vector<LoneFlow*> converting_;
   bool enabled_ = false;
   long conversions_ = 0;

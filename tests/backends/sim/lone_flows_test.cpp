@@ -17,9 +17,20 @@
 namespace prima::sim {
 namespace {
 
-// LinkOccupancy only keys on the link pointers: fake ones will do.
+// Links 1..8 of a bare SimGrid platform (LinkOccupancy keeps its state in the links' data).
 simgrid::s4u::Link* fake_link(std::uintptr_t i) {
-  return reinterpret_cast<simgrid::s4u::Link*>(i * 64);
+  static std::vector<simgrid::s4u::Link*> links = [] {
+    static int argc = 1;
+    static char name[] = "lone_flows_test";
+    static char* argv[] = {name, nullptr};
+    static simgrid::s4u::Engine engine(&argc, argv);
+    auto* zone = simgrid::s4u::create_full_zone("links");
+    std::vector<simgrid::s4u::Link*> v;
+    for (int k = 0; k <= 8; ++k) v.push_back(zone->create_link("l" + std::to_string(k), 1e9));
+    zone->seal();
+    return v;
+  }();
+  return links.at(i);
 }
 
 struct FakeLone : LoneFlow {
@@ -71,6 +82,40 @@ TEST(LinkOccupancy, LoneFlowsConvertWhenAFlowJoins) {
   EXPECT_FALSE(occ.idle({fake_link(3)}, 0, 1));
   occ.remove_lone(&b);
   EXPECT_TRUE(occ.idle({fake_link(3)}, 0, 1));
+}
+
+// Two occupancies over the same links (the second finds the links' data taken and keeps its
+// own map) see only their own flows; each clears the link data it set when it goes.
+TEST(LinkOccupancy, TwoOccupanciesOnTheSameLinksAreIndependent) {
+  FakeLone a, b;
+  a.links = {fake_link(5), fake_link(6)};
+  b.links = {fake_link(6), fake_link(7)};
+  {
+    LinkOccupancy first;
+    first.add_lone(&a);
+    {
+      LinkOccupancy second;
+      EXPECT_TRUE(second.idle(a.links, 0, 1));
+      second.add_lone(&b);
+      EXPECT_FALSE(second.idle({fake_link(6)}, 0, 1));
+      EXPECT_TRUE(second.idle({fake_link(5)}, 0, 1));
+      EXPECT_FALSE(first.idle({fake_link(5)}, 0, 1));
+      EXPECT_TRUE(first.idle({fake_link(7)}, 0, 1));
+      second.flow_started({fake_link(6)}, 1.0, 1e-6);
+      EXPECT_EQ(b.converted.size(), 1u);
+      EXPECT_TRUE(a.converted.empty());
+      EXPECT_FALSE(first.idle({fake_link(6)}, 2, 3));  // a's interval [0, 1e9)
+      first.remove_lone(&a);
+      EXPECT_TRUE(first.idle({fake_link(6)}, 2, 3));  // second's flow is not first's
+      EXPECT_FALSE(second.idle({fake_link(6)}, 2, 3));
+    }
+    first.flow_started({fake_link(5)}, 4.0, 1e-6);
+    EXPECT_FALSE(first.idle({fake_link(5)}, 0, 1));
+  }
+  EXPECT_EQ(fake_link(5)->get_data<void>(), nullptr);
+  EXPECT_EQ(fake_link(6)->get_data<void>(), nullptr);
+  LinkOccupancy third;  // the links are free again
+  EXPECT_TRUE(third.idle({fake_link(5), fake_link(6), fake_link(7)}, 0, 1));
 }
 
 struct Harness {
