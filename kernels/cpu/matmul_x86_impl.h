@@ -172,6 +172,10 @@ __attribute__((always_inline)) inline void micro8_zmm(const std::uint8_t* w, con
   }
   __m256 accm = _mm256_setzero_ps();
   const W* wb = reinterpret_cast<const W*>(w);
+  // Per 16-bit word: 0 in 128-bit lanes 0 and 2, 4 in lanes 1 and 3.
+  constexpr long long k4 = 0x0004000400040004LL;
+  const __m512i nib_shift = _mm512_set_epi64(k4, k4, 0, 0, k4, k4, 0, 0);
+  const __m512i nib_mask = _mm512_set1_epi8(0x0f);
   for (std::int64_t b = 0; b < nb; ++b) {
     float dw, mw = 0.0f;
     if constexpr (F::kMin)
@@ -191,6 +195,14 @@ __attribute__((always_inline)) inline void micro8_zmm(const std::uint8_t* w, con
           _mm256_sub_epi32(zero, _mm256_dpbusd_avx_epi32(zero, _mm256_set1_epi8(-128), wq));
       wz = _mm512_inserti64x4(_mm512_zextsi256_si512(wq), wq, 1);
       init = _mm512_inserti64x4(_mm512_zextsi256_si512(i8), i8, 1);
+    } else if constexpr (std::is_same_v<F, FmtQ4_1>) {
+      // u (low nibbles, then high nibbles) in both halves straight from the 16 bytes: the
+      // bytes in all four 128-bit lanes, lanes 1 and 3 shifted right by 4, masked (the same
+      // bytes as unpack_nibbles, two operations instead of five).
+      const __m512i q =
+          _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb[b].qs)));
+      wz = _mm512_and_si512(_mm512_srlv_epi16(q, nib_shift), nib_mask);
+      init = _mm512_setzero_si512();
     } else {
       const __m256i u = F::u(wb[b]);
       wz = _mm512_inserti64x4(_mm512_zextsi256_si512(u), u, 1);
