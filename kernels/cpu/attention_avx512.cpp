@@ -29,11 +29,18 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// kq's fold of its 64 lanes (a0: lanes 0-15, ..., a3: lanes 48-63): lanes (t, t + 32, t + 16,
+// t + 48) as (a + c) + (b + d), the 16 sums as 8 + 8 (upper half + lower half), then hsum.
+inline float fold64(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
+  const __m512 g = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+  const __m256 lo = _mm512_castps512_ps256(g);
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(g), 1));
+  return hsum(_mm256_add_ps(hi, lo));
+}
+
 // Lane m of the 64 (m < 64) holds elements m, m + 64, ... of the row: for 64-element chunks
 // c, register i holds lanes 16i .. 16i + 15 and accumulates chunk c's elements 16i .. 16i + 15
-// with fma (the first chunk into zero, as kq's fma into zeroed accumulators). The fold is
-// kq's: lanes (t, t + 32, t + 16, t + 48) as (a + c) + (b + d), its 16 sums as 8 + 8 (upper
-// half + lower half), then hsum.
+// with fma (the first chunk into zero, as kq's fma into zeroed accumulators); then fold64.
 void kq_rows(const float* q, const std::uint16_t* const* k_rows, int len, int d, float scale,
              float* scores) {
   const int chunks = d / 64;
@@ -51,10 +58,7 @@ void kq_rows(const float* q, const std::uint16_t* const* k_rows, int len, int d,
       const __m512 a1 = _mm512_fmadd_ps(load_h16(k + 16), q1, zero);
       const __m512 a2 = _mm512_fmadd_ps(load_h16(k + 32), q2, zero);
       const __m512 a3 = _mm512_fmadd_ps(load_h16(k + 48), q3, zero);
-      const __m512 g = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
-      const __m256 lo = _mm512_castps512_ps256(g);
-      const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(g), 1));
-      scores[i] = hsum(_mm256_add_ps(hi, lo)) * scale;
+      scores[i] = fold64(a0, a1, a2, a3) * scale;
     }
     return;
   }
@@ -69,10 +73,7 @@ void kq_rows(const float* q, const std::uint16_t* const* k_rows, int len, int d,
       a2 = _mm512_fmadd_ps(load_h16(kc + 32), _mm512_loadu_ps(qc + 32), a2);
       a3 = _mm512_fmadd_ps(load_h16(kc + 48), _mm512_loadu_ps(qc + 48), a3);
     }
-    const __m512 g = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
-    const __m256 lo = _mm512_castps512_ps256(g);
-    const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(g), 1));
-    scores[i] = hsum(_mm256_add_ps(hi, lo)) * scale;
+    scores[i] = fold64(a0, a1, a2, a3) * scale;
   }
 }
 
