@@ -677,10 +677,13 @@ class TimingTest(unittest.TestCase):
             m = srv.health()["model"]
             diffs = []
             for i in range(6):
+                # The clock starts before the request is sent: taken after sendall, a client
+                # descheduled in between (a loaded CI machine) saw the server's clock start
+                # first and measured a TTFT shorter than the simulated one.
+                t0 = time.perf_counter()
                 s = open_stream(srv.port, "/v1/completions",
                                 {"model": m, "prompt": "y" * (40 + 100 * i), "max_tokens": 2,
                                  "stream": True})
-                t0 = time.perf_counter()
                 first = read_until(s, b'"text":" the"')
                 ttft = time.perf_counter() - t0
                 rest = first + read_until(s, b"data: [DONE]")
