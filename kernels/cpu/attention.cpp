@@ -220,7 +220,8 @@ void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int
   pool.parallel_for(
       first.back(),
       [&](std::int64_t begin, std::int64_t end, int) {
-        Scratch scratch;
+        // Per thread, kept between chunks and calls (a thread may run several chunks).
+        thread_local Scratch scratch;
         scratch.qh.resize(std::size_t(kv.head_dim));
         scratch.scores.reserve(std::size_t(longest) + 64 * std::size_t(kv.head_dim));
         int s =

@@ -78,7 +78,7 @@ void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, st
   }
   const auto* wb = static_cast<const std::uint8_t*>(w.data);
   const std::int64_t rows = w.rows;
-  // The pool gives each thread one contiguous range, so the grain only aligns the ranges
+  // The pool hands out contiguous ranges (a few per thread), so the grain only aligns them
   // (4 rows); a product too small to repay a dispatch (< 32 KiB of weight bytes x tokens)
   // runs on the calling thread.
   const std::int64_t grain =

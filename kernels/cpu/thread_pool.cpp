@@ -1,6 +1,18 @@
 // ThreadPool: persistent workers that spin briefly, then sleep on a futex (std::atomic::wait),
-// waiting for the next parallel_for. One parallel_for at a time (the owner's thread); the
-// job is published through a generation counter and completion is counted down atomically.
+// waiting for the next parallel_for. One parallel_for at a time (the owner's thread).
+//
+// A job is cut into a few chunks per thread, taken in turn from an atomic counter by every
+// thread, the caller included, and the caller returns once every chunk is done: it never waits
+// for a worker that took no chunk. A worker that starts late (woken from its futex, or its
+// core taken by another process or, on a virtual machine, by the hypervisor) therefore takes
+// fewer chunks instead of holding the whole job up.
+//
+// Claims carry the job's number: `next` is (job << 32 | next chunk) and `limit` is
+// (job << 32 | chunks). A claim is valid when both name the same job and its index is below
+// the count; a worker that comes late to a finished job gets an invalid claim and touches
+// nothing else of it (the job's function may be gone by then). A valid claim keeps its job
+// alive: the caller cannot return, and so cannot publish the next job, before that chunk is
+// done.
 #include "kernels/cpu/thread_pool.h"
 
 #include <atomic>
@@ -23,24 +35,38 @@ inline void cpu_relax() {
 // sleeping: enough to bridge the gap between the kernels of one decode step (a few
 // microseconds), short enough not to starve other threads when cores are oversubscribed.
 constexpr int kSpinIterations = 2000;
+// Chunks per thread: enough to even out a late thread, few enough that claiming one (an
+// atomic increment on a shared line) stays negligible next to its work.
+constexpr std::int64_t kChunksPerThread = 4;
+constexpr std::uint64_t kIndexMask = 0xffffffffu;
 }  // namespace
 
 struct ThreadPool::Impl {
   int threads = 1;
   std::vector<std::thread> workers;
-  std::atomic<std::uint32_t> generation{0};  // a futex word
-  std::atomic<int> pending{0};
+  std::atomic<std::uint32_t> generation{0};  // a futex word: bumped to wake the workers
   std::atomic<bool> stop{false};
-  // The current job (valid while pending > 0).
+  // The current job, written by the caller before `limit` and `next` publish it.
   const std::function<void(std::int64_t, std::int64_t, int)>* fn = nullptr;
   std::int64_t n = 0;
   std::int64_t chunk = 0;
+  std::uint32_t job = 0;                            // the caller's job counter
+  alignas(64) std::atomic<std::uint64_t> limit{0};  // job << 32 | chunks
+  alignas(64) std::atomic<std::uint64_t> next{0};   // job << 32 | next chunk to claim
+  alignas(64) std::atomic<std::uint32_t> done{0};   // chunks done (a futex word for the caller)
 
-  void run_chunk(int t) const {
-    const std::int64_t begin = std::int64_t(t) * chunk;
-    if (begin >= n) return;
-    const std::int64_t end = begin + chunk < n ? begin + chunk : n;
-    (*fn)(begin, end, t);
+  // Runs chunks of the current job as thread t until none is left to claim.
+  void help(int t) {
+    for (;;) {
+      const std::uint64_t claim = next.fetch_add(1, std::memory_order_acq_rel);
+      const std::uint64_t lim = limit.load(std::memory_order_acquire);
+      const std::uint64_t c = claim & kIndexMask, chunks = lim & kIndexMask;
+      if ((claim >> 32) != (lim >> 32) || c >= chunks) return;
+      const std::int64_t begin = std::int64_t(c) * chunk;
+      const std::int64_t end = begin + chunk < n ? begin + chunk : n;
+      (*fn)(begin, end, t);
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_one();
+    }
   }
 
   void worker(int t) {
@@ -57,8 +83,7 @@ struct ThreadPool::Impl {
       }
       seen = g;
       if (stop.load(std::memory_order_acquire)) return;
-      run_chunk(t);
-      if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) pending.notify_one();
+      help(t);
     }
   }
 };
@@ -92,22 +117,27 @@ void ThreadPool::parallel_for(std::int64_t n,
     fn(0, n, 0);
     return;
   }
+  // A few chunks per thread, each a whole number of grains.
+  const std::int64_t per_chunk = (grains + used * kChunksPerThread - 1) / (used * kChunksPerThread);
+  const std::uint64_t chunks = std::uint64_t((grains + per_chunk - 1) / per_chunk);
   p.fn = &fn;
   p.n = n;
-  p.chunk = (grains + p.threads - 1) / p.threads * grain;
-  const int workers = p.threads - 1;
-  p.pending.store(workers, std::memory_order_relaxed);
+  p.chunk = per_chunk * grain;
+  const std::uint64_t job = std::uint64_t(++p.job) << 32;
+  p.done.store(0, std::memory_order_relaxed);
+  p.limit.store(job | chunks, std::memory_order_release);
+  p.next.store(job, std::memory_order_release);
   p.generation.fetch_add(1, std::memory_order_acq_rel);
   p.generation.notify_all();
-  p.run_chunk(0);
-  int left = p.pending.load(std::memory_order_acquire);
-  for (int i = 0; left != 0 && i < kSpinIterations; ++i) {
+  p.help(0);
+  std::uint32_t d = p.done.load(std::memory_order_acquire);
+  for (int i = 0; d != chunks && i < kSpinIterations; ++i) {
     cpu_relax();
-    left = p.pending.load(std::memory_order_acquire);
+    d = p.done.load(std::memory_order_acquire);
   }
-  while (left != 0) {
-    p.pending.wait(left, std::memory_order_acquire);
-    left = p.pending.load(std::memory_order_acquire);
+  while (d != chunks) {
+    p.done.wait(d, std::memory_order_acquire);
+    d = p.done.load(std::memory_order_acquire);
   }
   p.fn = nullptr;
 }
