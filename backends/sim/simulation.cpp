@@ -226,7 +226,9 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
         specs.erase(it);
       }
     }
-    rt.post(maybe_finish);
+    // Nothing to finish before the driver is done: its last arrival (or, closed loop, the
+    // on_finished just above) makes it done, and an arrival posts maybe_finish itself.
+    if (driver->done()) rt.post(maybe_finish);
   };
 
   double kv_usage_sum = 0, fragmentation_sum = 0;

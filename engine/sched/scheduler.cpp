@@ -181,6 +181,7 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
 }
 
 void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) {
+  const bool decode_capped = opts_.max_decode_seqs_per_step > 0;
   for (std::size_t i = 0;; ++i) {
     // Sequences on the devices are skipped first, in a tight loop: skipping changes nothing,
     // so the budget tests below give the same answer at the next sequence not in flight.
@@ -195,10 +196,14 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
     if (opts_.long_prompt_queue && (pass == 1) != (!decode && is_long(s))) continue;
     int n = std::min(s->remaining(), b.tokens);
     if (decode) {
-      if (b.decode <= 0 || s->last_token_s > b.decode_cutoff) continue;
-      if (s->last_token_s == b.decode_cutoff && b.decode_cutoff != kNever) {
-        if (b.cutoff_ties <= 0) continue;
-        --b.cutoff_ties;
+      // Without a decode cap (max_decode_seqs_per_step), b.decode cannot run out and there
+      // is no cutoff: the sequence's timestamps are not even loaded.
+      if (decode_capped) {
+        if (b.decode <= 0 || s->last_token_s > b.decode_cutoff) continue;
+        if (s->last_token_s == b.decode_cutoff && b.decode_cutoff != kNever) {
+          if (b.cutoff_ties <= 0) continue;
+          --b.cutoff_ties;
+        }
       }
     } else {
       n = std::min(n, b.prefill);
