@@ -9,8 +9,14 @@ batch-8 decode throughput against its batch-1 decode. Prints a table and writes 
   python3 bench/real_vs_llamacpp.py [--model M] [--threads 1,2] [--repeats 3] [--out F.json]
 
 llama.cpp runs its plain CPU path (use_extra_bufts = False): its AMX buffer type crashes on
-this machine, and prima has no AMX kernels either. Medians over --repeats runs; the machine
-is shared, so compare the ratios, not the absolute figures.
+this machine, and prima has no AMX kernels either.
+
+The machine is shared (and, as a virtual machine, loses time to its host: "steal"), and its
+speed drifts by up to 2x within minutes. So each of the --repeats rounds runs llama.cpp,
+prima batch-1 and prima batch-8 back to back, the ratios are taken within a round, and the
+table shows the median over rounds of each ratio (with its range) next to the median
+absolute figures. The CPU time stolen by the host during the rounds (/proc/stat) is shown
+too: when it is high, every figure is low.
 """
 import argparse
 import json
@@ -45,6 +51,23 @@ def run(cmd, env=None):
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {e[-2000:]}")
     return o, e, ru.ru_maxrss / 1024.0
+
+
+def _cpu_ticks():
+    """(steal, total) jiffies of all CPUs from /proc/stat; (0, 0) where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0, 0
+    return (v[7] if len(v) > 7 else 0), sum(v[:8])
+
+
+def steal_fraction(rounds):
+    """Share of the machine's CPU time that its host took during the rounds."""
+    steal = sum(r["steal_ticks"] for r in rounds)
+    total = sum(r["total_ticks"] for r in rounds)
+    return steal / total if total > 0 else 0.0
 
 
 def llama_worker(model, threads, n_prompt, n_decode, repeats):
@@ -117,30 +140,50 @@ def main():
     prompt_file.close()
     rows = []
     for t in [int(x) for x in a.threads.split(",")]:
-        out, _, rss = run([sys.executable, os.path.abspath(__file__), "--llama-worker", "--model", a.model,
-                           "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
-                           "--decode-tokens", str(a.decode_tokens), "--repeats", str(a.repeats)])
-        ll = json.loads(out.strip().splitlines()[-1])
-        ll["rss_mib"] = rss
-        runs = [prima_run(a.model, t, prompt_file.name, a.decode_tokens) for _ in range(a.repeats)]
-        pr = {k: statistics.median(r[k] for r in runs) for k in ("prefill_tps", "decode_tps", "rss_mib")}
-        pr["prompt_tokens"] = runs[0]["prompt_tokens"]
-        bruns = [prima_run(a.model, t, prompt_file.name, a.decode_tokens, a.batch) for _ in range(a.repeats)]
+        rounds = []
+        for _ in range(a.repeats):
+            steal0, total0 = _cpu_ticks()
+            out, _, rss = run([sys.executable, os.path.abspath(__file__), "--llama-worker", "--model",
+                               a.model, "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
+                               "--decode-tokens", str(a.decode_tokens), "--repeats", "1"])
+            ll = json.loads(out.strip().splitlines()[-1])
+            ll["rss_mib"] = rss
+            p1 = prima_run(a.model, t, prompt_file.name, a.decode_tokens)
+            pb = prima_run(a.model, t, prompt_file.name, a.decode_tokens, a.batch)
+            steal1, total1 = _cpu_ticks()
+            rounds.append({"llama_cpp": ll, "prima": p1, "prima_batch": pb,
+                           "steal_ticks": steal1 - steal0, "total_ticks": total1 - total0})
+        med = lambda xs: statistics.median(xs)
+        pr = {k: med([r["prima"][k] for r in rounds]) for k in ("prefill_tps", "decode_tps", "rss_mib")}
+        pr["prompt_tokens"] = rounds[0]["prima"]["prompt_tokens"]
         pr["batch"] = a.batch
-        pr["batch_decode_tps"] = statistics.median(r["batch_decode_tps"] for r in bruns)
-        pr["batch_rss_mib"] = max(r["rss_mib"] for r in bruns)
-        rows.append({"threads": t, "prima": pr, "llama_cpp": ll,
-                     "prefill_ratio": pr["prefill_tps"] / ll["prefill_tps"],
-                     "decode_ratio": pr["decode_tps"] / ll["decode_tps"],
-                     "batch_speedup": pr["batch_decode_tps"] / pr["decode_tps"]})
+        pr["batch_decode_tps"] = med([r["prima_batch"]["batch_decode_tps"] for r in rounds])
+        pr["batch_rss_mib"] = max(r["prima_batch"]["rss_mib"] for r in rounds)
+        ll = {k: med([r["llama_cpp"][k] for r in rounds]) for k in ("prefill_tps", "decode_tps", "rss_mib")}
+        ll["version"] = rounds[0]["llama_cpp"]["version"]
+        ratios = {
+            "prefill_ratio": [r["prima"]["prefill_tps"] / r["llama_cpp"]["prefill_tps"] for r in rounds],
+            "decode_ratio": [r["prima"]["decode_tps"] / r["llama_cpp"]["decode_tps"] for r in rounds],
+            "batch_speedup": [r["prima_batch"]["batch_decode_tps"] / r["prima"]["decode_tps"] for r in rounds],
+        }
+        row = {"threads": t, "prima": pr, "llama_cpp": ll, "rounds": rounds,
+               "steal_fraction": steal_fraction(rounds)}
+        for k, v in ratios.items():
+            row[k] = med(v)
+            row[k + "_range"] = [min(v), max(v)]
+        rows.append(row)
     os.unlink(prompt_file.name)
-    print(f"{'threads':>7} {'prefill prima':>14} {'llama.cpp':>10} {'ratio':>6} {'decode prima':>13} "
-          f"{'llama.cpp':>10} {'ratio':>6} {'batch-' + str(a.batch):>9} {'x b1':>5} {'RSS prima':>10} {'llama.cpp':>10}")
+    rng = lambda r, k: f"{r[k + '_range'][0]:.2f}-{r[k + '_range'][1]:.2f}"
+    print(f"{'threads':>7} {'prefill prima':>14} {'llama.cpp':>10} {'ratio (range)':>17} {'decode prima':>13} "
+          f"{'llama.cpp':>10} {'ratio (range)':>17} {'batch-' + str(a.batch):>9} {'x b1 (range)':>17} "
+          f"{'RSS prima':>10} {'llama.cpp':>10} {'steal':>6}")
     for r in rows:
         p, l = r["prima"], r["llama_cpp"]
-        print(f"{r['threads']:>7} {p['prefill_tps']:>14.1f} {l['prefill_tps']:>10.1f} {r['prefill_ratio']:>6.2f} "
-              f"{p['decode_tps']:>13.1f} {l['decode_tps']:>10.1f} {r['decode_ratio']:>6.2f} "
-              f"{p['batch_decode_tps']:>9.1f} {r['batch_speedup']:>5.2f} {p['rss_mib']:>9.0f}M {l['rss_mib']:>9.0f}M")
+        print(f"{r['threads']:>7} {p['prefill_tps']:>14.1f} {l['prefill_tps']:>10.1f} "
+              f"{r['prefill_ratio']:>5.2f} ({rng(r, 'prefill_ratio')}) "
+              f"{p['decode_tps']:>13.1f} {l['decode_tps']:>10.1f} {r['decode_ratio']:>5.2f} ({rng(r, 'decode_ratio')}) "
+              f"{p['batch_decode_tps']:>9.1f} {r['batch_speedup']:>5.2f} ({rng(r, 'batch_speedup')}) "
+              f"{p['rss_mib']:>9.0f}M {l['rss_mib']:>9.0f}M {100 * r['steal_fraction']:>5.0f}%")
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"model": os.path.basename(a.model), "rows": rows}, f, indent=1)
