@@ -87,9 +87,11 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
             kernels::rms_norm(x + t * H, L.attn_norm, H, c.eps, h_.data() + t * H);
         },
         grain);
-    kernels::matmul(L.wq, h_.data(), T, q_.data(), *pool_);
-    kernels::matmul(L.wk, h_.data(), T, k_.data(), *pool_);
-    kernels::matmul(L.wv, h_.data(), T, v_.data(), *pool_);
+    {  // Q, K and V from one conversion of h and one pool job
+      const kernels::WeightView w[3] = {L.wq, L.wk, L.wv};
+      float* const y[3] = {q_.data(), k_.data(), v_.data()};
+      kernels::matmul_many(w, y, 3, h_.data(), T, *pool_);
+    }
     std::int64_t row = 0;
     attn_seqs_.clear();
     for (const auto& sq : s.seqs) {
@@ -123,8 +125,11 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
             kernels::rms_norm(x + t * H, L.ffn_norm, H, c.eps, h_.data() + t * H);
         },
         grain);
-    kernels::matmul(L.gate, h_.data(), T, g_.data(), *pool_);
-    kernels::matmul(L.up, h_.data(), T, u_.data(), *pool_);
+    {  // gate and up: one conversion, one pool job
+      const kernels::WeightView w[2] = {L.gate, L.up};
+      float* const y[2] = {g_.data(), u_.data()};
+      kernels::matmul_many(w, y, 2, h_.data(), T, *pool_);
+    }
     kernels::silu_mul(g_.data(), u_.data(), T * nf, g_.data(), nf);
     if (allreduce_) {
       PRIMA_RETURN_IF_ERROR(gather(g_.data(), T, nf, &full_g_));

@@ -5,6 +5,7 @@
 // buffer is per calling thread.
 #include "kernels/cpu/matmul.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -58,15 +59,34 @@ DType partner_type(DType weight) {
 
 void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, std::int64_t n,
                  float* y, ThreadPool& pool) {
-  if (n <= 0 || w.rows <= 0) return;
-  const TileFn fn = k.for_type(w.type);
-  const DType xt = partner_type(w.type);
-  const std::size_t x_stride = row_bytes(xt, w.cols);
-  const std::size_t w_stride = row_bytes(w.type, w.cols);
+  matmul_many_with(k, &w, &y, 1, x, n, pool);
+}
+
+void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const* y, int count,
+                      const float* x, std::int64_t n, ThreadPool& pool) {
+  if (n <= 0 || count <= 0) return;
+  // Products of one type and width share the converted activations and one pool job.
+  constexpr int kMaxMany = 8;
+  bool together = count <= kMaxMany;
+  for (int i = 1; i < count && together; ++i)
+    together = w[i].type == w[0].type && w[i].cols == w[0].cols;
+  if (!together) {
+    for (int i = 0; i < count; ++i) matmul_many_with(k, w + i, y + i, 1, x, n, pool);
+    return;
+  }
+  // first[i]: matrix i's first row in the concatenation of all rows.
+  std::int64_t first[kMaxMany + 1] = {0};
+  for (int i = 0; i < count; ++i) first[i + 1] = first[i] + std::max<std::int64_t>(0, w[i].rows);
+  const std::int64_t rows = first[count];
+  if (rows <= 0) return;
+  const TileFn fn = k.for_type(w[0].type);
+  const DType xt = partner_type(w[0].type);
+  const std::size_t x_stride = row_bytes(xt, w[0].cols);
+  const std::size_t w_stride = row_bytes(w[0].type, w[0].cols);
   thread_local std::vector<std::uint8_t> xq;
   if (xq.size() < x_stride * std::size_t(n)) xq.resize(x_stride * std::size_t(n));
   std::uint8_t* xb = xq.data();
-  const std::int64_t cols = w.cols;
+  const std::int64_t cols = w[0].cols;
   if (n >= 8 && pool.size() > 1) {
     pool.parallel_for(n, [&](std::int64_t b, std::int64_t e, int) {
       for (std::int64_t t = b; t < e; ++t)
@@ -76,17 +96,21 @@ void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, st
     for (std::int64_t t = 0; t < n; ++t)
       k.quantize_x(xt, x + t * cols, xb + std::size_t(t) * x_stride, cols);
   }
-  const auto* wb = static_cast<const std::uint8_t*>(w.data);
-  const std::int64_t rows = w.rows;
   // The pool hands out contiguous ranges (a few per thread), so the grain only aligns them
   // (4 rows); a product too small to repay a dispatch (< 32 KiB of weight bytes x tokens)
-  // runs on the calling thread.
+  // runs on the calling thread. A range may span matrices: each gets its part.
   const std::int64_t grain =
       double(w_stride) * double(rows) * double(n) < 32768.0 ? rows : std::int64_t(4);
   pool.parallel_for(
       rows,
       [&](std::int64_t r0, std::int64_t r1, int) {
-        fn(wb, w_stride, r0, r1, xb, x_stride, n, cols, y, rows);
+        for (int i = 0; i < count; ++i) {
+          const std::int64_t lo = std::max(r0, first[i]) - first[i];
+          const std::int64_t hi = std::min(r1, first[i + 1]) - first[i];
+          if (lo < hi)
+            fn(static_cast<const std::uint8_t*>(w[i].data), w_stride, lo, hi, xb, x_stride, n, cols,
+               y[i], w[i].rows);
+        }
       },
       grain);
 }
@@ -131,6 +155,11 @@ const detail::MatmulKernels& active_kernels() {
 
 void matmul(const WeightView& w, const float* x, std::int64_t n, float* y, ThreadPool& pool) {
   detail::matmul_with(active_kernels(), w, x, n, y, pool);
+}
+
+void matmul_many(const WeightView* w, float* const* y, int count, const float* x, std::int64_t n,
+                 ThreadPool& pool) {
+  detail::matmul_many_with(active_kernels(), w, y, count, x, n, pool);
 }
 
 const char* kernel_isa() {

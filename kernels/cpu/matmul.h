@@ -32,6 +32,13 @@ struct WeightView {
 // y[t * rows + r] = sum_c x[t * cols + c] * W[r][c] for t < n.
 void matmul(const WeightView& w, const float* x, std::int64_t n, float* y, ThreadPool& pool);
 
+// Several products of the same activation rows: y[i] = x W_i^T for i < count, each exactly as
+// matmul(w[i], x, n, y[i]) computes it. When the weights share their type and column count
+// (Q, K and V; gate and up), x is converted once and the rows of all of them are split over
+// the pool in one job (one dispatch instead of `count`); otherwise one matmul each.
+void matmul_many(const WeightView* w, float* const* y, int count, const float* x, std::int64_t n,
+                 ThreadPool& pool);
+
 // Reference: dequantize each row and accumulate in double; for tests.
 void matmul_reference(const WeightView& w, const float* x, std::int64_t n, float* y);
 

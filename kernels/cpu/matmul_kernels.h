@@ -46,5 +46,8 @@ DType partner_type(DType weight);
 // matmul through a given kernel set.
 void matmul_with(const MatmulKernels& k, const WeightView& w, const float* x, std::int64_t n,
                  float* y, ThreadPool& pool);
+// matmul_many through a given kernel set.
+void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const* y, int count,
+                      const float* x, std::int64_t n, ThreadPool& pool);
 
 }  // namespace prima::kernels::detail

@@ -1,7 +1,8 @@
 // Tests for kernels/cpu/matmul.h: every weight type against the dequantize-and-double
 // reference, on the model's shapes and ragged ones, n = 1 and ragged n, 1 and 3 threads;
 // the portable, AVX2 and AVX-VNNI kernel sets agree with each other; row views (tensor-parallel
-// splits) equal the corresponding rows of the full product.
+// splits) equal the corresponding rows of the full product; matmul_many equals one matmul per
+// weight bit for bit.
 #include "kernels/cpu/matmul.h"
 
 #include <gtest/gtest.h>
@@ -249,6 +250,54 @@ TEST(Matmul, EachTokenIsComputedAsIfAlone) {
                 << tok << " row " << r;
         }
       }
+  }
+}
+
+// matmul_many (Q, K and V in one job) gives each weight exactly matmul's result, whatever the
+// row counts (ranges that span matrices, rows not a multiple of 4), token counts and threads;
+// weights of different types fall back to one matmul each.
+TEST(Matmul, ManyEqualsOneMatmulPerWeight) {
+  std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    sets.push_back(detail::avx2_kernels());
+    if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
+  }
+  const std::int64_t cols = 576;
+  struct Mix {
+    DType types[3];
+    std::int64_t rows[3];
+  };
+  for (const Mix& m : {Mix{{DType::kQ4_1, DType::kQ4_1, DType::kQ4_1}, {576, 192, 192}},
+                       Mix{{DType::kQ4_1, DType::kQ4_1, DType::kQ4_1}, {9, 3, 5}},
+                       Mix{{DType::kQ8_0, DType::kQ8_0, DType::kQ8_0}, {37, 1, 130}},
+                       Mix{{DType::kQ4_1, DType::kQ8_0, DType::kQ4_1}, {64, 32, 16}}}) {
+    std::vector<std::vector<std::uint8_t>> w;
+    WeightView views[3];
+    for (int i = 0; i < 3; ++i) {
+      w.push_back(make_weights(m.types[i], m.rows[i], cols, 40 + i));
+      views[i] = WeightView{m.types[i], w.back().data(), m.rows[i], cols};
+    }
+    for (const auto* k : sets)
+      for (int threads : {1, 3})
+        for (std::int64_t n : {1, 3, 8, 19}) {
+          ThreadPool pool(threads);
+          const auto x = randn(n * cols, 78);
+          std::vector<float> many[3], one[3];
+          float* ys[3];
+          for (int i = 0; i < 3; ++i) {
+            many[i].assign(std::size_t(n * m.rows[i]), -1.0f);
+            one[i].assign(std::size_t(n * m.rows[i]), -2.0f);
+            ys[i] = many[i].data();
+            detail::matmul_with(*k, views[i], x.data(), n, one[i].data(), pool);
+          }
+          detail::matmul_many_with(*k, views, ys, 3, x.data(), n, pool);
+          for (int i = 0; i < 3; ++i)
+            for (std::size_t j = 0; j < one[i].size(); ++j)
+              ASSERT_EQ(one[i][j], many[i][j])
+                  << k->isa << " rows " << m.rows[0] << "/" << m.rows[1] << "/" << m.rows[2]
+                  << " n=" << n << " threads=" << threads << " weight " << i << " index " << j;
+        }
   }
 }
 
