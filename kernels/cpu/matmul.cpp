@@ -6,6 +6,7 @@
 #include "kernels/cpu/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -37,9 +38,20 @@ TileFn MatmulKernels::for_type(DType t) const {
   }
 }
 
-float* scratch_floats(std::size_t n) {
+std::uint64_t new_activation_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+float* scratch_floats(std::size_t n, std::uint64_t x_id, bool* holds_x) {
   thread_local std::vector<float> buf;
-  if (buf.size() < n) buf.resize(n);
+  thread_local std::uint64_t held = 0;  // the activations buf's contents derive from
+  if (buf.size() < n) {
+    buf.resize(n);
+    held = 0;
+  }
+  *holds_x = x_id != 0 && x_id == held;
+  held = x_id;
   return buf.data();
 }
 
@@ -101,6 +113,7 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
   // runs on the calling thread. A range may span matrices: each gets its part.
   const std::int64_t grain =
       double(w_stride) * double(rows) * double(n) < 32768.0 ? rows : std::int64_t(4);
+  const std::uint64_t x_id = new_activation_id();
   pool.parallel_for(
       rows,
       [&](std::int64_t r0, std::int64_t r1, int) {
@@ -109,7 +122,7 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
           const std::int64_t hi = std::min(r1, first[i + 1]) - first[i];
           if (lo < hi)
             fn(static_cast<const std::uint8_t*>(w[i].data), w_stride, lo, hi, xb, x_stride, n, cols,
-               y[i], w[i].rows);
+               y[i], w[i].rows, x_id);
         }
       },
       grain);

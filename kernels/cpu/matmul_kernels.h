@@ -12,9 +12,16 @@ namespace prima::kernels::detail {
 // Dot products of weight rows [r0, r1) with n activation rows already converted to the
 // weight type's partner format: y[t * ldy + r] = dot(W[r], X[t]) for t < n.
 // w points at row 0 (rows w_stride bytes apart); x at activation row 0 (x_stride apart).
+// x_id names the activations: calls with the same nonzero id on one thread see the same x,
+// n, x_stride, cols and weight type, so a kernel may reuse what it derived from x in an
+// earlier call (new_activation_id() per conversion of x); 0 never matches.
 using TileFn = void (*)(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0,
                         std::int64_t r1, const std::uint8_t* x, std::size_t x_stride,
-                        std::int64_t n, std::int64_t cols, float* y, std::int64_t ldy);
+                        std::int64_t n, std::int64_t cols, float* y, std::int64_t ldy,
+                        std::uint64_t x_id);
+
+// A process-wide unique, nonzero TileFn x_id (thread-safe).
+std::uint64_t new_activation_id();
 
 // Converts a row of n activations to the partner format t (as quantize_row, bit for bit).
 using QuantizeFn = void (*)(DType t, const float* x, void* dst, std::int64_t n);
@@ -37,8 +44,11 @@ const MatmulKernels* avx512_kernels();
 // Whether this CPU can run avx512_kernels().
 bool cpu_has_avx512_kernels();
 
-// A per-thread scratch buffer of at least n floats (valid until the thread's next call).
-float* scratch_floats(std::size_t n);
+// A per-thread scratch buffer of at least n floats (valid until the thread's next call), for
+// what a kernel derives from the activations `x_id` (TileFn). *holds_x is true when the
+// buffer still holds what the previous call on this thread derived from the same nonzero
+// x_id (not reallocated since); the caller then may skip deriving it again.
+float* scratch_floats(std::size_t n, std::uint64_t x_id, bool* holds_x);
 
 // The activation format matmul converts x to for a weight type (Q4_1 -> Q8_1, ...).
 DType partner_type(DType weight);

@@ -16,7 +16,7 @@ constexpr int kTokenBlock = 64;  // activation rows kept hot while sweeping the 
 template <typename Dot>
 void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int64_t r1,
           const std::uint8_t* x, std::size_t x_stride, std::int64_t n, std::int64_t cols, float* y,
-          std::int64_t ldy) {
+          std::int64_t ldy, std::uint64_t /*x_id: nothing derived from x to reuse*/) {
   for (std::int64_t tb = 0; tb < n; tb += kTokenBlock) {
     const std::int64_t te = std::min(n, tb + kTokenBlock);
     for (std::int64_t r = r0; r < r1; ++r) {

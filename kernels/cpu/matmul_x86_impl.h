@@ -403,16 +403,19 @@ constexpr int kDecodeRows = std::is_same_v<F, FmtQ8_0> ? 1 : 4;
 template <typename F>
 void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int64_t r1,
           const std::uint8_t* x, std::size_t x_stride, std::int64_t n, std::int64_t cols, float* y,
-          std::int64_t ldy) {
+          std::int64_t ldy, std::uint64_t x_id) {
   using X = typename F::X;
   const std::int64_t nb = cols / 32;
   const std::int64_t n8 = n / 8 * 8;  // tokens in full groups of 8
-  float* dx = scratch_floats(std::size_t((2 * n + 10 * n8) * nb));
+  // The scales and the interleaved copy below depend on x alone: a thread that runs several
+  // ranges of one product (or of Q, K and V together) prepares them once.
+  bool ready = false;
+  float* dx = scratch_floats(std::size_t((2 * n + 10 * n8) * nb), x_id, &ready);
   float* sx = dx + n * nb;
   float* dx8 = sx + n * nb;
   float* sx8 = dx8 + n8 * nb;
   auto* xq8 = reinterpret_cast<std::int8_t*>(sx8 + n8 * nb);  // n8 * nb * 32 bytes
-  for (std::int64_t t = 0; t < n; ++t) {
+  for (std::int64_t t = 0; t < n && !ready; ++t) {
     const X* xb = reinterpret_cast<const X*>(x + std::size_t(t) * x_stride);
     float* d8 = dx8 + (t / 8) * nb * 8 + t % 8;
     float* s8 = sx8 + (t / 8) * nb * 8 + t % 8;
