@@ -5,6 +5,7 @@
 // --benchmark_filter='Kernel'.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -84,6 +85,48 @@ void BM_KernelMatmul(benchmark::State& state) {
                                                    benchmark::Counter::kIsIterationInvariantRate);
   }
 }
+
+// The same product with the weights out of every cache, as in a decode step, where each
+// layer's matrices are read once per token and the model (~100 MB) exceeds the caches: each
+// iteration multiplies the next of as many copies of the matrix as fill 256 MiB.
+// args: ggml type, rows, cols, n, threads (the dispatched kernels).
+void BM_KernelMatmulStreamed(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const std::int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const std::size_t bytes = row_bytes(type, cols) * std::size_t(rows);
+  const std::size_t copies = std::max<std::size_t>(2, (std::size_t(256) << 20) / bytes);
+  std::vector<std::uint8_t> w(bytes * copies);
+  {
+    const auto f = randn(std::size_t(cols), 1);
+    for (std::int64_t r = 0; r < rows; ++r)
+      quantize_row(type, f.data(), w.data() + std::size_t(r) * row_bytes(type, cols), cols);
+    for (std::size_t c = 1; c < copies; ++c)
+      std::copy(w.begin(), w.begin() + std::ptrdiff_t(bytes),
+                w.begin() + std::ptrdiff_t(c * bytes));
+  }
+  const auto x = randn(std::size_t(n * cols), 3);
+  std::vector<float> y(std::size_t(n * rows));
+  ThreadPool& pool = pool_of(static_cast<int>(state.range(4)));
+  std::size_t c = 0;
+  for (auto _ : state) {
+    const WeightView view{type, w.data() + c * bytes, rows, cols};
+    matmul(view, x.data(), n, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    c = (c + 1) % copies;
+  }
+  state.SetLabel(std::string(type_traits(type)->name) + " " + kernel_isa());
+  state.counters["GB/s"] =
+      benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_KernelMatmulStreamed)
+    ->Args({int(DType::kQ4_1), 1536, 576, 1, 1})
+    ->Args({int(DType::kQ4_1), 576, 1536, 1, 1})
+    ->Args({int(DType::kQ4_1), 576, 576, 1, 1})
+    ->Args({int(DType::kQ4_1), 1536, 576, 8, 1})
+    ->Args({int(DType::kQ4_1), 576, 1536, 8, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
   const std::int64_t shapes[][2] = {{576, 576}, {192, 576}, {1536, 576}, {576, 1536}};

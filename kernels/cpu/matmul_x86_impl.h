@@ -357,13 +357,10 @@ __attribute__((always_inline)) inline void micro(const std::uint8_t* w, std::siz
     }
 }
 
-// A weight matrix larger than the per-core caches (the LM head: 30 MB in Q8_0) streams from
-// memory once per product: the NR rows kPrefetchRows ahead of the current ones are requested
-// into L1 on the first token block (the hardware prefetcher alone left the 8-token LM head
-// at ~4 GB/s). Matrices under kStreamBytes are not prefetched: there the extra instructions
-// cost more than they save (576x1536 Q4_1, 1 token: +20%).
+// In a decode step every weight matrix streams from memory once (the model is larger than the
+// caches): the NR rows kPrefetchRows ahead of the current ones are requested into L1 on the
+// first token block (the hardware prefetcher alone left the 8-token LM head at ~4 GB/s).
 constexpr std::int64_t kPrefetchRows = 4;
-constexpr double kStreamBytes = 8.0 * 1024 * 1024;
 template <int NR>
 inline void prefetch_rows_ahead(const std::uint8_t* wr, std::size_t ws) {
   const std::uint8_t* p = wr + std::size_t(kPrefetchRows > NR ? kPrefetchRows : NR) * ws;
@@ -374,10 +371,10 @@ inline void prefetch_rows_ahead(const std::uint8_t* wr, std::size_t ws) {
 template <typename F, int NR>
 inline void rows_pass(const std::uint8_t* wr, std::size_t ws, const std::uint8_t* x, std::size_t xs,
                       const XScales& sc, std::int64_t r, std::int64_t tb, std::int64_t te, float* y,
-                      std::int64_t ldy, bool stream) {
+                      std::int64_t ldy) {
   float out[NR * 8];
   std::int64_t t = tb;
-  if (stream && tb == 0) prefetch_rows_ahead<NR>(wr, ws);
+  if (tb == 0) prefetch_rows_ahead<NR>(wr, ws);
   if constexpr (NR == 1) {
     for (; t + 8 <= te; t += 8) {
       micro8<F>(wr, sc, t, out);
@@ -447,7 +444,6 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
     }
   }
   const XScales sc{dx, sx, dx8, sx8, xq8, nb};
-  const bool stream = double(ldy) * double(w_stride) > kStreamBytes;  // ldy: the matrix's rows
   for (std::int64_t tb = 0; tb < n; tb += kTokenBlock) {
     const std::int64_t te = n < tb + kTokenBlock ? n : tb + kTokenBlock;
     // Fewer than 8 tokens (decode): kDecodeRows weight rows per pass, so that independent
@@ -457,10 +453,9 @@ void tile(const std::uint8_t* w, std::size_t w_stride, std::int64_t r0, std::int
     if (te - tb < 8)
       for (; r + kDecodeRows<F> <= r1; r += kDecodeRows<F>)
         rows_pass<F, kDecodeRows<F>>(w + std::size_t(r) * w_stride, w_stride, x, x_stride, sc, r,
-                                     tb, te, y, ldy, stream);
+                                     tb, te, y, ldy);
     for (; r < r1; ++r)
-      rows_pass<F, 1>(w + std::size_t(r) * w_stride, w_stride, x, x_stride, sc, r, tb, te, y, ldy,
-                      stream);
+      rows_pass<F, 1>(w + std::size_t(r) * w_stride, w_stride, x, x_stride, sc, r, tb, te, y, ldy);
   }
 }
 
