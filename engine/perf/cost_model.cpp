@@ -98,34 +98,13 @@ void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
 }
 
 namespace {
-// Adds `one` to *c k times, one layer after the other (the same roundings as k separate adds;
-// four layers per iteration: the same additions in the same order, less loop overhead).
+// Adds k layers of cost `one` to *c (k x each figure: one rounding each, not k).
 void add_layers(const StageCost& one, int k, StageCost* c) {
-  double compute_s = c->compute_s, flops = c->flops, hbm_bytes = c->hbm_bytes;
-  const double dc = one.compute_s, df = one.flops, dh = one.hbm_bytes;
-  int i = 0;
-  for (; i + 4 <= k; i += 4) {
-    compute_s += dc;
-    compute_s += dc;
-    compute_s += dc;
-    compute_s += dc;
-    flops += df;
-    flops += df;
-    flops += df;
-    flops += df;
-    hbm_bytes += dh;
-    hbm_bytes += dh;
-    hbm_bytes += dh;
-    hbm_bytes += dh;
-  }
-  for (; i < k; ++i) {
-    compute_s += dc;
-    flops += df;
-    hbm_bytes += dh;
-  }
-  c->compute_s = compute_s;
-  c->flops = flops;
-  c->hbm_bytes = hbm_bytes;
+  if (k <= 0) return;
+  const double n = k;
+  c->compute_s += n * one.compute_s;
+  c->flops += n * one.flops;
+  c->hbm_bytes += n * one.hbm_bytes;
 }
 }  // namespace
 
@@ -153,10 +132,9 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
     const int n = base + (s < extra ? 1 : 0);
     if (s == 0)  // embedding gather: read and write one hidden row per token
       c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
-    // Layers of one kind cost the same: cost one dense and one MoE layer, then add them up
-    // layer by layer (in registers: same sums, same rounding, as adding into c). Dense layers
-    // are a prefix (is_dense_layer: l < dense_layers), so the stage's layers are one run of
-    // dense layers then one run of MoE layers, each added in layer order.
+    // Layers of one kind cost the same: cost one dense and one MoE layer, then add each kind
+    // times its count. Dense layers are a prefix (is_dense_layer: l < dense_layers), so the
+    // stage's layers are one run of dense layers then one run of MoE layers.
     const int dense_end = m_.is_moe() ? std::clamp(m_.dense_layers, first, first + n) : first + n;
     if (dense_end > first && !have_dense) {
       add_layer(first, b, &dense_layer);
