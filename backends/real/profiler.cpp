@@ -306,7 +306,8 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   // long decode; twice, since each step involves all three a little.
   perf::Efficiency e;
   e.step_overhead_s = 0;
-  // Pool jobs per layer: QKV, attention, output, gate+up, down (llama_forward.cpp).
+  // Matmul and attention pool jobs per layer: QKV, attention, output, gate+up, down
+  // (llama_forward.cpp; batches of several tokens add norm and conversion jobs).
   e.layer_overhead_s = 5 * r.dispatch_s;
   e.allreduce_latency_s = 0;
   e.p2p_latency_s = 0;
