@@ -3,10 +3,13 @@
 #include <simgrid/s4u/Activity.hpp>
 #include <vector>
 
+#include "backends/sim/sim_runtime.h"
+
 namespace prima::sim {
 namespace {
 
 bool g_installed = false;
+int g_active = 0;
 // Never destroyed: SimGrid may tear down after static destructors run.
 std::vector<simgrid::s4u::ActivityPtr>* g_retired = new std::vector<simgrid::s4u::ActivityPtr>();
 std::vector<simgrid::s4u::ActivityPtr>* g_releasing = new std::vector<simgrid::s4u::ActivityPtr>();
@@ -16,6 +19,9 @@ void on_completion(const simgrid::s4u::Activity& a) {
   ActivityDispatch::clear_retired();
   auto* target = a.get_data<CompletionTarget>();
   if (target == nullptr) return;
+  if (g_active > 0 && --g_active == 0) {
+    if (SimRuntime* rt = SimRuntime::current()) rt->on_simgrid_idle();
+  }
   target->on_activity_end(a, a.get_state() == simgrid::s4u::Activity::State::FINISHED);
 }
 
@@ -25,6 +31,17 @@ void ActivityDispatch::install() {
   if (g_installed) return;
   g_installed = true;
   simgrid::s4u::Activity::on_completion_cb(&on_completion);
+}
+
+void ActivityDispatch::start(const simgrid::s4u::ActivityPtr& a) {
+  install();
+  if (SimRuntime* rt = SimRuntime::current()) rt->before_activity_start();
+  ++g_active;
+  a->start();
+}
+
+int ActivityDispatch::active() {
+  return g_active;
 }
 
 void ActivityDispatch::retire(simgrid::s4u::ActivityPtr a) {

@@ -10,6 +10,10 @@
 // reference inside the activity's own callback: it hands the pointer to retire(), which keeps
 // it until the next completion or the end of run()/run_until() (clear_retired()).
 //
+// Activities are started through start(): it brings SimGrid's clock up to the runtime's
+// (SimRuntime::before_activity_start(): the runtime fires its timers without SimGrid while
+// nothing is in flight) and counts the activity in active() until its completion signal.
+//
 // Thread-safety: none; simulation loop only. Ownership: retired pointers are owned here.
 #pragma once
 
@@ -28,6 +32,10 @@ class ActivityDispatch {
  public:
   // Connects the completion signal (idempotent).
   static void install();
+  // Starts `a`, whose data must be its CompletionTarget (Activity::set_data), at now().
+  static void start(const simgrid::s4u::ActivityPtr& a);
+  // Activities started and not yet finished, failed or cancelled.
+  static int active();
   // Keeps `a` alive until it is safe to release it.
   static void retire(simgrid::s4u::ActivityPtr a);
   static void clear_retired();

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "backends/sim/activity_dispatch.h"
+#include "backends/sim/sim_runtime.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -370,16 +371,25 @@ void SimPlatform::mark_all_shared() {
 }
 
 void SimPlatform::run() {
-  engine_->run();
+  if (SimRuntime* rt = SimRuntime::current()) {
+    rt->run();
+  } else {
+    engine_->run();
+  }
   ActivityDispatch::clear_retired();
 }
 
 void SimPlatform::run_until(Time t) {
-  engine_->run_until(t);
+  if (SimRuntime* rt = SimRuntime::current()) {
+    rt->run_until(t);
+  } else {
+    engine_->run_until(t);
+  }
   ActivityDispatch::clear_retired();
 }
 
 Time SimPlatform::now() {
+  if (const SimRuntime* rt = SimRuntime::current()) return rt->now();
   return sg4::Engine::get_clock();
 }
 

@@ -88,7 +88,8 @@ class SimPlatform {
   SimPlatform(const SimPlatform&) = delete;
   SimPlatform& operator=(const SimPlatform&) = delete;
 
-  // Runs the simulation until no event is left / until simulated time t.
+  // Runs the simulation until no event is left / until simulated time t: the loop of the
+  // live SimRuntime (SimRuntime::current()), or SimGrid's engine alone when there is none.
   void run();
   void run_until(Time t);
   static Time now();

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 
 #include "backends/sim/activity_dispatch.h"
@@ -75,19 +74,19 @@ SimExecutor::~SimExecutor() {
   for (const auto& d : placement_.devices)
     for (DeviceId g : d) platform_->unwatch_host(g, this);
   for (Stage& st : stages_) {
-    if (st.timer != nullptr) st.timer->remove();
-    st.timer = nullptr;
-    if (st.free_timer != nullptr) st.free_timer->remove();
-    st.free_timer = nullptr;
+    runtime_->cancel(st.timer);
+    st.timer = kNoTimer;
+    runtime_->cancel(st.free_timer);
+    st.free_timer = kNoTimer;
     for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
     if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
   for (const auto& st : all_steps_) {
-    if (st->timer != nullptr) st->timer->remove();
+    runtime_->cancel(st->timer);
     for (const auto& f : st->lone)
-      if (f->timer != nullptr) {
+      if (f->timer != kNoTimer) {
         platform_->occupancy().remove_lone(f.get());
-        f->timer->remove();
+        runtime_->cancel(f->timer);
       }
     if (st->send_folded) platform_->occupancy().remove_lone(&st->folded);
   }
@@ -189,10 +188,9 @@ void SimExecutor::start_stage(Step* st) {
   }
   if (stage.free_at_s > now()) {  // its last step left it ahead of the clock (chained)
     stage.waiting.push_back(st);
-    if (stage.free_timer == nullptr) {
+    if (stage.free_timer == kNoTimer) {
       Stage* sp = &stage;
-      stage.free_timer =
-          simgrid::kernel::timer::Timer::set(stage.free_at_s, [this, sp] { on_free(*sp); });
+      stage.free_timer = runtime_->at(stage.free_at_s, [this, sp] { on_free(*sp); });
     }
     return;
   }
@@ -221,7 +219,7 @@ void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host*
   }
   ++st->pending;
   ++activities_started_;
-  a->start();
+  ActivityDispatch::start(a);
 }
 
 const perf::StageCost& SimExecutor::stage_cost(const Step* st, int s) {
@@ -389,7 +387,7 @@ bool SimExecutor::runs_as_timer(const Stage& stage, const Step* st) const {
 }
 
 void SimExecutor::on_free(Stage& stage) {
-  stage.free_timer = nullptr;                          // SimGrid deletes a fired timer
+  stage.free_timer = kNoTimer;                         // fired
   stage.free_at_s = std::min(stage.free_at_s, now());  // free now (whatever the rounding)
   if (stage.busy || stage.waiting.empty()) return;
   Step* next = stage.waiting.front();
@@ -431,16 +429,16 @@ void SimExecutor::settle_all() {
 }
 
 void SimExecutor::arm_timer(Stage& stage) {
-  if (stage.timer != nullptr) stage.timer->remove();
-  stage.timer = nullptr;
+  runtime_->cancel(stage.timer);
+  stage.timer = kNoTimer;
   if (stage.rate <= 0) return;  // stalled until the speed changes, like an Exec
   Stage* sp = &stage;
-  stage.timer = simgrid::kernel::timer::Timer::set(
-      stage.since_s + stage.remaining_flops / stage.rate, [this, sp] { on_timer(*sp); });
+  stage.timer = runtime_->at(stage.since_s + stage.remaining_flops / stage.rate,
+                             [this, sp] { on_timer(*sp); });
 }
 
 void SimExecutor::on_timer(Stage& stage) {
-  stage.timer = nullptr;  // SimGrid deletes a fired timer
+  stage.timer = kNoTimer;  // fired
   Step* st = stage.timed;
   stage.timed = nullptr;
   if (st != nullptr) phase_done(st);
@@ -488,8 +486,8 @@ void SimExecutor::on_host_state_change(sg4::Host* h) {
   if (h->is_on()) return;
   for (Stage& stage : stages_) {
     if (stage.lead != h || stage.timed == nullptr) continue;
-    if (stage.timer != nullptr) stage.timer->remove();
-    stage.timer = nullptr;
+    runtime_->cancel(stage.timer);
+    stage.timer = kNoTimer;
     Step* st = stage.timed;
     stage.timed = nullptr;
     // As a failed Exec on the lead GPU: reported on the loop, at this instant.

@@ -12,7 +12,7 @@
 //   3. PP send flow of send_bytes from this stage's lead GPU to the next stage's lead GPU,
 //      when they are on different nodes or analytic collectives are off.
 //   With timer_stages (and aggregate_stage_execs), a stage left with only its compute Exec
-//   runs as a SimGrid timer on the lead GPU's current speed instead (re-timed on speed
+//   runs as a runtime timer on the lead GPU's current speed instead (re-timed on speed
 //   changes, failed when the lead GPU goes off, like the Exec); it counts as an activity.
 //   With exclusive_links_analytic, a flow of 2. or 3. whose route no other flow of the
 //   simulation can use (SimPlatform link claims; links whose bandwidth or state never
@@ -21,7 +21,7 @@
 // Each stage runs one step at a time; steps wait in a FIFO per stage, so stage s of step k+1
 // overlaps stage s+1 of step k (max_inflight() = pipeline depth). With closed_form_pipeline
 // (SimOptions), a step whose stages would all run as timers is timed at launch from that
-// FIFO rule and costs one SimGrid timer (its end) instead of one event per stage. StepResult:
+// FIFO rule and costs one runtime timer (its end) instead of one event per stage. StepResult:
 // start_s = when stage 0 began, end_s = when the last stage ended, stage_busy_s = time each stage
 // spent on the step, flops = sum of stage flops x TP. A failed Exec or flow (host or link off)
 // gives status unavailable naming the GPU or link; the step's other activities are awaited first.
@@ -56,10 +56,6 @@
 #include "engine/perf/cost_model.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/runtime.h"
-
-namespace simgrid::kernel::timer {
-class Timer;
-}
 
 namespace prima::sim {
 
@@ -133,7 +129,7 @@ class SimExecutor : public Executor, private HostWatcher {
     double remaining_flops = 0;
     double rate = 0;
     double since_s = 0;
-    simgrid::kernel::timer::Timer* timer = nullptr;
+    TimerId timer = kNoTimer;
     // Deferred end (no timer armed): the timed step ends at deferred_end_s, but nothing
     // needs that instant as an event (see defer_end()). Never set on two adjacent stages.
     bool deferred = false;
@@ -141,7 +137,7 @@ class SimExecutor : public Executor, private HostWatcher {
     // Chained stages (SimOptions::chain_stages): the stage's last step left it at free_at_s
     // (possibly ahead of the clock); a step arriving earlier waits for free_timer.
     double free_at_s = 0;
-    simgrid::kernel::timer::Timer* free_timer = nullptr;
+    TimerId free_timer = kNoTimer;
     // The stage's GPUs as of the last speed or state change (host watchers keep it fresh):
     // the first GPU that is off, the lead's speed and the slowest speed.
     bool hosts_known = false;

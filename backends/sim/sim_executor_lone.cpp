@@ -3,7 +3,6 @@
 // another flow starts on one of its links, it continues as a SimGrid Comm of what it has left.
 #include <algorithm>
 #include <cmath>
-#include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 
@@ -36,7 +35,7 @@ void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4
     f->t0 = start;
     f->bytes = bytes;
     occ.add_lone(f);
-    f->timer = simgrid::kernel::timer::Timer::set(f->end_s(), [this, f] { on_lone_end(f); });
+    f->timer = runtime_->at(f->end_s(), [this, f] { on_lone_end(f); });
     ++st->pending;
     ++activities_started_;
     return;
@@ -49,7 +48,7 @@ void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4
 }
 
 void SimExecutor::on_lone_end(LoneSend* f) {
-  f->timer = nullptr;  // SimGrid deletes a fired timer
+  f->timer = kNoTimer;  // fired
   platform_->occupancy().remove_lone(f);
   Step* st = f->st;
   if (--st->pending > 0) return;
@@ -62,8 +61,8 @@ void SimExecutor::convert_lone(LoneSend* f, double now, double eps) {
   // Ending within eps: the newcomer is still in its latency phase until then, so this flow
   // ends alone, as planned.
   if (f->end_s() <= now + eps) return;
-  f->timer->remove();
-  f->timer = nullptr;
+  runtime_->cancel(f->timer);
+  f->timer = kNoTimer;
   --f->st->pending;  // the Comm counts instead
   --activities_started_;
   continue_as_comm(f->st, p, f->src, f->dst, latency_end, f->bytes, now, eps);
@@ -119,8 +118,8 @@ void SimExecutor::unfold_send(FoldedSend* f, double now, double eps) {
   if (end <= now + eps) return;  // ends alone, as planned (see convert_lone)
   // Sending: the rest as a SimGrid flow, as a converting lone flow.
   st->send_folded = false;
-  if (stage.timer != nullptr) stage.timer->remove();
-  stage.timer = nullptr;
+  runtime_->cancel(stage.timer);
+  stage.timer = kNoTimer;
   stage.timed = nullptr;
   st->phase = Step::Phase::kSend;
   continue_as_comm(st, *f->path, stage.lead, stage.next_lead, f->send_start_s + f->path->latency_s,

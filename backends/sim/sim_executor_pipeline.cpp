@@ -50,8 +50,8 @@ void SimExecutor::time_at_launch(Step* st) {
     t = end;
     ++activities_started_;
   }
-  st->timer = simgrid::kernel::timer::Timer::set(t, [this, st] {
-    st->timer = nullptr;  // SimGrid deletes a fired timer
+  st->timer = runtime_->at(t, [this, st] {
+    st->timer = kNoTimer;  // fired
     finish(st);
   });
 }

@@ -19,9 +19,9 @@ struct SimExecutor::LoneSend final : LoneFlow {
   const FlowPath* path = nullptr;
   simgrid::s4u::Host* src = nullptr;
   simgrid::s4u::Host* dst = nullptr;
-  double t0 = 0;                                   // start (its latency phase begins)
-  double bytes = 0;                                // payload
-  simgrid::kernel::timer::Timer* timer = nullptr;  // its end, while timed
+  double t0 = 0;             // start (its latency phase begins)
+  double bytes = 0;          // payload
+  TimerId timer = kNoTimer;  // its end, while timed
 
   void convert(double now, double eps) override { ex->convert_lone(this, now, eps); }
   const std::vector<simgrid::s4u::Link*>& lone_links() const override { return path->links; }
@@ -86,7 +86,7 @@ struct SimExecutor::Step final : CompletionTarget {
   // Closed-form pipeline (SimOptions::closed_form_pipeline): every stage was timed at launch;
   // `timer` (pending until it fires) finishes the step at the end of its last stage.
   bool timed_at_launch = false;
-  simgrid::kernel::timer::Timer* timer = nullptr;
+  TimerId timer = kNoTimer;
 
   void on_activity_end(const simgrid::s4u::Activity& a, bool ok) override {
     ex->on_end(this, a, ok);

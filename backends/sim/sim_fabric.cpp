@@ -98,7 +98,7 @@ void SimFabric::start(sg4::Host* src, sg4::Host* dst, Bytes n, std::function<voi
                                         platform_->flow_latency(src, dst));
   }
   ++in_flight_;
-  c->start();
+  ActivityDispatch::start(c);
 }
 
 void SimFabric::on_end(Transfer* t, bool ok) {

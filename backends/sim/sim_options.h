@@ -20,7 +20,7 @@ struct SimOptions {
   // flows are not claimed (SimFabric) turn it off everywhere.
   bool exclusive_links_analytic = true;
   // With aggregate_stage_execs: a stage whose work is all on its lead GPU (no flows left)
-  // runs as a SimGrid timer instead of an Exec: flops / current speed of the lead GPU,
+  // runs as a runtime timer instead of an Exec: flops / current speed of the lead GPU,
   // re-timed when its speed changes (pstate, speed profile) and failed when it goes off,
   // as the Exec would be. Same timing; far cheaper than an Exec. Assumes nothing else
   // computes on the lead GPU (replicas' GPUs are disjoint).
@@ -36,7 +36,7 @@ struct SimOptions {
   // every stage runs as a timer, launched while every step in flight was timed this way too,
   // gets all its stage starts and ends at launch (FIFO per stage: a stage starts when the step
   // arrives or when the stage's previous step left it, whichever is later; it ends flops /
-  // lead speed later, as its timer would) and one SimGrid timer at its end. The same times as
+  // lead speed later, as its timer would) and one runtime timer at its end. The same times as
   // the event-driven stages; one event per step even when the pipeline is full (where
   // chaining does not apply). Off by default; the simulation turns it on with chain_stages
   // unless the scenario's "sim": {"closed_form_pipeline": false}.

@@ -1,21 +1,39 @@
 #include "backends/sim/sim_runtime.h"
 
 #include <algorithm>
+#include <limits>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/s4u/Engine.hpp>
 
-namespace prima::sim {
+#include "backends/sim/activity_dispatch.h"
 
-SimRuntime::SimRuntime() : loop_thread_(std::this_thread::get_id()) {}
+namespace prima::sim {
+namespace {
+
+constexpr Time kInf = std::numeric_limits<Time>::infinity();
+SimRuntime* g_current = nullptr;
+
+Time simgrid_clock() {
+  return simgrid::s4u::Engine::get_clock();
+}
+
+}  // namespace
+
+SimRuntime::SimRuntime() : loop_thread_(std::this_thread::get_id()), now_(simgrid_clock()) {
+  g_current = this;
+}
 
 SimRuntime::~SimRuntime() {
-  for (Entry& e : slots_)
-    if (e.timer != nullptr) e.timer->remove();
-  slots_.clear();
+  disarm_sentinel();
+  if (g_current == this) g_current = nullptr;
+}
+
+SimRuntime* SimRuntime::current() {
+  return g_current;
 }
 
 Time SimRuntime::now() const {
-  return simgrid::s4u::Engine::get_clock();
+  return driving_ ? simgrid_clock() : now_;
 }
 
 // Ids: slot + 1 in the low 32 bits (never 0 = kNoTimer), the slot's generation above.
@@ -29,43 +47,165 @@ TimerId SimRuntime::at(Time t, std::function<void()> fn) {
     slots_.emplace_back();
   }
   Entry& e = slots_[slot];
-  const TimerId id = (TimerId{e.generation} << 32) | (TimerId{slot} + 1);
-  t = std::max(t, now());
-  e.timer = simgrid::kernel::timer::Timer::set(t, [this, id] { fire(id); });
   e.fn = std::move(fn);
+  e.live = true;
   ++pending_;
-  return id;
-}
-
-SimRuntime::Entry* SimRuntime::find(TimerId id) {
-  const TimerId low = id & 0xffffffffu;
-  if (low == 0 || low > slots_.size()) return nullptr;
-  Entry& e = slots_[low - 1];
-  if (e.timer == nullptr || e.generation != static_cast<std::uint32_t>(id >> 32)) return nullptr;
-  return &e;
-}
-
-void SimRuntime::release(Entry* e) {
-  e->timer = nullptr;
-  e->fn = nullptr;
-  ++e->generation;
-  --pending_;
-  free_slots_.push_back(static_cast<std::uint32_t>(e - slots_.data()));
-}
-
-void SimRuntime::fire(TimerId id) {
-  Entry* e = find(id);
-  if (e == nullptr) return;
-  std::function<void()> fn = std::move(e->fn);
-  release(e);  // SimGrid deletes the Timer itself once it has fired
-  fn();
+  t = std::max(t, now());
+  e.t = t;
+  heap_.push_back(Due{t, order_++, slot, e.generation});
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
+  // While SimGrid drives, the sentinel must stay at the earliest own timer (unless SimGrid is
+  // about to return to the loop, which fires it then).
+  if (driving_ && !in_sentinel_ && (sentinel_ == nullptr || t < sentinel_t_) && sentinel_needed())
+    arm_sentinel();
+  return (TimerId{e.generation} << 32) | (TimerId{slot} + 1);
 }
 
 void SimRuntime::cancel(TimerId id) {
-  Entry* e = find(id);
-  if (e == nullptr) return;
-  e->timer->remove();  // unlinks and deletes the timer
-  release(e);
+  const TimerId low = id & 0xffffffffu;
+  if (low == 0 || low > slots_.size()) return;
+  Entry& e = slots_[low - 1];
+  if (!e.live || e.generation != static_cast<std::uint32_t>(id >> 32)) return;
+  e.fn = nullptr;
+  e.live = false;
+  ++e.generation;  // its heap entry is now stale
+  --pending_;
+  free_slots_.push_back(static_cast<std::uint32_t>(low - 1));
+  // A sentinel left for a cancelled timer would still move SimGrid's clock there.
+  if (driving_ && !in_sentinel_ && sentinel_ != nullptr && e.t == sentinel_t_) {
+    disarm_sentinel();
+    arm_sentinel();
+  }
+}
+
+Time SimRuntime::next_due() {
+  while (!heap_.empty()) {
+    const Due& d = heap_.front();
+    const Entry& e = slots_[d.slot];
+    if (e.live && e.generation == d.generation) return d.t;
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    heap_.pop_back();
+  }
+  return kInf;
+}
+
+void SimRuntime::fire_top() {
+  const Due d = heap_.front();
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
+  heap_.pop_back();
+  Entry& e = slots_[d.slot];
+  std::function<void()> fn = std::move(e.fn);
+  e.fn = nullptr;
+  e.live = false;
+  ++e.generation;
+  --pending_;
+  free_slots_.push_back(d.slot);
+  if (!driving_) now_ = std::max(now_, d.t);
+  fn();
+}
+
+bool SimRuntime::simgrid_idle() const {
+  return ActivityDispatch::active() == 0 && simgrid::kernel::timer::Timer::next() < 0;
+}
+
+void SimRuntime::run() {
+  loop(kInf);
+}
+
+void SimRuntime::run_until(Time t) {
+  loop(t);
+  if (simgrid_idle()) now_ = std::max(now_, t);
+}
+
+void SimRuntime::loop(Time until) {
+  for (;;) {
+    const Time next = next_due();
+    if (simgrid_idle()) {
+      if (next == kInf || next > until) return;
+      fire_top();
+      ++fired_directly_;
+      continue;
+    }
+    // SimGrid has activities in flight: it drives until it is idle again (or until `until`).
+    if (until < kInf && simgrid_clock() >= until) return;
+    drive(until);
+    // Engine::run() also returns when what is left in flight can never end (a GPU at speed 0)
+    // and no own timer is pending: nothing more can happen.
+    if (until == kInf && !simgrid_idle() && next_due() == kInf) return;
+  }
+}
+
+void SimRuntime::drive(Time until) {
+  driving_ = true;
+  until_ = until;
+  arm_sentinel();
+  auto* engine = simgrid::s4u::Engine::get_instance();
+  if (until == kInf) {
+    engine->run();  // returns once SimGrid is idle (on_sentinel stops re-arming then)
+  } else {
+    // Never behind SimGrid's clock (its rounding of a sync can land an ulp past now_).
+    engine->run_until(std::max(until, simgrid_clock()));
+  }
+  driving_ = false;
+  disarm_sentinel();
+  now_ = std::max(now_, simgrid_clock());
+}
+
+void SimRuntime::before_activity_start() {
+  if (driving_) {
+    // SimGrid goes on driving: own timers need their sentinel again (on_simgrid_idle() may
+    // have removed it when the previous activity ended, in this same round).
+    if (!in_sentinel_ && sentinel_ == nullptr) arm_sentinel();
+    return;
+  }
+  if (simgrid_clock() >= now_) return;
+  // Idle SimGrid (activities start only through ActivityDispatch): the round only moves its
+  // clock.
+  simgrid::s4u::Engine::get_instance()->run_until(now_);
+}
+
+void SimRuntime::arm_sentinel() {
+  Time t = next_due();
+  if (t == kInf) {
+    disarm_sentinel();
+    return;
+  }
+  // Not before SimGrid's clock (SimGrid rejects a date in its past): a timer set at now()
+  // outside a drive can be an ulp behind it, SimGrid's rounding of a sync.
+  t = std::max(t, simgrid_clock());
+  if (sentinel_ != nullptr) {
+    if (sentinel_t_ <= t) return;
+    sentinel_->remove();
+  }
+  sentinel_t_ = t;
+  sentinel_ = simgrid::kernel::timer::Timer::set(t, [this] { on_sentinel(); });
+}
+
+void SimRuntime::disarm_sentinel() {
+  if (sentinel_ != nullptr) sentinel_->remove();  // unlinks and deletes the timer
+  sentinel_ = nullptr;
+}
+
+void SimRuntime::on_sentinel() {
+  sentinel_ = nullptr;  // SimGrid deletes a fired timer
+  in_sentinel_ = true;
+  const Time clock = simgrid_clock();
+  while (next_due() <= clock) {
+    fire_top();
+    ++fired_in_simgrid_;
+  }
+  in_sentinel_ = false;
+  if (sentinel_needed()) arm_sentinel();
+}
+
+bool SimRuntime::sentinel_needed() const {
+  // Idle again under Engine::run(): no sentinel, so run() returns and the loop fires the next
+  // timers itself. Under run_until() the sentinel must keep every timer in its place.
+  return until_ < kInf || ActivityDispatch::active() > 0;
+}
+
+void SimRuntime::on_simgrid_idle() {
+  if (driving_ && !in_sentinel_ && !sentinel_needed()) disarm_sentinel();
 }
 
 void SimRuntime::post(std::function<void()> fn) {
