@@ -55,6 +55,7 @@ struct Sequence {
   Time first_scheduled_s = -1;
   Time first_token_s = -1;
   Time last_token_s = -1;
+  std::uint64_t run_rank = 0;  // the scheduler's admission order among running sequences
   Request req;
   ReplicaId replica = -1;
   int preemptions = 0;

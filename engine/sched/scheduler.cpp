@@ -105,6 +105,7 @@ void Scheduler::preempt(Sequence* victim, ScheduledStep* step) {
   ++preemptions_;
   if (victim->req.priority == Priority::kHigh) --running_high_;
   running_.erase(std::find(running_.begin(), running_.end(), victim));
+  leave_ready(victim);
   enqueue(victim, true);
 }
 
@@ -182,15 +183,13 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
 
 void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) {
   const bool decode_capped = opts_.max_decode_seqs_per_step > 0;
-  for (std::size_t i = 0;; ++i) {
-    // Sequences on the devices are skipped first, in a tight loop: skipping changes nothing,
-    // so the budget tests below give the same answer at the next sequence not in flight.
-    const std::size_t n_running = running_.size();
-    Sequence* const* run = running_.data();
-    while (i < n_running && run[i]->in_flight) ++i;
-    if (i >= n_running || b.tokens <= 0) break;
+  // The running sequences not on the devices, oldest first: a copy, as preemptions below take
+  // sequences out of ready_ (a victim met later in the copy is no longer running).
+  ready_scratch_.assign(ready_.begin(), ready_.end());
+  for (Sequence* s : ready_scratch_) {
+    if (b.tokens <= 0) break;
     if (static_cast<int>(step->seqs.size()) >= b.seq_cap) break;
-    Sequence* s = run[i];
+    if (!s->running) continue;  // preempted by a sequence before it
     const bool decode = s->decoding();
     // With the long-prompt queue: pass 0 runs all but long prefills, pass 1 those.
     if (opts_.long_prompt_queue && (pass == 1) != (!decode && is_long(s))) continue;
@@ -215,11 +214,8 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
     while (!ok) {
       Sequence* victim = pick_victim(step->seqs, s);
       if (!victim) break;
-      const bool victim_before =
-          std::find(running_.begin(), running_.begin() + i, victim) != running_.begin() + i;
       preempt(victim, step);
       ++step->preempted;
-      if (victim_before) --i;  // running_ shifted left under us
       ok = kv_->grow(*s, s->num_computed + n);
     }
     if (!ok) {
@@ -227,11 +223,40 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
       if (s->blocks.empty() || step->seqs.empty()) continue;
       preempt(s, step);
       ++step->preempted;
-      --i;
       continue;
     }
     add_work(s, n, b, step, now);
   }
+  std::erase_if(ready_, [](const Sequence* s) { return s->in_flight; });
+}
+
+void Scheduler::enter_running(Sequence* s) {
+  s->run_rank = ++run_ranks_;
+  s->running = true;
+  running_.push_back(s);
+  if (s->req.priority == Priority::kHigh) ++running_high_;
+}
+
+void Scheduler::leave_ready(Sequence* s) {
+  if (s->in_flight) return;
+  auto it = std::find(ready_.begin(), ready_.end(), s);
+  if (it != ready_.end()) ready_.erase(it);
+}
+
+void Scheduler::back_to_ready(std::vector<Sequence*>& back) {
+  if (back.empty()) return;
+  auto by_rank = [](const Sequence* a, const Sequence* b) { return a->run_rank < b->run_rank; };
+  // A step's sequences are in admission order but for pass 1 of the long-prompt queue.
+  if (!std::is_sorted(back.begin(), back.end(), by_rank))
+    std::sort(back.begin(), back.end(), by_rank);
+  if (ready_.empty() || by_rank(ready_.back(), back.front())) {
+    ready_.insert(ready_.end(), back.begin(), back.end());
+    return;
+  }
+  ready_scratch_.resize(ready_.size() + back.size());
+  std::merge(ready_.begin(), ready_.end(), back.begin(), back.end(), ready_scratch_.begin(),
+             by_rank);
+  ready_.swap(ready_scratch_);
 }
 
 Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, ScheduledStep* step,
@@ -274,9 +299,7 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
     s->swapped_blocks = 0;
     ++swap_ins_;
   }
-  s->running = true;
-  running_.push_back(s);
-  if (s->req.priority == Priority::kHigh) ++running_high_;
+  enter_running(s);
   add_work(s, n, b, step, now);
   return Admit::kOk;
 }
@@ -360,9 +383,8 @@ void Scheduler::form_batch(int n) {
     const int blocks = kv_->extra_blocks(*s, s->known_tokens());
     if (!kv_->can_admit(need + blocks)) continue;
     need += blocks;
-    s->running = true;
-    running_.push_back(s);
-    if (s->req.priority == Priority::kHigh) ++running_high_;
+    enter_running(s);
+    ready_.push_back(s);
     any = true;
   }
   if (!any) return;
@@ -453,6 +475,8 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
                          StepOutcome* outcome) {
   StepOutcome& out = *outcome;
   out.clear();
+  std::vector<Sequence*>& back = back_scratch_;  // still running: ready for the next step
+  back.clear();
   // Sequences leaving running_ are marked (running = false) and compacted out once at the
   // end, keeping the others in admission order.
   bool left = false;
@@ -479,29 +503,32 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
     }
     s->num_computed += w.num_tokens;
     if (kv_->prefix_caching()) kv_->commit(*s, s->num_computed);
-    if (s->num_computed < s->known_tokens()) continue;  // more prefill chunks to go
-    s->num_generated++;
-    bool stop = false;
-    if (i < result.tokens.size() && result.tokens[i] >= 0) {
-      const int tok = result.tokens[i];
-      s->output_ids.push_back(tok);
-      stop =
-          std::find(s->req.stop_ids.begin(), s->req.stop_ids.end(), tok) != s->req.stop_ids.end();
+    if (s->num_computed >= s->known_tokens()) {  // else more prefill chunks to go
+      s->num_generated++;
+      bool stop = false;
+      if (i < result.tokens.size() && result.tokens[i] >= 0) {
+        const int tok = result.tokens[i];
+        s->output_ids.push_back(tok);
+        stop =
+            std::find(s->req.stop_ids.begin(), s->req.stop_ids.end(), tok) != s->req.stop_ids.end();
+      }
+      if (s->first_token_s < 0) s->first_token_s = now;
+      s->last_token_s = now;
+      out.produced_token.push_back(s);
+      if (stop || s->num_generated >= s->req.max_output_tokens) {
+        s->finish_reason = stop ? "stop" : "length";
+        kv_->release(*s);
+        left = true;
+        if (s->req.priority == Priority::kHigh) --running_high_;
+        s->running = false;
+        out.finished.push_back(s);
+        on_finished();
+      }
     }
-    if (s->first_token_s < 0) s->first_token_s = now;
-    s->last_token_s = now;
-    out.produced_token.push_back(s);
-    if (stop || s->num_generated >= s->req.max_output_tokens) {
-      s->finish_reason = stop ? "stop" : "length";
-      kv_->release(*s);
-      left = true;
-      if (s->req.priority == Priority::kHigh) --running_high_;
-      s->running = false;
-      out.finished.push_back(s);
-      on_finished();
-    }
+    if (s->running) back.push_back(s);
   }
   if (left) std::erase_if(running_, [](const Sequence* s) { return !s->running; });
+  back_to_ready(back);
 }
 
 bool Scheduler::remove(Sequence* seq) {
@@ -517,6 +544,7 @@ bool Scheduler::remove(Sequence* seq) {
   auto r = std::find(running_.begin(), running_.end(), seq);
   if (r != running_.end()) {
     running_.erase(r);
+    leave_ready(seq);
     kv_->release(*seq);
     if (seq->req.priority == Priority::kHigh) --running_high_;
     seq->running = false;

@@ -136,6 +136,11 @@ class Scheduler {
   bool before(const Sequence* a, const Sequence* b) const;  // priority order
   Admit try_admit(Sequence* s, Budget& b, int cap, ScheduledStep* step, Time now);
   void run_running(Budget& b, int pass, ScheduledStep* step, Time now);
+  // running_ and ready_ bookkeeping: admission (a new rank), leaving ready_ (preemption,
+  // removal), and a finished step's sequences that keep running, merged back by rank.
+  void enter_running(Sequence* s);
+  void leave_ready(Sequence* s);
+  void back_to_ready(std::vector<Sequence*>& back);
   void add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now);
   void admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, ScheduledStep* step, Time now);
   int batch_ready(Time now) const;  // dynamic batching: size of the batch to form now (0: wait)
@@ -148,6 +153,10 @@ class Scheduler {
   std::deque<Sequence*> waiting_;
   std::deque<Sequence*> long_waiting_;  // long_prompt_queue only
   std::vector<Sequence*> running_;      // admission order
+  // running_ minus the sequences on the devices (in_flight), in the same order (run_rank):
+  // what a step can take, without walking the sequences of the steps in flight.
+  std::vector<Sequence*> ready_;
+  std::uint64_t run_ranks_ = 0;  // ranks given so far
   std::uint64_t next_step_ = 1;
   std::int64_t preemptions_ = 0;
   std::int64_t priority_preemptions_ = 0;
@@ -158,6 +167,8 @@ class Scheduler {
   std::int64_t finished_ = 0;
   std::vector<Sequence*> batch_scratch_;
   std::vector<Time> decode_scratch_;
+  std::vector<Sequence*> ready_scratch_;
+  std::vector<Sequence*> back_scratch_;
 };
 
 }  // namespace prima::sched

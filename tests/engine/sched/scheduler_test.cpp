@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <vector>
 
 namespace prima::sched {
 namespace {
@@ -55,6 +56,42 @@ TEST(Scheduler, ChunkedPrefillThenDecode) {
   EXPECT_EQ(a->num_generated, 3);
   EXPECT_EQ(kv.free_blocks(), 100);
   EXPECT_EQ(sch.num_running(), 0u);
+}
+
+// Steps in flight together (pipeline): the sequences of steps that finished, in whatever
+// order, are taken again oldest-admitted first; preempted ones are skipped.
+TEST(Scheduler, StepsFinishingOutOfOrderGiveBackAdmissionOrder) {
+  kv::BlockManager kv(100, 16, 0.0);
+  SchedulerOptions o;
+  o.max_num_batched_tokens = 1024;
+  o.max_seqs_per_step = 2;
+  Scheduler sch(o, &kv);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  for (RequestId id = 1; id <= 6; ++id) {
+    seqs.push_back(make_seq(id, 8, 50));
+    sch.add(seqs.back().get());
+  }
+  auto ids = [](const ScheduledStep& st) {
+    std::vector<RequestId> v;
+    for (const Sequence* s : st.seqs) v.push_back(s->req.id);
+    return v;
+  };
+  auto a = sch.schedule(0), b = sch.schedule(0), c = sch.schedule(0);
+  EXPECT_EQ(ids(a), (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(ids(b), (std::vector<RequestId>{3, 4}));
+  EXPECT_EQ(ids(c), (std::vector<RequestId>{5, 6}));
+  EXPECT_TRUE(sch.schedule(0).empty());  // all on the devices
+  sch.complete(c, ok_result(), 1);
+  sch.complete(a, ok_result(), 2);
+  auto d = sch.schedule(2);  // 1, 2 before 5, 6
+  EXPECT_EQ(ids(d), (std::vector<RequestId>{1, 2}));
+  sch.complete(b, ok_result(), 3);
+  auto e = sch.schedule(3);
+  EXPECT_EQ(ids(e), (std::vector<RequestId>{3, 4}));
+  // Cancelled while waiting for the devices: gone from the ready ones too.
+  EXPECT_TRUE(sch.remove(seqs[4].get()));
+  auto f = sch.schedule(3);
+  EXPECT_EQ(ids(f), (std::vector<RequestId>{6}));
 }
 
 TEST(Scheduler, DecodesGoFirstAndBudgetIsShared) {
