@@ -13,6 +13,8 @@
 // Activities are started through start(): it brings SimGrid's clock up to the runtime's
 // (SimRuntime::before_activity_start(): the runtime fires its timers without SimGrid while
 // nothing is in flight) and counts the activity in active() until its completion signal.
+// Starting an Exec or Io any other way aborts with an internal error (their start signals
+// check it; SimGrid 3.32 has none for a host-to-host Comm).
 //
 // Thread-safety: none; simulation loop only. Ownership: retired pointers are owned here.
 #pragma once

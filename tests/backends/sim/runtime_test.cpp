@@ -209,5 +209,16 @@ TEST(SimRuntime, RunUntilKeepsTimersInPlaceWhileActivitiesRun) {
   EXPECT_DOUBLE_EQ(probe.ends[0], 5.0);
 }
 
+// Starting an activity behind the runtime's back would run it on a stale clock and leave it
+// uncounted: it aborts with an internal error instead.
+TEST(SimRuntimeDeathTest, AnActivityStartedAroundActivityDispatchAborts) {
+  auto p = make();
+  SimRuntime rt;
+  ActivityDispatch::install();
+  EXPECT_DEATH(
+      { simgrid::s4u::Exec::init()->set_host(p->host_of(0))->set_flops_amount(1e9)->start(); },
+      "without ActivityDispatch::start");
+}
+
 }  // namespace
 }  // namespace prima::sim
