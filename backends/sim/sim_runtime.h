@@ -9,13 +9,15 @@
 // The loop (run(), run_until()) fires these timers itself while SimGrid has nothing to do (no
 // activity in flight: ActivityDispatch::active() == 0, and no SimGrid timer): an event then
 // costs a heap pop, not a round of SimGrid's engine. SimGrid's clock is left behind and
-// brought up to now() (before_activity_start()) just before an activity starts, the only moment it
-// matters: an idle SimGrid has no state that depends on time (prima uses no SimGrid profiles).
+// brought up to now() (before_activity_start()) just before an activity starts, the only
+// moment it matters: an idle SimGrid has no state that depends on time (prima uses no SimGrid
+// profiles).
 // While activities are in flight SimGrid drives (Engine::run()): a SimGrid timer (the
 // sentinel, kept at the earliest own timer) fires the own timers inside SimGrid's rounds, so
 // they interleave with activity completions exactly in time, and state changes they make (a
-// host turned off) reach in-flight activities at that instant. Once SimGrid is idle again the
-// sentinel is not re-armed, Engine::run() returns and the loop goes on by itself.
+// host turned off) reach in-flight activities at that instant. When the last activity ends
+// the sentinel is dropped (on_simgrid_idle()), Engine::run() returns and the loop goes on by
+// itself.
 // now() is the own clock, or SimGrid's while SimGrid drives.
 //
 // One SimRuntime per process at a time (there is one SimGrid engine per process): it
