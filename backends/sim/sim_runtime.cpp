@@ -48,7 +48,6 @@ TimerId SimRuntime::at(Time t, std::function<void()> fn) {
   }
   Entry& e = slots_[slot];
   e.fn = std::move(fn);
-  e.live = true;
   ++pending_;
   t = std::max(t, now());
   e.t = t;
@@ -64,13 +63,10 @@ TimerId SimRuntime::at(Time t, std::function<void()> fn) {
 void SimRuntime::cancel(TimerId id) {
   const TimerId low = id & 0xffffffffu;
   if (low == 0 || low > slots_.size()) return;
-  Entry& e = slots_[low - 1];
-  if (!e.live || e.generation != static_cast<std::uint32_t>(id >> 32)) return;
-  e.fn = nullptr;
-  e.live = false;
-  ++e.generation;  // its heap entry is now stale
-  --pending_;
-  free_slots_.push_back(static_cast<std::uint32_t>(low - 1));
+  const auto slot = static_cast<std::uint32_t>(low - 1);
+  Entry& e = slots_[slot];
+  if (e.generation != static_cast<std::uint32_t>(id >> 32)) return;  // fired or cancelled
+  release(slot);
   // A sentinel left for a cancelled timer would still move SimGrid's clock there.
   if (driving_ && !in_sentinel_ && sentinel_ != nullptr && e.t == sentinel_t_) {
     disarm_sentinel();
@@ -82,7 +78,7 @@ Time SimRuntime::next_due() {
   while (!heap_.empty()) {
     const Due& d = heap_.front();
     const Entry& e = slots_[d.slot];
-    if (e.live && e.generation == d.generation) return d.t;
+    if (e.generation == d.generation) return d.t;
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
     heap_.pop_back();
   }
@@ -93,15 +89,18 @@ void SimRuntime::fire_top() {
   const Due d = heap_.front();
   std::pop_heap(heap_.begin(), heap_.end(), Later{});
   heap_.pop_back();
-  Entry& e = slots_[d.slot];
-  std::function<void()> fn = std::move(e.fn);
-  e.fn = nullptr;
-  e.live = false;
-  ++e.generation;
-  --pending_;
-  free_slots_.push_back(d.slot);
+  std::function<void()> fn = std::move(slots_[d.slot].fn);
+  release(d.slot);
   if (!driving_) now_ = std::max(now_, d.t);
   fn();
+}
+
+void SimRuntime::release(std::uint32_t slot) {
+  Entry& e = slots_[slot];
+  e.fn = nullptr;
+  ++e.generation;
+  --pending_;
+  free_slots_.push_back(slot);
 }
 
 bool SimRuntime::simgrid_idle() const {

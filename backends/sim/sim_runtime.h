@@ -88,8 +88,8 @@ class SimRuntime : public Runtime {
   struct Entry {
     std::function<void()> fn;
     Time t = 0;                    // when it is due
-    std::uint32_t generation = 0;  // bumped when the slot is freed
-    bool live = false;             // false: the slot is free
+    std::uint32_t generation = 0;  // bumped when the slot is freed: stale ids and heap
+                                   // entries no longer match it
   };
   struct Due {
     Time t;
@@ -107,6 +107,8 @@ class SimRuntime : public Runtime {
   Time next_due();
   // Pops the top (live) timer, frees its slot and runs its closure at its time.
   void fire_top();
+  // Frees a pending timer's slot (its heap entry goes stale).
+  void release(std::uint32_t slot);
   bool simgrid_idle() const;
   // loop(until): the body of run() (until = +infinity) and run_until().
   void loop(Time until);

@@ -116,7 +116,8 @@ TEST(SimRuntime, TiesFireInTheOrderTheyWereSet) {
 
 // Records when its activity ended, on the runtime's clock.
 struct EndProbe : CompletionTarget {
-  SimRuntime* rt = nullptr;
+  explicit EndProbe(SimRuntime* r) : rt(r) {}
+  SimRuntime* rt;
   std::vector<double> ends;
   void on_activity_end(const simgrid::s4u::Activity&, bool ok) override {
     EXPECT_TRUE(ok);
@@ -151,8 +152,7 @@ TEST(SimRuntime, WithNothingInFlightTimersFireWithoutSimGrid) {
 TEST(SimRuntime, TimersInterleaveWithActivitiesInFlight) {
   auto p = make();
   SimRuntime rt;
-  EndProbe probe;
-  probe.rt = &rt;
+  EndProbe probe(&rt);
   std::vector<std::pair<int, double>> fired;
   simgrid::s4u::ExecPtr exec;
   // At 1: an Exec of 2 s starts (SimGrid's clock is brought from 0 to 1 first), ending at 3.
@@ -179,8 +179,7 @@ TEST(SimRuntime, TimersInterleaveWithActivitiesInFlight) {
 TEST(SimRuntime, ACancelledTimerDoesNotMoveTheClock) {
   auto p = make();
   SimRuntime rt;
-  EndProbe probe;
-  probe.rt = &rt;
+  EndProbe probe(&rt);
   simgrid::s4u::ExecPtr exec;
   TimerId late = rt.at(10.0, [] { ADD_FAILURE() << "cancelled"; });
   rt.at(1.0, [&] { exec = start_exec(p.get(), &probe, 2.0); });
@@ -193,8 +192,7 @@ TEST(SimRuntime, ACancelledTimerDoesNotMoveTheClock) {
 TEST(SimRuntime, RunUntilKeepsTimersInPlaceWhileActivitiesRun) {
   auto p = make();
   SimRuntime rt;
-  EndProbe probe;
-  probe.rt = &rt;
+  EndProbe probe(&rt);
   simgrid::s4u::ExecPtr exec;
   std::vector<double> at;
   rt.at(1.0, [&] { exec = start_exec(p.get(), &probe, 4.0); });  // ends at 5
