@@ -66,22 +66,25 @@ struct BatchShape {
 
   std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
   // Inline: runs for every sequence of every step.
-  void add(const SeqWork& w) {
+  void add(int num_tokens, int context_len, bool is_prefill, bool samples) {
     ++num_seqs;
-    if (w.is_prefill)
-      prefill_tokens += w.num_tokens;
+    if (is_prefill)
+      prefill_tokens += num_tokens;
     else
-      decode_tokens += w.num_tokens;
-    if (w.samples) ++sampled;
-    const double n = w.num_tokens, c = w.context_len;
+      decode_tokens += num_tokens;
+    if (samples) ++sampled;
+    const double n = num_tokens, c = context_len;
     attended_pairs += n * c - n * (n - 1) / 2;
     kv_tokens_read += c;
   }
+  void add(const SeqWork& w) { add(w.num_tokens, w.context_len, w.is_prefill, w.samples); }
 };
 
 struct StepPlan {
   ReplicaId replica = 0;
   std::uint64_t step_id = 0;
+  // Per sequence; left empty for an executor that does not read it
+  // (Executor::wants_seq_work), `shape` is complete either way.
   std::vector<SeqWork> seqs;
   BatchShape shape;  // kept consistent with seqs by add_seq()
   void add_seq(const SeqWork& w) {
@@ -108,6 +111,10 @@ class Executor {
   virtual void launch(const StepPlan& step, std::function<void(const StepResult&)> done) = 0;
   // How many steps may be in flight at once (pipeline depth; 1 without pipelining).
   virtual int max_inflight() const { return 1; }
+  // Whether launch reads StepPlan::seqs. An executor that times a step from its shape alone
+  // (the simulator) says false, and the scheduler does not fill them (a cost per sequence per
+  // step).
+  virtual bool wants_seq_work() const { return true; }
   // Health probe of the replica's devices and links (the engine's health checks): done(ok)
   // when every device answers, done(error naming the device or link) otherwise. It may answer
   // late (an unresponsive device): the engine applies its own timeout. Runs done on the loop.

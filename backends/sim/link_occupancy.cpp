@@ -26,28 +26,38 @@ LinkOccupancy::Use& LinkOccupancy::use(simgrid::s4u::Link* l) {
   return u;
 }
 
-bool LinkOccupancy::idle(const std::vector<simgrid::s4u::Link*>& links, double from_s,
-                         double to_s) const {
-  for (const simgrid::s4u::Link* l : links) {
-    const Use* u = find(l);
-    if (u == nullptr) continue;
+const LinkOccupancy::Route* LinkOccupancy::route(const std::vector<simgrid::s4u::Link*>& links) {
+  auto it = route_of_.find(links);
+  if (it != route_of_.end()) return it->second;
+  Route& r = routes_.emplace_back();
+  r.links_ = links;
+  for (simgrid::s4u::Link* l : links) r.uses_.push_back(&use(l));
+  route_of_.emplace(links, &r);
+  return &r;
+}
+
+bool LinkOccupancy::idle(const Route& r, double from_s, double to_s) const {
+  for (const Use* u : r.uses_) {
     if (u->flows > 0) return false;
-    for (const LoneFlow* f : u->lone)
-      if (f->lone_start_s() < to_s && from_s < f->lone_end_s()) return false;
+    for (const Use::Lone& f : u->lone)
+      if (f.start_s < to_s && from_s < f.end_s) return false;
   }
   return true;
 }
 
 void LinkOccupancy::add_lone(LoneFlow* f) {
-  for (simgrid::s4u::Link* l : f->lone_links()) use(l).lone.push_back(f);
+  const Use::Lone entry{f->lone_start_s(), f->lone_end_s(), f};
+  for (Use* u : f->lone_route().uses_) u->lone.push_back(entry);
 }
 
 void LinkOccupancy::remove_lone(LoneFlow* f) {
-  for (const simgrid::s4u::Link* l : f->lone_links()) {
-    Use* u = find(l);
-    if (u == nullptr) continue;
+  for (Use* u : f->lone_route().uses_) {
     auto& v = u->lone;
-    v.erase(std::remove(v.begin(), v.end(), f), v.end());
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (it->flow == f) {
+        v.erase(it);
+        break;
+      }
   }
 }
 
@@ -60,10 +70,10 @@ void LinkOccupancy::flow_started(const std::vector<simgrid::s4u::Link*>& links, 
   for (const simgrid::s4u::Link* l : links) {
     const Use* u = find(l);
     if (u == nullptr) continue;
-    for (LoneFlow* f : u->lone)
+    for (const Use::Lone& e : u->lone)
       if (std::find(converting_.begin() + static_cast<std::ptrdiff_t>(base), converting_.end(),
-                    f) == converting_.end())
-        converting_.push_back(f);
+                    e.flow) == converting_.end())
+        converting_.push_back(e.flow);
   }
   for (std::size_t i = base; i < converting_.size(); ++i) remove_lone(converting_[i]);
   for (simgrid::s4u::Link* l : links) ++use(l).flows;

@@ -23,15 +23,34 @@
 // remove_lone or their conversion) and the links (SimGrid's, alive for the process). Each
 // link's state is reached through the link's user data (s4u::Link::set_data, which nothing
 // else in prima uses), so that a lookup is one load rather than a hash; a link whose data
-// another LinkOccupancy holds falls back to a map.
+// another LinkOccupancy holds falls back to a map. A route (OccupancyRoute, from route()) holds
+// its links' states directly: a flow path resolves its route once, and the lone-flow calls on
+// every send (idle, add_lone, remove_lone) walk it without any lookup; each registered flow's
+// interval is kept next to it on every link, so idle() makes no virtual calls.
 #pragma once
 
 #include <deque>
+#include <map>
 #include <simgrid/s4u/Link.hpp>
 #include <unordered_map>
 #include <vector>
 
 namespace prima::sim {
+
+class LinkOccupancy;
+
+// A route's links as a LinkOccupancy resolved them (LinkOccupancy::route): their state is one
+// load away. Owned by that LinkOccupancy; the address is stable for its life.
+class OccupancyRoute {
+ public:
+  const std::vector<simgrid::s4u::Link*>& links() const { return links_; }
+
+ private:
+  friend class LinkOccupancy;
+  struct Use;
+  std::vector<simgrid::s4u::Link*> links_;
+  std::vector<Use*> uses_;  // parallel to links_
+};
 
 class LoneFlow {
  public:
@@ -40,14 +59,28 @@ class LoneFlow {
   // (or, when it ends within eps of now, finish as planned; or, not started yet, decide again
   // when it starts). The flow is no longer registered when this is called.
   virtual void convert(double now, double eps) = 0;
-  // The links of its route (stable while registered), and its interval.
-  virtual const std::vector<simgrid::s4u::Link*>& lone_links() const = 0;
+  // Its route (resolved by the LinkOccupancy it registers with), and its interval; both
+  // stable while registered (add_lone records the interval).
+  virtual const OccupancyRoute& lone_route() const = 0;
   virtual double lone_start_s() const = 0;
   virtual double lone_end_s() const = 0;
 };
 
+// A link's state in one LinkOccupancy.
+struct OccupancyRoute::Use {
+  struct Lone {  // a registered lone flow and its interval
+    double start_s, end_s;
+    LoneFlow* flow;
+  };
+  int flows = 0;           // SimGrid flows
+  std::vector<Lone> lone;  // disjoint intervals, in registration order
+  const LinkOccupancy* owner = nullptr;
+  simgrid::s4u::Link* link = nullptr;
+};
+
 class LinkOccupancy {
  public:
+  using Route = OccupancyRoute;
   LinkOccupancy() = default;
   LinkOccupancy(const LinkOccupancy&) = delete;
   LinkOccupancy& operator=(const LinkOccupancy&) = delete;
@@ -55,9 +88,16 @@ class LinkOccupancy {
   // Lone flows are allowed from now on.
   void enable() { enabled_ = true; }
   bool enabled() const { return enabled_; }
-  // Whether none of the links carries a SimGrid flow now or a lone flow registered for a time
-  // overlapping [from_s, to_s) (intervals that only touch do not overlap).
-  bool idle(const std::vector<simgrid::s4u::Link*>& links, double from_s, double to_s) const;
+  // The route over `links`, resolved once (the same links give the same route).
+  const Route* route(const std::vector<simgrid::s4u::Link*>& links);
+  // Whether none of the route's links carries a SimGrid flow now or a lone flow registered for
+  // a time overlapping [from_s, to_s) (intervals that only touch do not overlap).
+  bool idle(const Route& r, double from_s, double to_s) const;
+  // The same over `links` (resolving their route: for callers off the hot path, and tests).
+  bool idle(const std::vector<simgrid::s4u::Link*>& links, double from_s, double to_s) {
+    return idle(*route(links), from_s, to_s);
+  }
+  // Registers f on its route (lone_route(), resolved here) for its interval.
   void add_lone(LoneFlow* f);
   // Unregisters f (its timer fired). No-op for a flow not registered.
   void remove_lone(LoneFlow* f);
@@ -71,12 +111,7 @@ class LinkOccupancy {
   long conversions() const { return conversions_; }
 
  private:
-  struct Use {
-    int flows = 0;                // SimGrid flows
-    std::vector<LoneFlow*> lone;  // disjoint intervals
-    const LinkOccupancy* owner = nullptr;
-    simgrid::s4u::Link* link = nullptr;
-  };
+  using Use = Route::Use;
   // The state of a link: nullptr when it never carried a flow here (find), created (use).
   Use* find(const simgrid::s4u::Link* l) const {
     Use* u = l->get_data<Use>();
@@ -87,6 +122,8 @@ class LinkOccupancy {
   Use& use(simgrid::s4u::Link* l);
   std::deque<Use> uses_;                                       // stable addresses
   std::unordered_map<const simgrid::s4u::Link*, Use*> other_;  // data held by another one
+  std::deque<Route> routes_;                                   // stable addresses
+  std::map<std::vector<simgrid::s4u::Link*>, const Route*> route_of_;
   std::vector<LoneFlow*> converting_;
   bool enabled_ = false;
   long conversions_ = 0;

@@ -96,6 +96,7 @@ SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
   FlowPath f;
   f.slot = platform_->new_flow_slot();
   f.links = platform_->route(src, dst);
+  f.occ = platform_->occupancy().route(f.links);
   platform_->claim_links(f.slot, f.links);
   const bool inter = src->get_data<HostInfo>()->node != dst->get_data<HostInfo>()->node;
   const auto& settings = platform_->topology().settings;

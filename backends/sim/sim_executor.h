@@ -87,6 +87,7 @@ class SimExecutor : public Executor, private HostWatcher {
 
   void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
   int max_inflight() const override { return static_cast<int>(stages_.size()); }
+  bool wants_seq_work() const override { return false; }  // steps are timed from their shape
   // done(ok) on the loop when every GPU of the replica is on and every link of its rings and
   // sends is up; done(unavailable naming the GPU or link, and the fault that downed it)
   // otherwise; with an active unresponsive peer among its GPUs, only after stall_s.
@@ -105,8 +106,9 @@ class SimExecutor : public Executor, private HostWatcher {
   struct FlowPath {
     int slot = -1;  // SimPlatform flow slot
     std::vector<simgrid::s4u::Link*> links;
-    double latency_s = 0;  // route latency x latency factor
-    double rate_Bps = 0;   // lone-flow rate: min bandwidth x bandwidth factor
+    const LinkOccupancy::Route* occ = nullptr;  // links as the platform's LinkOccupancy knows them
+    double latency_s = 0;                       // route latency x latency factor
+    double rate_Bps = 0;                        // lone-flow rate: min bandwidth x bandwidth factor
   };
   struct Stage {
     int index = 0;

@@ -22,7 +22,7 @@ void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4
   LinkOccupancy& occ = platform_->occupancy();
   const double start = now();
   if (lone_flows() && path.rate_Bps > 0 &&
-      occ.idle(path.links, start, (start + path.latency_s) + bytes / path.rate_Bps)) {
+      occ.idle(*path.occ, start, (start + path.latency_s) + bytes / path.rate_Bps)) {
     if (st->lone_used == static_cast<int>(st->lone.size())) {
       st->lone.push_back(std::make_unique<LoneSend>());
       st->lone.back()->ex = this;
@@ -98,7 +98,7 @@ double SimExecutor::fold_send(Stage& stage, Step* st, const perf::StageCost& c,
   f.compute_flops = compute_flops;
   f.send_start_s = now() + compute_flops / stage.lead_speed;           // start_timer's end
   f.bytes = static_cast<double>(static_cast<uint64_t>(c.send_bytes));  // as start_send
-  if (!platform_->occupancy().idle(f.path->links, f.send_start_s, f.lone_end_s())) return -1;
+  if (!platform_->occupancy().idle(*f.path->occ, f.send_start_s, f.lone_end_s())) return -1;
   platform_->occupancy().add_lone(&f);
   st->send_folded = true;
   return compute_flops + (f.lone_end_s() - f.send_start_s) * stage.lead_speed;

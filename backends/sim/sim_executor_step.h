@@ -24,7 +24,7 @@ struct SimExecutor::LoneSend final : LoneFlow {
   TimerId timer = kNoTimer;  // its end, while timed
 
   void convert(double now, double eps) override { ex->convert_lone(this, now, eps); }
-  const std::vector<simgrid::s4u::Link*>& lone_links() const override { return path->links; }
+  const OccupancyRoute& lone_route() const override { return *path->occ; }
   double lone_start_s() const override { return t0; }
   double lone_end_s() const override { return end_s(); }
   // The lone flow's end: after its latency, the bytes at the route's rate (CM02's lone flow).
@@ -42,7 +42,7 @@ struct SimExecutor::FoldedSend final : LoneFlow {
   double bytes = 0;
 
   void convert(double now, double eps) override { ex->unfold_send(this, now, eps); }
-  const std::vector<simgrid::s4u::Link*>& lone_links() const override { return path->links; }
+  const OccupancyRoute& lone_route() const override { return *path->occ; }
   double lone_start_s() const override { return send_start_s; }
   double lone_end_s() const override {
     return (send_start_s + path->latency_s) + bytes / path->rate_Bps;

@@ -56,6 +56,7 @@ struct Sequence {
   Time first_token_s = -1;
   Time last_token_s = -1;
   std::uint64_t run_rank = 0;  // the scheduler's admission order among running sequences
+  int step_tokens = 0;         // tokens it computes in the step it is in (while in_flight)
   Request req;
   ReplicaId replica = -1;
   int preemptions = 0;

@@ -161,19 +161,27 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
 // Runs for every token scheduled: inlined into its two callers (no call overhead).
 [[gnu::always_inline]] inline void Scheduler::add_work(Sequence* s, int n, Budget& b,
                                                        ScheduledStep* step, Time now) {
-  SeqWork w;
-  w.request = s->req.id;
-  w.seq = s;
-  w.num_tokens = n;
-  w.context_len = s->num_computed + n;
-  w.is_prefill = !s->decoding();
-  w.samples = (s->num_computed + n == s->known_tokens());
-  step->plan.add_seq(w);
+  const bool is_prefill = !s->decoding();
+  const int context_len = s->num_computed + n;
+  const bool samples = context_len == s->known_tokens();
+  if (plan_seqs_) {
+    SeqWork w;
+    w.request = s->req.id;
+    w.seq = s;
+    w.num_tokens = n;
+    w.context_len = context_len;
+    w.is_prefill = is_prefill;
+    w.samples = samples;
+    step->plan.add_seq(w);
+  } else {
+    step->plan.shape.add(n, context_len, is_prefill, samples);
+  }
   step->seqs.push_back(s);
   s->in_flight = true;
+  s->step_tokens = n;
   if (s->first_scheduled_s < 0) s->first_scheduled_s = now;
   b.tokens -= n;
-  if (w.is_prefill) {
+  if (is_prefill) {
     b.prefill -= n;
     if (is_long(s)) b.long_tokens -= n;
   } else {
@@ -482,7 +490,6 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
   bool left = false;
   for (std::size_t i = 0; i < step.seqs.size(); ++i) {
     Sequence* s = step.seqs[i];
-    const SeqWork& w = step.plan.seqs[i];
     s->in_flight = false;
     if (!result.status.ok()) {
       // The step's work is lost: recompute from scratch, or give up after the retries.
@@ -501,7 +508,7 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
       }
       continue;
     }
-    s->num_computed += w.num_tokens;
+    s->num_computed += s->step_tokens;
     if (kv_->prefix_caching()) kv_->commit(*s, s->num_computed);
     if (s->num_computed >= s->known_tokens()) {  // else more prefill chunks to go
       s->num_generated++;

@@ -38,7 +38,8 @@ struct FakeLone : LoneFlow {
   double start = 0, end = 1e9;
   std::vector<std::pair<double, double>> converted;  // (now, eps)
   void convert(double now, double eps) override { converted.emplace_back(now, eps); }
-  const std::vector<simgrid::s4u::Link*>& lone_links() const override { return links; }
+  const OccupancyRoute* route = nullptr;  // links, as the occupancy it registers with resolved them
+  const OccupancyRoute& lone_route() const override { return *route; }
   double lone_start_s() const override { return start; }
   double lone_end_s() const override { return end; }
 };
@@ -51,6 +52,10 @@ TEST(LinkOccupancy, LoneFlowsConvertWhenAFlowJoins) {
   FakeLone a, b;
   a.links = {fake_link(1), fake_link(2)};
   b.links = {fake_link(3)};
+  a.route = occ.route(a.links);
+  b.route = occ.route(b.links);
+  EXPECT_EQ(occ.route({fake_link(1), fake_link(2)}), a.route);  // resolved once
+  EXPECT_EQ(a.route->links(), a.links);
   EXPECT_TRUE(occ.idle(a.links, 0, 1));
   occ.add_lone(&a);
   occ.add_lone(&b);
@@ -92,10 +97,12 @@ TEST(LinkOccupancy, TwoOccupanciesOnTheSameLinksAreIndependent) {
   b.links = {fake_link(6), fake_link(7)};
   {
     LinkOccupancy first;
+    a.route = first.route(a.links);
     first.add_lone(&a);
     {
       LinkOccupancy second;
       EXPECT_TRUE(second.idle(a.links, 0, 1));
+      b.route = second.route(b.links);
       second.add_lone(&b);
       EXPECT_FALSE(second.idle({fake_link(6)}, 0, 1));
       EXPECT_TRUE(second.idle({fake_link(5)}, 0, 1));

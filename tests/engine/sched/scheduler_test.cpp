@@ -58,6 +58,43 @@ TEST(Scheduler, ChunkedPrefillThenDecode) {
   EXPECT_EQ(sch.num_running(), 0u);
 }
 
+// Without per-sequence work (an executor that reads only the shape: Executor::wants_seq_work),
+// a step carries no SeqWork but the same shape, and completes the same way.
+TEST(Scheduler, StepsWithoutSeqWorkKeepTheShapeAndComplete) {
+  kv::BlockManager kv_a(100, 16, 0.0), kv_b(100, 16, 0.0);
+  SchedulerOptions o;
+  o.max_num_batched_tokens = 64;
+  Scheduler with(o, &kv_a), without(o, &kv_b);
+  without.set_plan_seqs(false);
+  auto a1 = make_seq(1, 100, 3), b1 = make_seq(2, 20, 2);
+  auto a2 = make_seq(1, 100, 3), b2 = make_seq(2, 20, 2);
+  with.add(a1.get());
+  with.add(b1.get());
+  without.add(a2.get());
+  without.add(b2.get());
+  for (int t = 0; t < 6; ++t) {
+    auto s1 = with.schedule(t), s2 = without.schedule(t);
+    EXPECT_FALSE(s1.plan.seqs.empty() && !s1.seqs.empty());
+    EXPECT_TRUE(s2.plan.seqs.empty());
+    ASSERT_EQ(s1.seqs.size(), s2.seqs.size());
+    EXPECT_EQ(s1.plan.shape.num_seqs, s2.plan.shape.num_seqs);
+    EXPECT_EQ(s1.plan.shape.prefill_tokens, s2.plan.shape.prefill_tokens);
+    EXPECT_EQ(s1.plan.shape.decode_tokens, s2.plan.shape.decode_tokens);
+    EXPECT_EQ(s1.plan.shape.sampled, s2.plan.shape.sampled);
+    EXPECT_EQ(s1.plan.shape.attended_pairs, s2.plan.shape.attended_pairs);
+    EXPECT_EQ(s1.plan.shape.kv_tokens_read, s2.plan.shape.kv_tokens_read);
+    const auto o1 = with.complete(s1, ok_result(), t + 0.5);
+    const auto o2 = without.complete(s2, ok_result(), t + 0.5);
+    EXPECT_EQ(o1.produced_token.size(), o2.produced_token.size());
+    EXPECT_EQ(o1.finished.size(), o2.finished.size());
+  }
+  EXPECT_EQ(a2->num_computed, a1->num_computed);
+  EXPECT_EQ(a2->num_generated, 3);
+  EXPECT_EQ(b2->num_generated, 2);
+  EXPECT_EQ(without.num_running(), 0u);
+  EXPECT_EQ(kv_b.free_blocks(), 100);
+}
+
 // Steps in flight together (pipeline): the sequences of steps that finished, in whatever
 // order, are taken again oldest-admitted first; preempted ones are skipped.
 TEST(Scheduler, StepsFinishingOutOfOrderGiveBackAdmissionOrder) {
