@@ -43,21 +43,24 @@ struct Request {
 enum class Outcome { kPending, kCompleted, kRejected, kFailed };
 const char* outcome_name(Outcome o);
 
-struct Sequence {
-  // What every scheduled step reads and writes comes first, with the Request's leading
-  // fields right behind (id, arrival, lengths, priority): a step touches two or three cache
-  // lines of each sequence rather than five.
-  int num_computed = 0;     // tokens whose K/V are in the cache
-  int num_generated = 0;    // tokens produced so far
-  bool in_flight = false;   // part of a step currently running on the devices
-  bool running = false;     // admitted (holds KV blocks) rather than waiting
+struct alignas(64) Sequence {
+  // What every scheduled step reads and writes (scheduling, completion, token events) is in
+  // the first cache line: these 40 bytes, then the Request's leading fields (id, arrival,
+  // prompt and output lengths). A step touches one line of each of its sequences
+  // (tests/engine/core/request_test.cpp checks the layout).
+  int num_computed = 0;    // tokens whose K/V are in the cache
+  int num_generated = 0;   // tokens produced so far
+  int step_tokens = 0;     // tokens it computes in the step it is in (while in_flight)
+  int num_blocks = 0;      // blocks.size(), kept by the BlockManager (read by every step)
+  bool in_flight = false;  // part of a step currently running on the devices
+  bool running = false;    // admitted (holds KV blocks) rather than waiting
+  bool scheduled = false;  // scheduled at least once (first_scheduled_s is set)
+  Time last_token_s = -1;
+  std::uint64_t run_rank = 0;  // the scheduler's admission order among running sequences
+  Request req;
   std::vector<int> blocks;  // KV block table (physical block ids)
   Time first_scheduled_s = -1;
   Time first_token_s = -1;
-  Time last_token_s = -1;
-  std::uint64_t run_rank = 0;  // the scheduler's admission order among running sequences
-  int step_tokens = 0;         // tokens it computes in the step it is in (while in_flight)
-  Request req;
   ReplicaId replica = -1;
   int preemptions = 0;
   int step_failures = 0;

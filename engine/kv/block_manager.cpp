@@ -58,7 +58,11 @@ int BlockManager::take_block() {
 bool BlockManager::grow_blocks(Sequence& seq, int tokens) {
   int need = extra_blocks(seq, tokens);
   if (need > free_blocks()) return false;
+  if (seq.blocks.capacity() == 0)  // one allocation for most sequences (capped at 4 KiB)
+    seq.blocks.reserve(
+        static_cast<std::size_t>(std::max(need, std::min(blocks_for(seq.max_tokens()), 1024))));
   for (int i = 0; i < need; ++i) seq.blocks.push_back(take_block());
+  seq.num_blocks = static_cast<int>(seq.blocks.size());
   peak_used_ = std::max(peak_used_, used_blocks());
   return true;
 }
@@ -77,6 +81,7 @@ void BlockManager::release(Sequence& seq) {
     }
   }
   seq.blocks.clear();
+  seq.num_blocks = 0;
   seq.kv_cached_blocks = 0;
 }
 
@@ -119,7 +124,7 @@ int BlockManager::match_prefix(Sequence& seq) {
     ++refs_[b];
     seq.blocks.push_back(b);
   }
-  seq.kv_cached_blocks = static_cast<int>(seq.blocks.size());
+  seq.kv_cached_blocks = seq.num_blocks = static_cast<int>(seq.blocks.size());
   peak_used_ = std::max(peak_used_, used_blocks());
   return seq.kv_cached_blocks * block_size_;
 }

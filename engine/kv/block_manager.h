@@ -61,7 +61,7 @@ class BlockManager {
   // peak: every call that raises the blocks in use (grow_blocks, match_prefix) records it.
   // (tokens <= blocks * block_size is blocks_for(tokens) <= blocks without a division.)
   bool grow(Sequence& seq, int tokens) {
-    if (tokens <= static_cast<std::int64_t>(seq.blocks.size()) * block_size_) return true;
+    if (tokens <= static_cast<std::int64_t>(seq.num_blocks) * block_size_) return true;
     return grow_blocks(seq, tokens);
   }
   // Returns all of seq's blocks (shared ones: drops its reference).

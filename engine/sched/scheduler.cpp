@@ -179,7 +179,10 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
   step->seqs.push_back(s);
   s->in_flight = true;
   s->step_tokens = n;
-  if (s->first_scheduled_s < 0) s->first_scheduled_s = now;
+  if (!s->scheduled) {
+    s->scheduled = true;
+    s->first_scheduled_s = now;
+  }
   b.tokens -= n;
   if (is_prefill) {
     b.prefill -= n;
@@ -519,7 +522,8 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
         stop =
             std::find(s->req.stop_ids.begin(), s->req.stop_ids.end(), tok) != s->req.stop_ids.end();
       }
-      if (s->first_token_s < 0) s->first_token_s = now;
+      // The first token (num_generated never decreases): first_token_s is read only then.
+      if (s->num_generated == 1 && s->first_token_s < 0) s->first_token_s = now;
       s->last_token_s = now;
       out.produced_token.push_back(s);
       if (stop || s->num_generated >= s->req.max_output_tokens) {
