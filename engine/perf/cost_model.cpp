@@ -21,6 +21,35 @@ CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gp
       kv_bytes_(kv_bytes_per_element) {
   p_.tensor_parallel = std::max(1, p_.tensor_parallel);
   p_.pipeline_parallel = std::max(1, std::min(p_.pipeline_parallel, m_.layers));
+  // add_layer's model-only sub-expressions for a dense layer, written as there.
+  const double tp = p_.tensor_parallel, h = m_.hidden, wb = model::weight_bytes_per_param(q_);
+  const double ab = model::gemm_activation_bytes(q_), peak = gemm_peak_flops();
+  const double attn_peak = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
+  const double heads = m_.heads / tp, hd = m_.head_dim;
+  const bool mla = m_.kv_lora_rank > 0;
+  DenseLayer& d = dense_;
+  d.gemm_c = peak * eff_.gemm_compute;
+  d.attn_c = attn_peak * eff_.attention_compute;
+  d.gemm_m = gpu_.hbm_bw_Bps * eff_.gemm_memory;
+  d.attn_m = gpu_.hbm_bw_Bps * eff_.attention_memory;
+  d.elem_m = gpu_.hbm_bw_Bps * eff_.elementwise_memory;
+  const double qkv_out = mla ? m_.heads * (hd + m_.rope_dim) + m_.kv_lora_rank + m_.rope_dim
+                             : (m_.heads + 2.0 * m_.kv_heads) * hd;
+  d.qkv_params = m_.qkv_params_per_layer();
+  d.qkv_w = d.qkv_params / tp * wb;
+  d.qkv_act = h * ab + qkv_out / tp * 2;
+  d.out_params = m_.attention_out_params_per_layer();
+  d.out_w = d.out_params / tp * wb;
+  d.out_act = heads * hd * ab + h * 2;
+  d.ffn_params = 3 * h * m_.ffn;
+  d.ffn_w = d.ffn_params / tp * wb;
+  d.ffn_act = h * ab + 3 * m_.ffn / tp * 2 + h * 2;
+  d.heads = heads;
+  d.hd = hd;
+  d.attn_width = hd + m_.rope_dim + hd;
+  d.kv_elems =
+      mla ? m_.kv_elements_per_token_per_layer() : 2.0 * std::max(1.0, m_.kv_heads / tp) * hd;
+  d.elem_width = 12 * h + 3 * double(m_.ffn) / tp;
 }
 
 double CostModel::gemm_peak_flops() const {
@@ -45,7 +74,37 @@ double CostModel::roofline(double flops, double peak, double eff_c, double bytes
   return std::max(t_compute, t_memory);
 }
 
+namespace {
+// CostModel::roofline with its divisors (peak x efficiency, bandwidth x efficiency) given.
+inline double roof(double flops, double compute_div, double bytes, double memory_div,
+                   StageCost* c) {
+  c->flops += flops;
+  c->hbm_bytes += bytes;
+  const double t_compute = flops > 0 ? flops / compute_div : 0;
+  const double t_memory = bytes > 0 ? bytes / memory_div : 0;
+  return std::max(t_compute, t_memory);
+}
+}  // namespace
+
+// add_layer for a dense layer, with the model's part precomputed (dense_): the same operations
+// on the same values as the general code below.
+void CostModel::add_dense_layer(const BatchShape& b, StageCost* c) const {
+  const DenseLayer& d = dense_;
+  const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens());
+  double t = 0;
+  t += roof(2 * T * d.qkv_params / tp, d.gemm_c, d.qkv_w + T * d.qkv_act, d.gemm_m, c);
+  const double attn_flops = 2 * b.attended_pairs * d.heads * d.attn_width;
+  const double attn_bytes = b.kv_tokens_read * d.kv_elems * kv_bytes_ + T * d.kv_elems * kv_bytes_ +
+                            T * d.heads * d.hd * 2 * 2;
+  t += roof(attn_flops, d.attn_c, attn_bytes, d.attn_m, c);
+  t += roof(2 * T * d.out_params / tp, d.gemm_c, d.out_w + T * d.out_act, d.gemm_m, c);
+  t += roof(2 * T * d.ffn_params / tp, d.gemm_c, d.ffn_w + T * d.ffn_act, d.gemm_m, c);
+  t += roof(0, 1, T * 2 * d.elem_width, d.elem_m, c);
+  c->compute_s += t + eff_.layer_overhead_s;
+}
+
 void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
+  if (m_.is_dense_layer(layer)) return add_dense_layer(b, c);
   const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens());
   const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
   const double ab = model::gemm_activation_bytes(q_), peak = gemm_peak_flops();
