@@ -73,8 +73,13 @@ struct BatchShape {
     else
       decode_tokens += num_tokens;
     if (samples) ++sampled;
-    const double n = num_tokens, c = context_len;
-    attended_pairs += n * c - n * (n - 1) / 2;
+    const double c = context_len;
+    if (num_tokens == 1) {
+      attended_pairs += c;  // n c - n (n - 1) / 2 with n = 1, exactly
+    } else {
+      const double n = num_tokens;
+      attended_pairs += n * c - n * (n - 1) / 2;
+    }
     kv_tokens_read += c;
   }
   void add(const SeqWork& w) { add(w.num_tokens, w.context_len, w.is_prefill, w.samples); }

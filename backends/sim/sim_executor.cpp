@@ -233,7 +233,7 @@ double SimExecutor::stage_analytic_s(const Stage& stage, Step* st, const perf::S
   const plan::LinkSpec& nic = platform_->topology().node.nic;
 
   double analytic_s = st->stage == 0 ? st->cost.overhead_s : 0.0;
-  st->fault = ok_status();
+  if (!st->fault.ok()) st->fault = ok_status();
   st->nvl_allreduce_bytes = st->nvl_send_bytes = 0;
   st->ring_analytic_bytes = st->send_analytic_bytes = 0;
   if (tp > 1 && c.allreduces > 0) {
@@ -378,6 +378,9 @@ bool SimExecutor::runs_as_timer(const Stage& stage, const Step* st) const {
       !options_.timer_stages)
     return false;
   // start_compute's test: no flows follow the compute there.
+  const bool ring = stage.ring_flows && !stage.ring_analytic;
+  const bool send = stage.send_flow && !stage.send_analytic;
+  if (!ring && !send) return true;  // whatever the step's cost
   static const perf::StageCost kNone;
   const size_t s = static_cast<size_t>(stage.index);
   const perf::StageCost& c = s < st->cost.stages.size() ? st->cost.stages[s] : kNone;
