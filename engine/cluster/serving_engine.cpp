@@ -30,7 +30,14 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
                      router_options(opts).affinity_slack_tokens),
       cache_(opts.cluster.response_cache) {
   events_.on_tokens = [this](const std::vector<Sequence*>& produced) {
-    // Runs for every output token of the run: the cheap tests first.
+    // Runs for every output token of the run. Nothing to do per token but count (no token
+    // callback, no cancellation pending, no prefill/decode handoff): count in one go.
+    if (!on_token && cancelling_.empty() && decode_pool_.empty()) {
+      std::int64_t n = 0;
+      for (const Sequence* s : produced) n += is_warmup(s) ? 0 : 1;
+      recorder_->on_tokens(n);
+      return;
+    }
     for (Sequence* s : produced) {
       if (is_warmup(s) || (!cancelling_.empty() && cancelling_.count(s->req.id))) continue;
       recorder_->on_token();

@@ -69,6 +69,10 @@ class Recorder {
     ++window_.tokens_generated;
   }
   void on_token(Time) { on_token(); }
+  void on_tokens(std::int64_t n) {  // n output tokens at once
+    output_tokens_ += n;
+    window_.tokens_generated += n;
+  }
   void on_end(const Sequence& s, Time t);  // completed, rejected or failed
   // A step that kept `gpu_seconds` of GPU time busy between start and end, doing `flops`.
   void on_step(Time start, Time end, double gpu_seconds, double flops);

@@ -63,6 +63,29 @@ TEST(ServingEngine, ConcurrentArrivalsShareSteps) {
   EXPECT_EQ(ex.launched(), 5);  // all 8 batched from the first step: 1 prefill + 4 decodes
 }
 
+// Tokens are counted the same whether a token callback runs per token or the engine counts a
+// step's tokens at once (no callback, nothing cancelling, no handoff).
+TEST(ServingEngine, CountsTokensWithAndWithoutATokenCallback) {
+  std::int64_t counted[2] = {0, 0};
+  for (int with_callback = 0; with_callback < 2; ++with_callback) {
+    ManualRuntime rt;
+    ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+    metrics::Recorder rec;
+    ServingEngine eng(&rt, EngineOptions{}, {rs(&ex, 1, 1000, 1)}, &rec);
+    int seen = 0;
+    if (with_callback) eng.on_token = [&](const Sequence&) { ++seen; };
+    for (int i = 0; i < 6; ++i) eng.submit(req(0.001 * i, 10 + i, 3 + i));
+    rt.run_until_idle();
+    EXPECT_EQ(rec.count(Outcome::kCompleted), 6);
+    counted[with_callback] = rec.output_tokens();
+    if (with_callback) {
+      EXPECT_EQ(seen, rec.output_tokens());
+    }
+  }
+  EXPECT_EQ(counted[0], 3 + 4 + 5 + 6 + 7 + 8);
+  EXPECT_EQ(counted[1], counted[0]);
+}
+
 TEST(ServingEngine, RejectsWhatCanNeverFitWithAReason) {
   ManualRuntime rt;
   ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
