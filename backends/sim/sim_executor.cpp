@@ -385,8 +385,7 @@ bool SimExecutor::runs_as_timer(const Stage& stage, const Step* st) const {
   const size_t s = static_cast<size_t>(stage.index);
   const perf::StageCost& c = s < st->cost.stages.size() ? st->cost.stages[s] : kNone;
   const bool flows_follow =
-      (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
-      (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
+      (ring && c.allreduces > 0 && c.allreduce_bytes > 0) || (send && c.send_bytes > 0);
   return !flows_follow;
 }
 

@@ -21,13 +21,13 @@ CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gp
       kv_bytes_(kv_bytes_per_element) {
   p_.tensor_parallel = std::max(1, p_.tensor_parallel);
   p_.pipeline_parallel = std::max(1, std::min(p_.pipeline_parallel, m_.layers));
-  // add_layer's model-only sub-expressions for a dense layer, written as there.
+  // add_layer's model-only sub-expressions, written as the per-batch ones expect them.
   const double tp = p_.tensor_parallel, h = m_.hidden, wb = model::weight_bytes_per_param(q_);
   const double ab = model::gemm_activation_bytes(q_), peak = gemm_peak_flops();
   const double attn_peak = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
   const double heads = m_.heads / tp, hd = m_.head_dim;
   const bool mla = m_.kv_lora_rank > 0;
-  DenseLayer& d = dense_;
+  LayerConsts& d = layer_;
   d.gemm_c = peak * eff_.gemm_compute;
   d.attn_c = attn_peak * eff_.attention_compute;
   d.gemm_m = gpu_.hbm_bw_Bps * eff_.gemm_memory;
@@ -86,73 +86,41 @@ inline double roof(double flops, double compute_div, double bytes, double memory
 }
 }  // namespace
 
-// add_layer for a dense layer, with the model's part precomputed (dense_): the same operations
-// on the same values as the general code below.
-void CostModel::add_dense_layer(const BatchShape& b, StageCost* c) const {
-  const DenseLayer& d = dense_;
+void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
+  // The model's part of every figure is in layer_ (constructor); what depends on the batch is
+  // computed here, in the same order as those expressions were written.
+  const LayerConsts& d = layer_;
   const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens());
   double t = 0;
+  // 1. QKV projection (column parallel): a GEMM of `params` weights split over TP.
   t += roof(2 * T * d.qkv_params / tp, d.gemm_c, d.qkv_w + T * d.qkv_act, d.gemm_m, c);
+  // 2. Attention core: QK^T and PV over attended pairs; reads the cached KV, writes the new.
   const double attn_flops = 2 * b.attended_pairs * d.heads * d.attn_width;
   const double attn_bytes = b.kv_tokens_read * d.kv_elems * kv_bytes_ + T * d.kv_elems * kv_bytes_ +
                             T * d.heads * d.hd * 2 * 2;
   t += roof(attn_flops, d.attn_c, attn_bytes, d.attn_m, c);
-  t += roof(2 * T * d.out_params / tp, d.gemm_c, d.out_w + T * d.out_act, d.gemm_m, c);
-  t += roof(2 * T * d.ffn_params / tp, d.gemm_c, d.ffn_w + T * d.ffn_act, d.gemm_m, c);
-  t += roof(0, 1, T * 2 * d.elem_width, d.elem_m, c);
-  c->compute_s += t + eff_.layer_overhead_s;
-}
-
-void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
-  if (m_.is_dense_layer(layer)) return add_dense_layer(b, c);
-  const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens());
-  const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
-  const double ab = model::gemm_activation_bytes(q_), peak = gemm_peak_flops();
-  const double attn_peak = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
-  const double heads = m_.heads / tp, hd = m_.head_dim;
-  const bool mla = m_.kv_lora_rank > 0;
-  double t = 0;
-  // A GEMM of `params` weights (split over TP) with `in` / `out` activation widths per rank.
-  auto gemm = [&](double params, double in, double out) {
-    return roofline(2 * T * params / tp, peak, eff_.gemm_compute,
-                    params / tp * wb + T * (in * ab + out * 2), eff_.gemm_memory, c);
-  };
-  // 1. QKV projection (column parallel).
-  const double qkv_out = mla ? m_.heads * (hd + m_.rope_dim) + m_.kv_lora_rank + m_.rope_dim
-                             : (m_.heads + 2.0 * m_.kv_heads) * hd;
-  t += gemm(m_.qkv_params_per_layer(), h, qkv_out / tp);
-  // 2. Attention core: QK^T and PV over attended pairs; reads the cached KV, writes the new.
-  const double kv_elems =
-      mla ? m_.kv_elements_per_token_per_layer() : 2.0 * std::max(1.0, m_.kv_heads / tp) * hd;
-  const double attn_flops = 2 * b.attended_pairs * heads * (hd + m_.rope_dim + hd);
-  const double attn_bytes =
-      b.kv_tokens_read * kv_elems * kv_bytes_ + T * kv_elems * kv_bytes_ + T * heads * hd * 2 * 2;
-  t +=
-      roofline(attn_flops, attn_peak, eff_.attention_compute, attn_bytes, eff_.attention_memory, c);
   // 3. Attention output projection (row parallel).
-  t += gemm(m_.attention_out_params_per_layer(), heads * hd, h);
+  t += roof(2 * T * d.out_params / tp, d.gemm_c, d.out_w + T * d.out_act, d.gemm_m, c);
   // 4. FFN: dense SwiGLU, or the experts the batch routes to (+ shared experts and router).
-  double ffn_act_width;
+  // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the SwiGLU product.
+  double elem_width = d.elem_width;
   if (m_.is_dense_layer(layer)) {
-    ffn_act_width = m_.ffn;
-    const double params = 3 * h * m_.ffn;
-    t += roofline(2 * T * params / tp, peak, eff_.gemm_compute,
-                  params / tp * wb + T * (h * ab + 3 * m_.ffn / tp * 2 + h * 2), eff_.gemm_memory,
-                  c);
+    t += roof(2 * T * d.ffn_params / tp, d.gemm_c, d.ffn_w + T * d.ffn_act, d.gemm_m, c);
   } else {
+    const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
+    const double ab = model::gemm_activation_bytes(q_);
     const double k = m_.experts_per_token + m_.shared_experts;
-    ffn_act_width = m_.expert_ffn * k;
+    const double ffn_act_width = m_.expert_ffn * k;
     const double experts_read =
         std::min<double>(m_.experts, T * m_.experts_per_token) + m_.shared_experts;
     const double router = h * m_.experts;
     const double flops = 2 * T * k * m_.expert_params() / tp + 2 * T * router;
     const double bytes = experts_read * m_.expert_params() / tp * wb + router * 2 +
                          T * k * (h * ab + 3 * m_.expert_ffn / tp * 2 + h * 2);
-    t += roofline(flops, peak, eff_.gemm_compute, bytes, eff_.gemm_memory, c);
+    t += roof(flops, d.gemm_c, bytes, d.gemm_m, c);
+    elem_width = 12 * h + 3 * ffn_act_width / tp;
   }
-  // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the SwiGLU product.
-  const double elem_bytes = T * 2 * (12 * h + 3 * ffn_act_width / tp);
-  t += roofline(0, peak, 1, elem_bytes, eff_.elementwise_memory, c);
+  t += roof(0, 1, T * 2 * elem_width, d.elem_m, c);
   c->compute_s += t + eff_.layer_overhead_s;
 }
 

@@ -77,24 +77,25 @@ class CostModel {
   double kv_bytes_;
   double pcie_bw_Bps_ = 0;
 
-  // What a dense layer's cost takes from the model, GPU and plan alone: add_layer's
-  // sub-expressions evaluated once (constructor), in the same order, so that every figure is
-  // the same to the last bit.
-  struct DenseLayer {
-    double gemm_c, attn_c;              // peak x compute efficiency (GEMMs, attention)
-    double gemm_m, attn_m, elem_m;      // HBM bandwidth x memory efficiency
-    double qkv_params, qkv_w, qkv_act;  // params; params / tp x weight bytes; in x act + out x 2
-    double out_params, out_w, out_act;  // attention output projection, likewise
-    double ffn_params, ffn_w, ffn_act;  // SwiGLU FFN, likewise
-    double heads, hd, attn_width,
-        kv_elems;       // heads per rank, head dim, hd + rope + hd, KV elements
-    double elem_width;  // 12 h + 3 ffn / tp (norms, residuals, RoPE, SwiGLU)
+  // What a layer's cost takes from the model, GPU and plan alone, evaluated once (constructor)
+  // as add_layer's expressions were written, so that every figure is the same to the last bit.
+  // The FFN entries are the dense SwiGLU's (MoE layers compute theirs per batch).
+  struct LayerConsts {
+    double gemm_c, attn_c;          // peak x compute efficiency (GEMMs, attention)
+    double gemm_m, attn_m, elem_m;  // HBM bandwidth x memory efficiency
+    // Per GEMM: its parameters; params / tp x weight bytes; in width x act bytes + out x 2.
+    double qkv_params, qkv_w, qkv_act;
+    double out_params, out_w, out_act;  // attention output projection
+    double ffn_params, ffn_w, ffn_act;  // dense SwiGLU FFN
+    double heads, hd;                   // heads per rank, head dim
+    double attn_width;                  // hd + rope dim + hd
+    double kv_elems;                    // KV elements per token per rank
+    double elem_width;                  // 12 h + 3 ffn / tp (norms, residuals, RoPE, SwiGLU)
   };
-  DenseLayer dense_{};
+  LayerConsts layer_{};
 
   // Compute cost of one transformer layer (index `layer`) on one GPU for batch b.
   void add_layer(int layer, const BatchShape& b, StageCost* c) const;
-  void add_dense_layer(const BatchShape& b, StageCost* c) const;  // add_layer, dense layers
   // Roofline time of one operator; also accumulates flops and bytes into c.
   double roofline(double flops, double peak, double eff_c, double bytes, double eff_m,
                   StageCost* c) const;
