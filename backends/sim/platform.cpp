@@ -6,6 +6,7 @@
 #include <limits>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
+#include <string_view>
 #include <unordered_set>
 
 #include "backends/sim/activity_dispatch.h"
@@ -355,6 +356,34 @@ bool SimPlatform::exclusive_to(int slot, const std::vector<sg4::Link*>& links) c
       if (s != slot) return false;
   }
   return true;
+}
+
+std::vector<sg4::Link*> SimPlatform::contention_links(int slot,
+                                                      const std::vector<sg4::Link*>& links) const {
+  if (all_shared_) return links;
+  std::vector<sg4::Link*> out;
+  std::vector<std::vector<int>> sets;  // claim set of out[i] (empty: kept as it is)
+  for (sg4::Link* l : links) {
+    auto it = link_claims_.find(l);
+    if (it == link_claims_.end() || it->second.changed) {
+      out.push_back(l);
+      sets.emplace_back();
+      continue;
+    }
+    std::vector<int> set = it->second.slots;
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    if (set.size() == 1 && set[0] == slot) continue;  // only this slot's flows
+    auto same = std::find(sets.begin(), sets.end(), set);
+    if (same == sets.end()) {
+      out.push_back(l);
+      sets.push_back(std::move(set));
+    } else if (std::string_view(l->get_cname()) <
+               out[static_cast<size_t>(same - sets.begin())]->get_cname()) {
+      out[static_cast<size_t>(same - sets.begin())] = l;
+    }
+  }
+  return out;
 }
 
 void SimPlatform::mark_shared(const sg4::Link* l) {

@@ -133,6 +133,13 @@ class SimPlatform {
   void claim_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
   void release_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
   bool exclusive_to(int slot, const std::vector<simgrid::s4u::Link*>& links) const;
+  // The links of slot's route where its flows can meet another flow, one per set of claiming
+  // slots: a link only `slot` claims carries no other flow; links claimed by the same slots
+  // carry the same flows (each of those slots' routes holds them all), so one of them (the
+  // first by name) stands for the others. Every link (in route order) while all links are
+  // shared, and every link that is unclaimed or changed. Valid while claims do not change.
+  std::vector<simgrid::s4u::Link*> contention_links(
+      int slot, const std::vector<simgrid::s4u::Link*>& links) const;
   void mark_shared(const simgrid::s4u::Link* l);
   void mark_all_shared();
   std::uint64_t claims_version() const { return claims_version_; }

@@ -21,6 +21,8 @@ SimOptions parse_sim_options(const config::Scenario& sc) {
   o.closed_form_pipeline = r.boolean("closed_form_pipeline", true);
   // Likewise: on unless false, where build_sim_cluster allows it.
   o.lone_flows = r.boolean("lone_flows", true);
+  // On where both closed_form_pipeline and lone_flows are; false keeps it off.
+  o.closed_form_sends = r.boolean("closed_form_sends", true);
   r.finish();
   return o;
 }
@@ -97,6 +99,8 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
   c->sim_opts.closed_form_pipeline = c->sim_opts.closed_form_pipeline && c->sim_opts.chain_stages;
   c->sim_opts.lone_flows =
       c->sim_opts.lone_flows && !c->injector && c->platform->enable_lone_flows();
+  c->sim_opts.closed_form_sends =
+      c->sim_opts.closed_form_sends && c->sim_opts.closed_form_pipeline && c->sim_opts.lone_flows;
   c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
   // A replica whose weight shard is corrupted never starts (seed 004: the service does not
   // come up; the checksum names the shard). Its GPUs stay idle; the others serve.

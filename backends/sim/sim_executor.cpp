@@ -88,7 +88,7 @@ SimExecutor::~SimExecutor() {
         platform_->occupancy().remove_lone(f.get());
         runtime_->cancel(f->timer);
       }
-    if (st->send_folded) platform_->occupancy().remove_lone(&st->folded);
+    for (FoldedSend& f : st->folds) unregister_fold(f);
   }
 }
 
@@ -116,9 +116,17 @@ void SimExecutor::refresh_exclusive() {
     return options_.exclusive_links_analytic && f.rate_Bps > 0 &&
            platform_->exclusive_to(f.slot, f.links);
   };
+  // With stable claims (chain_stages' conditions), lone flows are registered and checked on
+  // the links where they can meet another flow only (SimPlatform::contention_links).
+  auto reduce = [&](FlowPath& f) {
+    f.occ = platform_->occupancy().route(
+        options_.chain_stages ? platform_->contention_links(f.slot, f.links) : f.links);
+  };
   for (Stage& st : stages_) {
     st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);
     st.send_analytic = st.send_flow && exclusive(st.send);
+    for (FlowPath& f : st.ring) reduce(f);
+    if (st.send_flow) reduce(st.send);
   }
 }
 
@@ -133,6 +141,7 @@ SimExecutor::Step* SimExecutor::acquire() {
   if (free_steps_.empty()) {
     all_steps_.push_back(std::make_unique<Step>());
     all_steps_.back()->ex = this;
+    all_steps_.back()->folds.resize(stages_.size());  // once: registered sends keep their address
     return all_steps_.back().get();
   }
   Step* st = free_steps_.back();
@@ -159,12 +168,16 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
   st->status = ok_status();
   st->start_s = runtime_->now();
   st->busy.assign(stages_.size(), 0.0);
-  if (can_time_at_launch(st)) {
-    time_at_launch(st);
+  if (try_time_at_launch(st)) {
+    inflight_.push_back(st);
     return;
   }
+  // With closed_form_sends, steps timed at launch never run beside event-driven ones: those in
+  // flight continue event-driven, ahead of st.
+  if (options_.closed_form_sends) materialize(runtime_->now());
   st->timed_at_launch = false;
   ++event_driven_inflight_;
+  inflight_.push_back(st);
   start_stage(st);
 }
 
@@ -595,7 +608,7 @@ void SimExecutor::activities_done(Step* st) {
 void SimExecutor::phase_done(Step* st) {
   if (st->send_folded) {  // the compute timer ended with the send
     st->send_folded = false;
-    platform_->occupancy().remove_lone(&st->folded);
+    unregister_fold(st->folds[static_cast<std::size_t>(st->stage)]);
     stage_done(st, runtime_->now());
     return;
   }
@@ -664,6 +677,12 @@ void SimExecutor::finish(Step* st) {
     r.flops += st->cost.stages[s].flops * static_cast<double>(stages_[s].hosts.size());
   r.stage_busy_s.assign(st->busy.begin(), st->busy.end());
   if (!st->timed_at_launch) --event_driven_inflight_;
+  if (!inflight_.empty() && inflight_.front() == st) {
+    inflight_.pop_front();
+  } else {
+    auto it = std::find(inflight_.begin(), inflight_.end(), st);
+    if (it != inflight_.end()) inflight_.erase(it);
+  }
   auto done = std::move(st->done);
   release(st);
   if (done) done(r);

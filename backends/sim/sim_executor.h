@@ -44,6 +44,7 @@
 
 #include <simgrid/forward.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -98,9 +99,14 @@ class SimExecutor : public Executor, private HostWatcher {
 
   const plan::ReplicaPlacement& placement() const { return placement_; }
   std::uint64_t activities_started() const { return activities_started_; }
+  // Closed-form sends (statistics for tests and benchmarks): steps that continued
+  // event-driven after being timed at launch, and steps in flight timed at launch again.
+  std::uint64_t materialized() const { return materialized_; }
+  std::uint64_t promoted() const { return promoted_; }
 
  private:
   struct Step;
+  struct FoldedSend;
   // A stream of flows between two GPUs that never overlap each other (one ring position of a
   // stage's TP all-reduce, or a stage's PP send), with what a lone flow on its route costs.
   struct FlowPath {
@@ -186,13 +192,40 @@ class SimExecutor : public Executor, private HostWatcher {
                   const std::vector<simgrid::s4u::Host*>& dst, double* bw, double* lat) const;
   void count_analytic_bytes(const Step* st);
 
-  // Closed-form pipeline (SimOptions::closed_form_pipeline): whether every stage of st runs
-  // as a timer and no step runs the event-driven way; time_at_launch then sets every stage's
-  // start and end from the stages' free_at_s (FIFO per stage: start = max(arrival, free_at_s),
-  // end = start + flops / lead speed, as the timers would give them) and arms one timer, at
-  // the last stage's end, that finishes the step. Defined in sim_executor_pipeline.cpp.
-  bool can_time_at_launch(const Step* st);
-  void time_at_launch(Step* st);
+  // Closed-form pipeline (SimOptions::closed_form_pipeline; sim_executor_pipeline.cpp). A
+  // step whose every stage runs as a timer (with closed_form_sends: or as a timer carrying
+  // its folded PP send), launched while no step runs event-driven, gets every stage's start
+  // and end at launch (FIFO per stage: start = max(arrival, the stage's free_at_s), end =
+  // start + flops / lead speed, as the timers would give them) and one timer, at the last
+  // stage's end, that finishes it.
+  bool try_time_at_launch(Step* st);
+  // Whether stages [from, end) of st can be planned (timers, or timers with a foldable send).
+  bool can_plan(const Step* st, std::size_t from);
+  // Plans stages [from, end) of x arriving at `arrival` against plan_free_ (each stage's free
+  // time, updated), registering each folded send ahead (kept in planned_ for unplan()).
+  // False when a send's links are not free for its whole interval.
+  bool plan_stages(Step* x, std::size_t from, double arrival);
+  // Plans stage's PP send of x folded into its timer from `start` (*flops: the compute's,
+  // then the timer's): registers it when its links are free for its interval.
+  bool plan_fold(Stage& stage, Step* x, const perf::StageCost& c, double start, double* flops);
+  void size_plan(Step* x) const;  // x's per-stage plan vectors, sized to the stages
+  void unplan();  // unregisters the sends plan_stages registered since planned_ was cleared
+  // x's planned stages [from, end) become its times; arms its finish timer.
+  void commit_timed(Step* x, std::size_t from);
+  // With closed_form_sends: every step timed at launch continues event-driven from where its
+  // plan has it at `now` (in its stage's timer, or waiting for the stage), its later sends
+  // unregistered (they decide at their stage's start, as event-driven sends do).
+  void materialize(double now);
+  // With closed_form_sends: when every step in flight is event-driven and at a point whose
+  // future is a plan (computing in a timer, its send folded or none following; or waiting
+  // for a stage), plans them all from there and times them at launch. False (nothing
+  // changed) otherwise, or when a send of the plan finds its links taken.
+  bool try_promote();
+  // A folded send is converted (a SimGrid flow starts on its links): a step timed at launch
+  // continues event-driven (materialize) unless the send ends within eps; then, if it is the
+  // step's current stage's send, it unfolds.
+  void on_fold_converted(FoldedSend* f, double now, double eps);
+  void unregister_fold(FoldedSend& f);
 
   static const perf::StageCost& stage_cost(const Step* st, int s);
   // The seconds that ride on a stage's compute (step overhead on stage 0, analytic
@@ -220,7 +253,6 @@ class SimExecutor : public Executor, private HostWatcher {
   // Lone flows (SimOptions::lone_flows; sim_executor_lone.cpp). start_flow starts one flow of
   // a phase: lone when its links are idle, else a SimGrid Comm (converting lone flows there).
   struct LoneSend;
-  struct FoldedSend;
   bool lone_flows() const;
   // Folds the stage's PP send into its compute timer when its links are free for the whole
   // send (returns the timer's flops, or -1 when it does not fold).
@@ -250,8 +282,13 @@ class SimExecutor : public Executor, private HostWatcher {
   FaultInjector* injector_ = nullptr;
   double virtual_now_ = -1;        // >= 0 while a chained stage end is processed
   int event_driven_inflight_ = 0;  // launched steps not timed at launch, not yet finished
-  StepResult result_;              // finish()'s result, reused
-  bool finishing_ = false;         // inside finish()'s done()
+  std::uint64_t materialized_ = 0;
+  std::uint64_t promoted_ = 0;
+  std::deque<Step*> inflight_;        // launched, not finished, in launch order
+  std::vector<double> plan_free_;     // plan_stages: each stage's free time
+  std::vector<FoldedSend*> planned_;  // plan_stages: sends registered, for unplan()
+  StepResult result_;                 // finish()'s result, reused
+  bool finishing_ = false;            // inside finish()'s done()
 };
 
 }  // namespace prima::sim

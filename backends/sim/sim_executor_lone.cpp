@@ -30,6 +30,7 @@ void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4
     LoneSend* f = st->lone[static_cast<size_t>(st->lone_used++)].get();
     f->st = st;
     f->path = &path;
+    f->route = path.occ;
     f->src = src;
     f->dst = dst;
     f->t0 = start;
@@ -91,15 +92,18 @@ double SimExecutor::fold_send(Stage& stage, Step* st, const perf::StageCost& c,
   if (ring_follows || !stage.send_flow || stage.send_analytic || !(c.send_bytes > 0) ||
       !(stage.send.rate_Bps > 0) || !(stage.lead_speed > 0))
     return -1;
-  FoldedSend& f = st->folded;
+  FoldedSend& f = st->folds[static_cast<std::size_t>(st->stage)];
   f.ex = this;
   f.st = st;
   f.path = &stage.send;
+  f.route = stage.send.occ;
+  f.stage = st->stage;
   f.compute_flops = compute_flops;
   f.send_start_s = now() + compute_flops / stage.lead_speed;           // start_timer's end
   f.bytes = static_cast<double>(static_cast<uint64_t>(c.send_bytes));  // as start_send
   if (!platform_->occupancy().idle(*f.path->occ, f.send_start_s, f.lone_end_s())) return -1;
   platform_->occupancy().add_lone(&f);
+  f.registered = true;
   st->send_folded = true;
   return compute_flops + (f.lone_end_s() - f.send_start_s) * stage.lead_speed;
 }

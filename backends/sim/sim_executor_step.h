@@ -24,25 +24,33 @@ struct SimExecutor::LoneSend final : LoneFlow {
   TimerId timer = kNoTimer;  // its end, while timed
 
   void convert(double now, double eps) override { ex->convert_lone(this, now, eps); }
-  const OccupancyRoute& lone_route() const override { return *path->occ; }
+  const OccupancyRoute* route = nullptr;  // path->occ when it started (what it is registered on)
+  const OccupancyRoute& lone_route() const override { return *route; }
   double lone_start_s() const override { return t0; }
   double lone_end_s() const override { return end_s(); }
   // The lone flow's end: after its latency, the bytes at the route's rate (CM02's lone flow).
   double end_s() const { return (t0 + path->latency_s) + bytes / path->rate_Bps; }
 };
 
-// A stage's PP send folded into its compute timer (SimOptions::lone_flows): registered from
-// the compute's start for [send_start_s, send_end_s), the stage's timer ending with the send.
+// A stage's PP send folded into its compute timer (SimOptions::lone_flows): registered for
+// [send_start_s, send_end_s), the stage's timer ending with the send. Event-driven stages
+// register it when the stage starts; a step timed at launch with its sends
+// (SimOptions::closed_form_sends) registers one per stage at launch.
 struct SimExecutor::FoldedSend final : LoneFlow {
   SimExecutor* ex = nullptr;
   Step* st = nullptr;
   const FlowPath* path = nullptr;
+  int stage = 0;             // the stage whose send this is
   double compute_flops = 0;  // the timer's flops without the send
   double send_start_s = 0;
   double bytes = 0;
+  bool registered = false;  // in LinkOccupancy now
+  bool planned = false;     // timed at launch: the stage's send rides on its timer
 
-  void convert(double now, double eps) override { ex->unfold_send(this, now, eps); }
-  const OccupancyRoute& lone_route() const override { return *path->occ; }
+  const OccupancyRoute* route = nullptr;  // path->occ when folded (what it is registered on)
+
+  void convert(double now, double eps) override { ex->on_fold_converted(this, now, eps); }
+  const OccupancyRoute& lone_route() const override { return *route; }
   double lone_start_s() const override { return send_start_s; }
   double lone_end_s() const override {
     return (send_start_s + path->latency_s) + bytes / path->rate_Bps;
@@ -70,10 +78,11 @@ struct SimExecutor::Step final : CompletionTarget {
   std::vector<const std::vector<simgrid::s4u::Link*>*> links;
   std::vector<std::unique_ptr<LoneSend>> lone;
   int lone_used = 0;
-  // With lone flows: the current stage's send rides on its compute timer (registered in
-  // LinkOccupancy while send_folded).
+  // With lone flows: the current stage's send rides on its compute timer (folds[stage],
+  // registered in LinkOccupancy while send_folded). One per stage (stable addresses: sized
+  // once).
   bool send_folded = false;
-  FoldedSend folded;
+  std::vector<FoldedSend> folds;
   // With a fault injector: a transfer-level failure applied when the compute phase ends, the
   // routes and bytes of the flows, and the bytes the analytic terms moved (for the timeline).
   Status fault;
@@ -84,9 +93,11 @@ struct SimExecutor::Step final : CompletionTarget {
   double ring_analytic_bytes = 0;  // per ring path, exclusive-link analytic ring
   double send_analytic_bytes = 0;  // exclusive-link analytic send
   // Closed-form pipeline (SimOptions::closed_form_pipeline): every stage was timed at launch;
-  // `timer` (pending until it fires) finishes the step at the end of its last stage.
+  // `timer` (pending until it fires) finishes the step at the end of its last stage. Each
+  // stage's start, end and timer flops (the folded send's included) as planned.
   bool timed_at_launch = false;
   TimerId timer = kNoTimer;
+  std::vector<double> t_start, t_end, t_flops;
 
   void on_activity_end(const simgrid::s4u::Activity& a, bool ok) override {
     ex->on_end(this, a, ok);

@@ -51,6 +51,18 @@ struct SimOptions {
   // timeline (a changing link needs the flow model throughout); off by default, the
   // simulation turns it on unless the scenario's "sim": {"lone_flows": false}.
   bool lone_flows = false;
+  // With closed_form_pipeline and lone_flows: a step whose stages are timers except for PP
+  // sends that can fold (their links free for the send's whole interval) is timed at launch
+  // too, each send registered in LinkOccupancy for its planned interval from launch on
+  // (event-driven stages register it when the stage starts). When a SimGrid flow later
+  // starts on such a send's links, the replica's steps timed at launch continue
+  // event-driven from where their plan has them (SimExecutor::materialize); the executor
+  // plans them again at a later launch. The same times as event-driven stages while no
+  // send meets another; when sends meet, the same sharing (SimGrid flows from the moment
+  // they overlap), though which send is the lone one converted can differ. Off by default;
+  // the simulation turns it on with closed_form_pipeline and lone_flows unless the
+  // scenario's "sim": {"closed_form_sends": false}.
+  bool closed_form_sends = false;
 };
 
 }  // namespace prima::sim

@@ -5,7 +5,8 @@
 // of a converted flow may differ). Scenarios: sends that may share links but never meet
 // (bench/bitbrick_64gpu with the static shortcut off), two replicas' sends through each NIC
 // (bench/bitbrick_64gpu_contended), and prefill/decode hand-offs crossing the InfiniBand
-// fabric, which contend with the pipelines' sends and with each other.
+// fabric, which contend with the pipelines' sends and with each other. Likewise with and
+// without closed-form sends (sim.closed_form_sends) where sends meet.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -44,9 +45,10 @@ void expect_close(const json& a, const json& b, const std::string& path) {
   }
 }
 
-void expect_same_with_and_without(const std::string& args) {
+void expect_same_with_and_without(const std::string& args,
+                                  const std::string& option = "sim.lone_flows") {
   const json on = report(args);
-  const json off = report(args + " --set sim.lone_flows=false");
+  const json off = report(args + " --set " + option + "=false");
   ASSERT_TRUE(on.contains("requests")) << on.dump();
   EXPECT_GT(on["requests"]["completed"].get<long>(), 0);
   expect_close(on, off, "");
@@ -61,6 +63,15 @@ TEST(SimLoneFlows, SendsThatNeverMeetSameReport) {
 TEST(SimLoneFlows, ContendingSendsSameReport) {
   expect_same_with_and_without(source_path("scenarios/bench/bitbrick_64gpu_contended.json") +
                                " --set duration=10s");
+}
+
+// The same with the sends' steps timed at launch (sim.closed_form_sends, on by default) and
+// event-driven: planned steps meeting another replica's sends turn event-driven and are
+// planned again.
+TEST(SimLoneFlows, ContendingSendsPlannedAtLaunchSameReport) {
+  expect_same_with_and_without(
+      source_path("scenarios/bench/bitbrick_64gpu_contended.json") + " --set duration=10s",
+      "sim.closed_form_sends");
 }
 
 TEST(SimLoneFlows, ContendingHandOffsSameReport) {

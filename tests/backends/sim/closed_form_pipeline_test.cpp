@@ -10,6 +10,7 @@
 #include "backends/sim/sim_executor.h"
 #include "backends/sim/sim_runtime.h"
 #include "tests/backends/sim/sim_test_util.h"
+#include "tests/backends/sim/step_driver.h"
 
 namespace prima::sim {
 namespace {
@@ -43,24 +44,7 @@ plan::ReplicaPlacement placement(DeviceId first) {
   return p;
 }
 
-// Drives one executor like a replica: `depth` steps at t0, then one new step whenever a step
-// ends (the pipeline stays full), until `total` steps ran.
-struct Driver {
-  SimExecutor* ex = nullptr;
-  int launched = 0;
-  int total = 0;
-  std::vector<StepResult> results;
-  void launch() {
-    StepPlan p;
-    p.step_id = static_cast<std::uint64_t>(launched);
-    p.shape.num_seqs = (launched * 7) % 11;
-    ++launched;
-    ex->launch(p, [this](const StepResult& r) {
-      results.push_back(r);
-      if (launched < total) launch();
-    });
-  }
-};
+using Driver = testing::StepDriver;
 
 void expect_same(const Driver& x, const Driver& y, size_t steps) {
   ASSERT_EQ(x.results.size(), steps);
