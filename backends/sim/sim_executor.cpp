@@ -88,7 +88,7 @@ SimExecutor::~SimExecutor() {
         platform_->occupancy().remove_lone(f.get());
         runtime_->cancel(f->timer);
       }
-    for (FoldedSend& f : st->folds) unregister_fold(f);
+    unregister_folds(st.get());
   }
 }
 
@@ -141,7 +141,11 @@ SimExecutor::Step* SimExecutor::acquire() {
   if (free_steps_.empty()) {
     all_steps_.push_back(std::make_unique<Step>());
     all_steps_.back()->ex = this;
-    all_steps_.back()->folds.resize(stages_.size());  // once: registered sends keep their address
+    Step& st = *all_steps_.back();
+    st.folds.resize(stages_.size());  // once: registered sends keep their address
+    st.t_start.resize(stages_.size());
+    st.t_end.resize(stages_.size());
+    st.t_flops.resize(stages_.size());
     return all_steps_.back().get();
   }
   Step* st = free_steps_.back();
@@ -168,6 +172,7 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
   st->status = ok_status();
   st->start_s = runtime_->now();
   st->busy.assign(stages_.size(), 0.0);
+  st->folds_planned = 0;
   if (try_time_at_launch(st)) {
     inflight_.push_back(st);
     return;
@@ -608,7 +613,7 @@ void SimExecutor::activities_done(Step* st) {
 void SimExecutor::phase_done(Step* st) {
   if (st->send_folded) {  // the compute timer ended with the send
     st->send_folded = false;
-    unregister_fold(st->folds[static_cast<std::size_t>(st->stage)]);
+    unregister_fold(st, st->stage);
     stage_done(st, runtime_->now());
     return;
   }

@@ -200,7 +200,8 @@ class SimExecutor : public Executor, private HostWatcher {
   // stage's end, that finishes it.
   bool try_time_at_launch(Step* st);
   // Whether stages [from, end) of st can be planned (timers, or timers with a foldable send).
-  bool can_plan(const Step* st, std::size_t from);
+  // *folds (optional): set when a stage's send must fold.
+  bool can_plan(const Step* st, std::size_t from, bool* folds = nullptr);
   // Plans stages [from, end) of x arriving at `arrival` against plan_free_ (each stage's free
   // time, updated), registering each folded send ahead (kept in planned_ for unplan()).
   // False when a send's links are not free for its whole interval.
@@ -208,7 +209,6 @@ class SimExecutor : public Executor, private HostWatcher {
   // Plans stage's PP send of x folded into its timer from `start` (*flops: the compute's,
   // then the timer's): registers it when its links are free for its interval.
   bool plan_fold(Stage& stage, Step* x, const perf::StageCost& c, double start, double* flops);
-  void size_plan(Step* x) const;  // x's per-stage plan vectors, sized to the stages
   void unplan();  // unregisters the sends plan_stages registered since planned_ was cleared
   // x's planned stages [from, end) become its times; arms its finish timer.
   void commit_timed(Step* x, std::size_t from);
@@ -225,7 +225,11 @@ class SimExecutor : public Executor, private HostWatcher {
   // continues event-driven (materialize) unless the send ends within eps; then, if it is the
   // step's current stage's send, it unfolds.
   void on_fold_converted(FoldedSend* f, double now, double eps);
-  void unregister_fold(FoldedSend& f);
+  void unregister_fold(Step* x, int stage);  // folds[stage], if registered
+  void unregister_folds(Step* x);            // every registered fold of x
+  // try_time_at_launch for a step none of whose stages sends by a flow: the closed-form
+  // pipeline's plan, written into the stages directly (it cannot fail).
+  void time_without_sends(Step* st);
 
   static const perf::StageCost& stage_cost(const Step* st, int s);
   // The seconds that ride on a stage's compute (step overhead on stage 0, analytic

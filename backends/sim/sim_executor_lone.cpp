@@ -103,7 +103,7 @@ double SimExecutor::fold_send(Stage& stage, Step* st, const perf::StageCost& c,
   f.bytes = static_cast<double>(static_cast<uint64_t>(c.send_bytes));  // as start_send
   if (!platform_->occupancy().idle(*f.path->occ, f.send_start_s, f.lone_end_s())) return -1;
   platform_->occupancy().add_lone(&f);
-  f.registered = true;
+  st->folds_registered |= 1u << st->stage;
   st->send_folded = true;
   return compute_flops + (f.lone_end_s() - f.send_start_s) * stage.lead_speed;
 }

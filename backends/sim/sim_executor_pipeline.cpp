@@ -33,7 +33,12 @@ namespace prima::sim {
 bool SimExecutor::try_time_at_launch(Step* st) {
   if (!options_.closed_form_pipeline) return false;
   if (event_driven_inflight_ > 0 && !(options_.closed_form_sends && try_promote())) return false;
-  if (!can_plan(st, 0)) return false;
+  bool folds = false;
+  if (!can_plan(st, 0, &folds)) return false;
+  if (!folds) {
+    time_without_sends(st);
+    return true;
+  }
   plan_free_.resize(stages_.size());
   for (std::size_t s = 0; s < stages_.size(); ++s) plan_free_[s] = stages_[s].free_at_s;
   planned_.clear();
@@ -48,7 +53,40 @@ bool SimExecutor::try_time_at_launch(Step* st) {
   return true;
 }
 
-bool SimExecutor::can_plan(const Step* st, std::size_t from) {
+void SimExecutor::time_without_sends(Step* st) {
+  // plan_stages and commit_timed without folds, on the stages' free_at_s.
+  st->timed_at_launch = true;
+  st->send_folded = false;
+  st->folds_planned = 0;
+  const double nominal = platform_->nominal_speed();
+  double t = runtime_->now();  // when st reaches the stage
+  for (Stage& stage : stages_) {
+    const auto s = static_cast<std::size_t>(stage.index);
+    st->stage = stage.index;
+    st->phase = Step::Phase::kCompute;
+    const perf::StageCost& c = stage_cost(st, stage.index);
+    const double analytic_s = stage_analytic_s(stage, st, c);
+    const double lead = stage.lead_speed;
+    const double flops =
+        std::max(0.0, c.compute_s * nominal * (lead / stage.slowest_speed) + analytic_s * lead);
+    const double start = stage.free_at_s > t ? stage.free_at_s : t;
+    const double end = start + flops / lead;
+    if (s == 0) st->start_s = start;
+    st->t_start[s] = start;
+    st->t_end[s] = end;
+    st->t_flops[s] = flops;
+    st->busy[s] = end - start;
+    stage.free_at_s = end;
+    t = end;
+    ++activities_started_;
+  }
+  st->timer = runtime_->at(t, [this, st] {
+    st->timer = kNoTimer;  // fired
+    finish(st);
+  });
+}
+
+bool SimExecutor::can_plan(const Step* st, std::size_t from, bool* folds) {
   for (std::size_t s = from; s < stages_.size(); ++s) {
     Stage& stage = stages_[s];
     if (!stage.hosts_known) refresh_hosts(stage);
@@ -61,16 +99,9 @@ bool SimExecutor::can_plan(const Step* st, std::size_t from) {
     const bool ring =
         stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0;
     if (ring || !(stage.send.rate_Bps > 0)) return false;
+    if (folds != nullptr) *folds = true;
   }
   return true;
-}
-
-void SimExecutor::size_plan(Step* x) const {
-  const std::size_t n = stages_.size();
-  if (x->t_start.size() == n) return;
-  x->t_start.assign(n, 0.0);
-  x->t_end.assign(n, 0.0);
-  x->t_flops.assign(n, 0.0);
 }
 
 bool SimExecutor::plan_fold(Stage& stage, Step* x, const perf::StageCost& c, double start,
@@ -87,14 +118,14 @@ bool SimExecutor::plan_fold(Stage& stage, Step* x, const perf::StageCost& c, dou
   LinkOccupancy& occ = platform_->occupancy();
   if (!occ.idle(*f.path->occ, f.send_start_s, f.lone_end_s())) return false;
   occ.add_lone(&f);
-  f.registered = f.planned = true;
+  x->folds_registered |= 1u << stage.index;
+  x->folds_planned |= 1u << stage.index;
   planned_.push_back(&f);
   *flops = *flops + (f.lone_end_s() - f.send_start_s) * stage.lead_speed;  // as fold_send
   return true;
 }
 
 bool SimExecutor::plan_stages(Step* x, std::size_t from, double arrival) {
-  size_plan(x);
   const double nominal = platform_->nominal_speed();
   double t = arrival;  // when x reaches the stage
   for (std::size_t s = from; s < stages_.size(); ++s) {
@@ -108,7 +139,7 @@ bool SimExecutor::plan_stages(Step* x, std::size_t from, double arrival) {
     double flops =
         std::max(0.0, c.compute_s * nominal * (lead / stage.slowest_speed) + analytic_s * lead);
     const double start = plan_free_[s] > t ? plan_free_[s] : t;
-    x->folds[s].planned = false;
+    x->folds_planned &= ~(1u << s);
     if (stage.send_flow && !stage.send_analytic && c.send_bytes > 0 &&
         !plan_fold(stage, x, c, start, &flops))
       return false;
@@ -124,16 +155,21 @@ bool SimExecutor::plan_stages(Step* x, std::size_t from, double arrival) {
 
 void SimExecutor::unplan() {
   for (FoldedSend* f : planned_) {
-    unregister_fold(*f);
-    f->planned = false;
+    unregister_fold(f->st, f->stage);
+    f->st->folds_planned &= ~(1u << f->stage);
   }
   planned_.clear();
 }
 
-void SimExecutor::unregister_fold(FoldedSend& f) {
-  if (!f.registered) return;
-  platform_->occupancy().remove_lone(&f);
-  f.registered = false;
+void SimExecutor::unregister_fold(Step* x, int stage) {
+  const std::uint32_t bit = 1u << stage;
+  if ((x->folds_registered & bit) == 0) return;
+  platform_->occupancy().remove_lone(&x->folds[static_cast<std::size_t>(stage)]);
+  x->folds_registered &= ~bit;
+}
+
+void SimExecutor::unregister_folds(Step* x) {
+  while (x->folds_registered != 0) unregister_fold(x, __builtin_ctz(x->folds_registered));
 }
 
 void SimExecutor::commit_timed(Step* x, std::size_t from) {
@@ -147,7 +183,7 @@ void SimExecutor::commit_timed(Step* x, std::size_t from) {
   }
   x->timer = runtime_->at(x->t_end[n - 1], [this, x] {
     x->timer = kNoTimer;  // fired
-    for (FoldedSend& f : x->folds) unregister_fold(f);
+    unregister_folds(x);
     finish(x);
   });
 }
@@ -166,7 +202,7 @@ void SimExecutor::materialize(double now) {
     ++materialized_;
     const bool in_stage = x->t_start[s] <= now;
     for (std::size_t k = 0; k < n; ++k)
-      if (!(in_stage && k == s)) unregister_fold(x->folds[k]);
+      if (!(in_stage && k == s)) unregister_fold(x, static_cast<int>(k));
     x->stage = static_cast<int>(s);
     x->phase = Step::Phase::kCompute;
     x->send_folded = false;
@@ -183,7 +219,7 @@ void SimExecutor::materialize(double now) {
     stage.rate = stage.lead_speed;
     stage.remaining_flops = x->t_flops[s];
     x->stage_start_s = x->t_start[s];
-    x->send_folded = x->folds[s].planned;
+    x->send_folded = (x->folds_planned >> s) & 1u;
     arm_timer(stage);  // at t_start + t_flops / lead: the planned end
   }
   // A stage no step is in was left by its last step at or before now; its free_at_s may hold
@@ -232,11 +268,10 @@ bool SimExecutor::try_promote() {
       continue;
     }
     ++computing;
-    size_plan(x);
-    for (FoldedSend& f : x->folds) f.planned = false;
+    x->folds_planned = 0;
     double flops = stage.remaining_flops;
     if (x->send_folded) {
-      x->folds[s].planned = true;  // registered since the stage started
+      x->folds_planned |= 1u << s;  // registered since the stage started
     } else if (!runs_as_timer(stage, x) &&
                !plan_fold(stage, x, stage_cost(x, stage.index), stage.since_s, &flops)) {
       return unplan(), false;
@@ -269,8 +304,8 @@ bool SimExecutor::try_promote() {
 }
 
 void SimExecutor::on_fold_converted(FoldedSend* f, double now, double eps) {
-  f->registered = false;  // LinkOccupancy dropped it
   Step* st = f->st;
+  st->folds_registered &= ~(1u << f->stage);  // LinkOccupancy dropped it
   if (st->timed_at_launch) {
     if (f->lone_end_s() <= now + eps) return;  // over, or ends alone as planned
     materialize(now);

@@ -44,8 +44,6 @@ struct SimExecutor::FoldedSend final : LoneFlow {
   double compute_flops = 0;  // the timer's flops without the send
   double send_start_s = 0;
   double bytes = 0;
-  bool registered = false;  // in LinkOccupancy now
-  bool planned = false;     // timed at launch: the stage's send rides on its timer
 
   const OccupancyRoute* route = nullptr;  // path->occ when folded (what it is registered on)
 
@@ -83,6 +81,9 @@ struct SimExecutor::Step final : CompletionTarget {
   // once).
   bool send_folded = false;
   std::vector<FoldedSend> folds;
+  // Bit s: folds[s] is in LinkOccupancy now; folds[s] rides on stage s's planned timer.
+  std::uint32_t folds_registered = 0;
+  std::uint32_t folds_planned = 0;
   // With a fault injector: a transfer-level failure applied when the compute phase ends, the
   // routes and bytes of the flows, and the bytes the analytic terms moved (for the timeline).
   Status fault;
