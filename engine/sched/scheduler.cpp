@@ -194,10 +194,12 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
 
 void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) {
   const bool decode_capped = opts_.max_decode_seqs_per_step > 0;
-  // The running sequences not on the devices, oldest first: a copy, as preemptions below take
-  // sequences out of ready_ (a victim met later in the copy is no longer running).
-  ready_scratch_.assign(ready_.begin(), ready_.end());
-  for (Sequence* s : ready_scratch_) {
+  // The running sequences not on the devices, oldest first. A victim preempted below stays
+  // in ready_ until the end of the walk (walking_ready_), no longer running.
+  walking_ready_ = true;
+  const std::size_t seqs_before = step->seqs.size();
+  for (std::size_t i = 0; i < ready_.size(); ++i) {
+    Sequence* s = ready_[i];
     if (b.tokens <= 0) break;
     if (static_cast<int>(step->seqs.size()) >= b.seq_cap) break;
     if (!s->running) continue;  // preempted by a sequence before it
@@ -238,7 +240,10 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
     }
     add_work(s, n, b, step, now);
   }
-  std::erase_if(ready_, [](const Sequence* s) { return s->in_flight; });
+  walking_ready_ = false;
+  std::erase_if(ready_, [](const Sequence* s) { return s->in_flight || !s->running; });
+  // Pass 1 adds long prefills of lower ranks after pass 0's sequences.
+  if (pass == 1 && step->seqs.size() > seqs_before && seqs_before > 0) step->in_rank_order = false;
 }
 
 void Scheduler::enter_running(Sequence* s) {
@@ -249,16 +254,16 @@ void Scheduler::enter_running(Sequence* s) {
 }
 
 void Scheduler::leave_ready(Sequence* s) {
-  if (s->in_flight) return;
+  if (s->in_flight || walking_ready_) return;
   auto it = std::find(ready_.begin(), ready_.end(), s);
   if (it != ready_.end()) ready_.erase(it);
 }
 
-void Scheduler::back_to_ready(std::vector<Sequence*>& back) {
+void Scheduler::back_to_ready(std::vector<Sequence*>& back, bool in_rank_order) {
   if (back.empty()) return;
   auto by_rank = [](const Sequence* a, const Sequence* b) { return a->run_rank < b->run_rank; };
   // A step's sequences are in admission order but for pass 1 of the long-prompt queue.
-  if (!std::is_sorted(back.begin(), back.end(), by_rank))
+  if (!in_rank_order && !std::is_sorted(back.begin(), back.end(), by_rank))
     std::sort(back.begin(), back.end(), by_rank);
   if (ready_.empty() || by_rank(ready_.back(), back.front())) {
     ready_.insert(ready_.end(), back.begin(), back.end());
@@ -539,7 +544,7 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
     if (s->running) back.push_back(s);
   }
   if (left) std::erase_if(running_, [](const Sequence* s) { return !s->running; });
-  back_to_ready(back);
+  back_to_ready(back, step.in_rank_order);
 }
 
 bool Scheduler::remove(Sequence* seq) {

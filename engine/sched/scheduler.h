@@ -48,6 +48,8 @@ struct ScheduledStep {
   StepPlan plan;
   std::vector<Sequence*> seqs;  // parallel to plan.seqs (when filled)
   int preempted = 0;            // sequences preempted to make room for this step
+  bool in_rank_order =
+      true;  // seqs sorted by run rank (false once pass 1 of the long-prompt queue added some)
   bool empty() const { return seqs.empty(); }
   // Empties the step, keeping the vectors' storage for reuse.
   void clear() {
@@ -57,6 +59,7 @@ struct ScheduledStep {
     plan.shape = BatchShape{};
     seqs.clear();
     preempted = 0;
+    in_rank_order = true;
   }
 };
 
@@ -143,7 +146,8 @@ class Scheduler {
   // removal), and a finished step's sequences that keep running, merged back by rank.
   void enter_running(Sequence* s);
   void leave_ready(Sequence* s);
-  void back_to_ready(std::vector<Sequence*>& back);
+  // `in_rank_order`: back is known to be sorted by rank (no check needed).
+  void back_to_ready(std::vector<Sequence*>& back, bool in_rank_order);
   void add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now);
   void admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, ScheduledStep* step, Time now);
   int batch_ready(Time now) const;  // dynamic batching: size of the batch to form now (0: wait)
@@ -160,6 +164,9 @@ class Scheduler {
   // running_ minus the sequences on the devices (in_flight), in the same order (run_rank):
   // what a step can take, without walking the sequences of the steps in flight.
   std::vector<Sequence*> ready_;
+  // Inside run_running's walk over ready_: a preempted sequence stays in ready_ (its running
+  // flag false) until the walk's end, which drops it with the scheduled ones.
+  bool walking_ready_ = false;
   std::uint64_t run_ranks_ = 0;  // ranks given so far
   std::uint64_t next_step_ = 1;
   std::int64_t preemptions_ = 0;

@@ -190,6 +190,21 @@ TEST(Scheduler, PreemptsNewestByRecomputeWhenBlocksRunOut) {
   EXPECT_EQ(b->num_generated, 2);  // generated tokens are kept and recomputed
   EXPECT_EQ(sch.waiting().front(), b.get());
   EXPECT_EQ(sch.total_preemptions(), 1);
+  // b was later than a in the ready list when a preempted it: it left the list (not run
+  // twice, not run while waiting). Both finish, each scheduled once per step.
+  sch.complete(s3, ok_result(), 3);
+  int done = 0;
+  for (int t = 4; t < 60 && done < 2; ++t) {
+    auto s = sch.schedule(t);
+    ASSERT_FALSE(s.empty()) << t;
+    if (s.seqs.size() == 2) EXPECT_NE(s.seqs[0], s.seqs[1]) << t;
+    for (Sequence* q : s.seqs) EXPECT_TRUE(q == a.get() || q == b.get());
+    done += static_cast<int>(sch.complete(s, ok_result(), t + 1).finished.size());
+  }
+  EXPECT_EQ(done, 2);
+  EXPECT_EQ(a->num_generated, 10);
+  EXPECT_EQ(b->num_generated, 10);
+  EXPECT_EQ(kv.free_blocks(), 4);
 }
 
 TEST(Scheduler, FailedStepRecomputesThenFails) {
