@@ -173,16 +173,19 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
   st->start_s = runtime_->now();
   st->busy.assign(stages_.size(), 0.0);
   st->folds_planned = 0;
+  st->launch_seq = ++launches_;
+  st->timed_at_launch = false;
+  // st joins the steps in flight (in_flight) once timed or started: until then
+  // try_promote and materialize see only the others.
   if (try_time_at_launch(st)) {
-    inflight_.push_back(st);
+    st->in_flight = true;
     return;
   }
   // With closed_form_sends, steps timed at launch never run beside event-driven ones: those in
   // flight continue event-driven, ahead of st.
   if (options_.closed_form_sends) materialize(runtime_->now());
-  st->timed_at_launch = false;
   ++event_driven_inflight_;
-  inflight_.push_back(st);
+  st->in_flight = true;
   start_stage(st);
 }
 
@@ -682,12 +685,7 @@ void SimExecutor::finish(Step* st) {
     r.flops += st->cost.stages[s].flops * static_cast<double>(stages_[s].hosts.size());
   r.stage_busy_s.assign(st->busy.begin(), st->busy.end());
   if (!st->timed_at_launch) --event_driven_inflight_;
-  if (!inflight_.empty() && inflight_.front() == st) {
-    inflight_.pop_front();
-  } else {
-    auto it = std::find(inflight_.begin(), inflight_.end(), st);
-    if (it != inflight_.end()) inflight_.erase(it);
-  }
+  st->in_flight = false;
   auto done = std::move(st->done);
   release(st);
   if (done) done(r);

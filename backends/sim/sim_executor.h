@@ -216,6 +216,8 @@ class SimExecutor : public Executor, private HostWatcher {
   // plan has it at `now` (in its stage's timer, or waiting for the stage), its later sends
   // unregistered (they decide at their stage's start, as event-driven sends do).
   void materialize(double now);
+  // Fills inflight_ (rarely needed: materialize, try_promote).
+  void in_flight_steps();
   // With closed_form_sends: when every step in flight is event-driven and at a point whose
   // future is a plan (computing in a timer, its send folded or none following; or waiting
   // for a stage), plans them all from there and times them at launch. False (nothing
@@ -288,7 +290,8 @@ class SimExecutor : public Executor, private HostWatcher {
   int event_driven_inflight_ = 0;  // launched steps not timed at launch, not yet finished
   std::uint64_t materialized_ = 0;
   std::uint64_t promoted_ = 0;
-  std::deque<Step*> inflight_;        // launched, not finished, in launch order
+  std::uint64_t launches_ = 0;        // steps launched so far (Step::launch_seq)
+  std::vector<Step*> inflight_;       // in_flight_steps(): launched, not finished, in launch order
   std::vector<double> plan_free_;     // plan_stages: each stage's free time
   std::vector<FoldedSend*> planned_;  // plan_stages: sends registered, for unplan()
   StepResult result_;                 // finish()'s result, reused

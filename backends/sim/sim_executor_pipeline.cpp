@@ -188,8 +188,17 @@ void SimExecutor::commit_timed(Step* x, std::size_t from) {
   });
 }
 
+void SimExecutor::in_flight_steps() {
+  inflight_.clear();
+  for (const auto& x : all_steps_)
+    if (x->in_flight) inflight_.push_back(x.get());
+  std::sort(inflight_.begin(), inflight_.end(),
+            [](const Step* a, const Step* b) { return a->launch_seq < b->launch_seq; });
+}
+
 void SimExecutor::materialize(double now) {
   const std::size_t n = stages_.size();
+  in_flight_steps();
   for (Step* x : inflight_) {
     if (!x->timed_at_launch) continue;
     std::size_t s = 0;
@@ -236,6 +245,7 @@ bool SimExecutor::try_promote() {
       return false;
     if (!stage.busy && !stage.waiting.empty()) return false;
   }
+  in_flight_steps();
   for (Step* x : inflight_) {
     if (x->timed_at_launch) return false;  // (steps timed at launch never run beside others)
     const auto s = static_cast<std::size_t>(x->stage);

@@ -98,6 +98,8 @@ struct SimExecutor::Step final : CompletionTarget {
   // stage's start, end and timer flops (the folded send's included) as planned.
   bool timed_at_launch = false;
   TimerId timer = kNoTimer;
+  bool in_flight = false;        // launched, not finished
+  std::uint64_t launch_seq = 0;  // launch order
   std::vector<double> t_start, t_end, t_flops;
 
   void on_activity_end(const simgrid::s4u::Activity& a, bool ok) override {
