@@ -202,5 +202,48 @@ TEST(ClosedFormSends, SendsThatMeetShareTheNicsAsEventDrivenStagesDo) {
   EXPECT_GT(promoted, 0u);
 }
 
+// A replica destroyed with planned steps in flight takes their registered sends with it:
+// another replica's sends over the same NICs, planned where the destroyed one's would have
+// been, find the links free (no conversion of a send that no longer exists, no plan that
+// fails on one).
+TEST(ClosedFormSends, DestroyedWithPlannedSendsInFlight) {
+  auto p = SimPlatform::create(testing::test_topology(3));
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  std::unique_ptr<SimPlatform> platform = std::move(p).value();
+  ASSERT_TRUE(platform->enable_lone_flows());
+  SimRuntime rt;
+  SimOptions o;
+  o.chain_stages = o.closed_form_pipeline = o.lone_flows = o.closed_form_sends = true;
+  auto a = std::make_unique<SimExecutor>(platform.get(), &rt, placement({{0}, {8}, {16}}),
+                                         costs(false), o);
+  SimExecutor b(platform.get(), &rt, placement({{1}, {9}, {17}}), costs(false), o);
+  // c never launches; it keeps the NICs shared (claimed by two replicas) once a is gone, so
+  // that b's sends are lone flows checked against what is registered there.
+  SimExecutor c(platform.get(), &rt, placement({{2}, {10}, {18}}), costs(false), o);
+  Driver da, db;
+  da.ex = a.get();
+  db.ex = &b;
+  da.total = 3;
+  db.total = 20;
+  rt.at(0.0, [&] {
+    for (int i = 0; i < 3; ++i) da.launch();
+  });
+  platform->run_until(0.001);  // a's three steps are planned, their sends registered ahead
+  EXPECT_TRUE(da.results.empty());
+  a.reset();
+  da.ex = nullptr;
+  const long conversions = platform->occupancy().conversions();
+  rt.at(0.001, [&] {  // b's sends overlap where a's would have been
+    for (int i = 0; i < 3; ++i) db.launch();
+  });
+  platform->run();
+  ASSERT_EQ(db.results.size(), 20u);
+  for (const StepResult& r : db.results) EXPECT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_TRUE(da.results.empty());
+  EXPECT_EQ(platform->occupancy().conversions(), conversions);
+  EXPECT_EQ(b.materialized(), 0u);
+  EXPECT_EQ(b.promoted(), 0u);  // never event-driven: every step planned at launch
+}
+
 }  // namespace
 }  // namespace prima::sim
