@@ -198,14 +198,19 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
   // in ready_ until the end of the walk (walking_ready_), no longer running.
   walking_ready_ = true;
   const std::size_t seqs_before = step->seqs.size();
-  for (std::size_t i = 0; i < ready_.size(); ++i) {
+  // Loop invariants, read once (the walk appends nothing to ready_; see walking_ready_).
+  const std::size_t nready = ready_.size();
+  const std::size_t seq_cap = static_cast<std::size_t>(std::max(0, b.seq_cap));
+  const bool long_queue = opts_.long_prompt_queue;
+  const bool chunked = opts_.chunked_prefill;
+  for (std::size_t i = 0; i < nready; ++i) {
     Sequence* s = ready_[i];
     if (b.tokens <= 0) break;
-    if (static_cast<int>(step->seqs.size()) >= b.seq_cap) break;
+    if (step->seqs.size() >= seq_cap) break;
     if (!s->running) continue;  // preempted by a sequence before it
     const bool decode = s->decoding();
     // With the long-prompt queue: pass 0 runs all but long prefills, pass 1 those.
-    if (opts_.long_prompt_queue && (pass == 1) != (!decode && is_long(s))) continue;
+    if (long_queue && (pass == 1) != (!decode && is_long(s))) continue;
     int n = std::min(s->remaining(), b.tokens);
     if (decode) {
       // Without a decode cap (max_decode_seqs_per_step), b.decode cannot run out and there
@@ -222,7 +227,7 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
       if (is_long(s)) n = std::min(n, b.long_tokens);
       if (n <= 0) continue;
     }
-    if (!opts_.chunked_prefill && n < s->remaining()) continue;
+    if (!chunked && n < s->remaining()) continue;
     bool ok = kv_->grow(*s, s->num_computed + n);
     while (!ok) {
       Sequence* victim = pick_victim(step->seqs, s);
@@ -496,10 +501,15 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
   // Sequences leaving running_ are marked (running = false) and compacted out once at the
   // end, keeping the others in admission order.
   bool left = false;
-  for (std::size_t i = 0; i < step.seqs.size(); ++i) {
+  // Loop invariants, read once (the compiler cannot tell that writing a Sequence leaves them).
+  const bool step_ok = result.status.ok();
+  const bool prefix_caching = kv_->prefix_caching();
+  const std::size_t sampled = result.tokens.size();
+  const std::size_t n = step.seqs.size();
+  for (std::size_t i = 0; i < n; ++i) {
     Sequence* s = step.seqs[i];
     s->in_flight = false;
-    if (!result.status.ok()) {
+    if (!step_ok) {
       // The step's work is lost: recompute from scratch, or give up after the retries.
       s->step_failures++;
       kv_->release(*s);
@@ -517,11 +527,11 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
       continue;
     }
     s->num_computed += s->step_tokens;
-    if (kv_->prefix_caching()) kv_->commit(*s, s->num_computed);
+    if (prefix_caching) kv_->commit(*s, s->num_computed);
     if (s->num_computed >= s->known_tokens()) {  // else more prefill chunks to go
       s->num_generated++;
       bool stop = false;
-      if (i < result.tokens.size() && result.tokens[i] >= 0) {
+      if (i < sampled && result.tokens[i] >= 0) {
         const int tok = result.tokens[i];
         s->output_ids.push_back(tok);
         stop =
