@@ -3,10 +3,15 @@
 
 For each thread count: prefill tokens/s (a 128-token prompt) and decode tokens/s (64 tokens,
 end-of-generation ignored), prima through `prima generate`, llama.cpp through the PyPI
-package llama-cpp-python (each in its own process, so peak RSS is per engine); then prima's
-batch-8 decode throughput against its batch-1 decode. Prints a table and writes JSON.
+package llama-cpp-python (each in its own process, so peak RSS is per engine); then batch-8
+decode throughput (8 sequences of that prompt decoded together) against batch-1 decode, for
+both engines (llama.cpp through its C API: one llama_decode of 8 tokens of 8 sequences per
+step). prima runs twice: with the weights in the GGUF layout (llama.cpp's numerics) and with
+--repack (16-row panels for the AVX-512 VNNI kernels, where the CPU has them). Prints a table
+and writes JSON.
 
   python3 bench/real_vs_llamacpp.py [--model M] [--threads 1,2] [--repeats 3] [--out F.json]
+                                    [--no-repack]
 
 llama.cpp runs its plain CPU path (use_extra_bufts = False): its AMX buffer type crashes on
 this machine, and prima has no AMX kernels either.
@@ -99,11 +104,52 @@ def llama_worker(model, threads, n_prompt, n_decode, repeats):
                       "decode_tps": statistics.median(dec), "version": llama_cpp.__version__}))
 
 
-def prima_run(model, threads, prompt_file, n_decode, batch=1):
+def llama_batch_worker(model, threads, n_prompt, n_decode, batch):
+    """llama.cpp decoding `batch` copies of the prompt together: tokens per second."""
+    import time
+    import llama_cpp
+    llama_cpp.llama_backend_init()
+    mp = llama_cpp.llama_model_default_params()
+    mp.use_extra_bufts = False
+    lm = llama_cpp.llama_model_load_from_file(model.encode(), mp)
+    cp = llama_cpp.llama_context_default_params()
+    cp.n_ctx = batch * (n_prompt + n_decode) + 64
+    cp.n_batch = cp.n_ubatch = 512
+    cp.n_seq_max = batch
+    cp.n_threads = cp.n_threads_batch = threads
+    ctx = llama_cpp.llama_init_from_model(lm, cp)
+    vocab = llama_cpp.llama_model_get_vocab(lm)
+    text = TEXT.encode()
+    buf = (llama_cpp.llama_token * 1024)()
+    n = llama_cpp.llama_tokenize(vocab, text, len(text), buf, 1024, False, False)
+    toks = list(buf[:min(n, n_prompt)])
+    b = llama_cpp.llama_batch_init(512, 0, batch)
+
+    def decode(entries):
+        b.n_tokens = len(entries)
+        for i, (tok, pos, seq, logits) in enumerate(entries):
+            b.token[i], b.pos[i], b.n_seq_id[i], b.logits[i] = tok, pos, 1, logits
+            b.seq_id[i][0] = seq
+        if llama_cpp.llama_decode(ctx, b) != 0:
+            raise RuntimeError("llama_decode failed")
+
+    decode([(t, i, 0, i == len(toks) - 1) for i, t in enumerate(toks)])
+    mem = llama_cpp.llama_get_memory(ctx)
+    for s in range(1, batch):
+        llama_cpp.llama_memory_seq_cp(mem, 0, s, -1, -1)
+    t0 = time.perf_counter()
+    for step in range(n_decode):
+        decode([(toks[(step + s) % len(toks)], len(toks) + step, s, True) for s in range(batch)])
+    print(json.dumps({"batch_decode_tps": batch * n_decode / (time.perf_counter() - t0)}))
+
+
+def prima_run(model, threads, prompt_file, n_decode, batch=1, repack=False):
     cmd = [PRIMA, "generate", "--model", model, "--prompt-file", prompt_file, "--max-tokens",
            str(n_decode + 1), "--ignore-eos", "--threads", str(threads), "--ids"]
     if batch > 1:
         cmd += ["--batch", str(batch)]
+    if repack:
+        cmd += ["--repack"]
     _, err, rss = run(cmd)
     m = re.search(r"prompt: (\d+) tokens, generated: (\d+) tokens; prefill ([\d.]+) tokens/s.*"
                   r"decode ([\d.]+) tokens/s", err)
@@ -126,10 +172,15 @@ def main():
     ap.add_argument("--decode-tokens", type=int, default=64)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--out", default="")
+    ap.add_argument("--no-repack", action="store_true", help="skip prima's --repack runs")
     ap.add_argument("--llama-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--llama-batch-worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.llama_worker:
         llama_worker(a.model, int(a.threads), a.prompt_tokens, a.decode_tokens, a.repeats)
+        return
+    if a.llama_batch_worker:
+        llama_batch_worker(a.model, int(a.threads), a.prompt_tokens, a.decode_tokens, a.batch)
         return
     # The prompt prima reads: llama.cpp's first N tokens of TEXT, as text.
     import llama_cpp
@@ -138,51 +189,69 @@ def main():
     prompt_file = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
     prompt_file.write(vocab.detokenize(ids).decode())
     prompt_file.close()
+    layouts = ["gguf"] + ([] if a.no_repack else ["packed"])
     rows = []
+    med = statistics.median
     for t in [int(x) for x in a.threads.split(",")]:
         rounds = []
         for _ in range(a.repeats):
             steal0, total0 = _cpu_ticks()
-            out, _, rss = run([sys.executable, os.path.abspath(__file__), "--llama-worker", "--model",
-                               a.model, "--threads", str(t), "--prompt-tokens", str(a.prompt_tokens),
-                               "--decode-tokens", str(a.decode_tokens), "--repeats", "1"])
+            worker = [sys.executable, os.path.abspath(__file__), "--model", a.model, "--threads",
+                      str(t), "--prompt-tokens", str(a.prompt_tokens), "--decode-tokens",
+                      str(a.decode_tokens)]
+            out, _, rss = run(worker + ["--llama-worker", "--repeats", "1"])
             ll = json.loads(out.strip().splitlines()[-1])
             ll["rss_mib"] = rss
-            p1 = prima_run(a.model, t, prompt_file.name, a.decode_tokens)
-            pb = prima_run(a.model, t, prompt_file.name, a.decode_tokens, a.batch)
+            out, _, _ = run(worker + ["--llama-batch-worker", "--batch", str(a.batch)])
+            ll["batch_decode_tps"] = json.loads(out.strip().splitlines()[-1])["batch_decode_tps"]
+            rnd = {"llama_cpp": ll}
+            for lay in layouts:
+                rnd[lay] = prima_run(a.model, t, prompt_file.name, a.decode_tokens, 1, lay == "packed")
+                rnd[lay + "_batch"] = prima_run(a.model, t, prompt_file.name, a.decode_tokens,
+                                                a.batch, lay == "packed")
             steal1, total1 = _cpu_ticks()
-            rounds.append({"llama_cpp": ll, "prima": p1, "prima_batch": pb,
-                           "steal_ticks": steal1 - steal0, "total_ticks": total1 - total0})
-        med = lambda xs: statistics.median(xs)
-        pr = {k: med([r["prima"][k] for r in rounds]) for k in ("prefill_tps", "decode_tps", "rss_mib")}
-        pr["prompt_tokens"] = rounds[0]["prima"]["prompt_tokens"]
-        pr["batch"] = a.batch
-        pr["batch_decode_tps"] = med([r["prima_batch"]["batch_decode_tps"] for r in rounds])
-        pr["batch_rss_mib"] = max(r["prima_batch"]["rss_mib"] for r in rounds)
-        ll = {k: med([r["llama_cpp"][k] for r in rounds]) for k in ("prefill_tps", "decode_tps", "rss_mib")}
+            rnd["steal_ticks"], rnd["total_ticks"] = steal1 - steal0, total1 - total0
+            rounds.append(rnd)
+        ll = {k: med([r["llama_cpp"][k] for r in rounds])
+              for k in ("prefill_tps", "decode_tps", "rss_mib", "batch_decode_tps")}
         ll["version"] = rounds[0]["llama_cpp"]["version"]
-        ratios = {
-            "prefill_ratio": [r["prima"]["prefill_tps"] / r["llama_cpp"]["prefill_tps"] for r in rounds],
-            "decode_ratio": [r["prima"]["decode_tps"] / r["llama_cpp"]["decode_tps"] for r in rounds],
-            "batch_speedup": [r["prima_batch"]["batch_decode_tps"] / r["prima"]["decode_tps"] for r in rounds],
-        }
-        row = {"threads": t, "prima": pr, "llama_cpp": ll, "rounds": rounds,
-               "steal_fraction": steal_fraction(rounds)}
-        for k, v in ratios.items():
-            row[k] = med(v)
-            row[k + "_range"] = [min(v), max(v)]
-        rows.append(row)
+        ll["batch_speedup"] = med([r["llama_cpp"]["batch_decode_tps"] / r["llama_cpp"]["decode_tps"]
+                                   for r in rounds])
+        for lay in layouts:
+            pr = {k: med([r[lay][k] for r in rounds]) for k in ("prefill_tps", "decode_tps", "rss_mib")}
+            pr["prompt_tokens"] = rounds[0][lay]["prompt_tokens"]
+            pr["batch"] = a.batch
+            pr["batch_decode_tps"] = med([r[lay + "_batch"]["batch_decode_tps"] for r in rounds])
+            pr["batch_rss_mib"] = max(r[lay + "_batch"]["rss_mib"] for r in rounds)
+            ratios = {
+                "prefill_ratio": [r[lay]["prefill_tps"] / r["llama_cpp"]["prefill_tps"] for r in rounds],
+                "decode_ratio": [r[lay]["decode_tps"] / r["llama_cpp"]["decode_tps"] for r in rounds],
+                "batch_speedup": [r[lay + "_batch"]["batch_decode_tps"] / r[lay]["decode_tps"]
+                                  for r in rounds],
+                "batch_ratio": [r[lay + "_batch"]["batch_decode_tps"] / r["llama_cpp"]["batch_decode_tps"]
+                                for r in rounds],
+            }
+            row = {"threads": t, "layout": lay, "prima": pr, "llama_cpp": ll,
+                   "steal_fraction": steal_fraction(rounds)}
+            for k, v in ratios.items():
+                row[k] = med(v)
+                row[k + "_range"] = [min(v), max(v)]
+            rows.append(row)
+        rows[-1]["rounds"] = rounds  # once per thread count
     os.unlink(prompt_file.name)
     rng = lambda r, k: f"{r[k + '_range'][0]:.2f}-{r[k + '_range'][1]:.2f}"
-    print(f"{'threads':>7} {'prefill prima':>14} {'llama.cpp':>10} {'ratio (range)':>17} {'decode prima':>13} "
-          f"{'llama.cpp':>10} {'ratio (range)':>17} {'batch-' + str(a.batch):>9} {'x b1 (range)':>17} "
+    b = str(a.batch)
+    print(f"{'threads':>7} {'layout':>6} {'prefill prima':>14} {'llama.cpp':>10} {'ratio (range)':>17} "
+          f"{'decode prima':>13} {'llama.cpp':>10} {'ratio (range)':>17} {'b' + b + ' prima':>9} "
+          f"{'x b1 (range)':>17} {'b' + b + ' llama':>9} {'x b1':>5} {'ratio (range)':>17} "
           f"{'RSS prima':>10} {'llama.cpp':>10} {'steal':>6}")
     for r in rows:
         p, l = r["prima"], r["llama_cpp"]
-        print(f"{r['threads']:>7} {p['prefill_tps']:>14.1f} {l['prefill_tps']:>10.1f} "
+        print(f"{r['threads']:>7} {r['layout']:>6} {p['prefill_tps']:>14.1f} {l['prefill_tps']:>10.1f} "
               f"{r['prefill_ratio']:>5.2f} ({rng(r, 'prefill_ratio')}) "
               f"{p['decode_tps']:>13.1f} {l['decode_tps']:>10.1f} {r['decode_ratio']:>5.2f} ({rng(r, 'decode_ratio')}) "
               f"{p['batch_decode_tps']:>9.1f} {r['batch_speedup']:>5.2f} ({rng(r, 'batch_speedup')}) "
+              f"{l['batch_decode_tps']:>9.1f} {l['batch_speedup']:>5.2f} {r['batch_ratio']:>5.2f} ({rng(r, 'batch_ratio')}) "
               f"{p['rss_mib']:>9.0f}M {l['rss_mib']:>9.0f}M {100 * r['steal_fraction']:>5.0f}%")
     if a.out:
         with open(a.out, "w") as f:

@@ -35,6 +35,7 @@ struct ServeOptions {
   int kernel_threads = 0;
   int max_num_seqs = 8;
   int max_model_len = 0;
+  bool repack = false;
 };
 
 // The engine's loop as run_server() drives it: run(publish) runs it on the calling thread

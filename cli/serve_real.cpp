@@ -87,11 +87,16 @@ int serve_real(const ServeOptions& o) {
   bo.pp = o.pp;
   bo.max_num_seqs = o.max_num_seqs;
   bo.max_model_len = o.max_model_len;
+  bo.repack = o.repack;
   auto opened = real::RealBackend::open(bo);
   if (!opened.ok()) {
     std::fprintf(stderr, "prima serve: %s\n", opened.status().message().c_str());
     return exit_for(opened.status());
   }
+  if (o.repack && !(*opened)->repacked() && (*opened)->is_leader())
+    std::fprintf(stderr,
+                 "prima serve: --repack: this CPU has no AVX-512 VNNI packed kernels; the weights "
+                 "keep the GGUF layout\n");
   std::unique_ptr<real::RealBackend> backend = std::move(*opened);
   if (!backend->is_leader()) {  // rank > 0: execute the leader's steps until it shuts down
     Status st = backend->run_worker();

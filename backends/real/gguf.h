@@ -27,8 +27,19 @@
 namespace prima::real {
 
 enum class GgufType : std::uint32_t {
-  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
-  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
 };
 
 struct GgufArray {
@@ -61,7 +72,7 @@ class GgufFile {
  public:
   // Errors (kInvalidArgument) name the path, the offset and what is wrong.
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path,
-                                                 const GgufOpenOptions& opts = {});
+                                                const GgufOpenOptions& opts = {});
   ~GgufFile();
 
   const std::string& path() const { return path_; }
@@ -85,6 +96,10 @@ class GgufFile {
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* tensor(const std::string& name) const;  // nullptr if absent
+  // Gives back the resident pages that lie wholly inside [p, p + n) of the mapping (the file
+  // is mapped read-only and never written: a later read maps them again from the file). For
+  // weights that were copied elsewhere (packed); no-op outside the mapping.
+  void drop_pages(const void* p, std::size_t n) const;
 
  private:
   GgufFile() = default;

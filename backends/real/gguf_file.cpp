@@ -142,6 +142,16 @@ GgufFile::~GgufFile() {
   if (map_) ::munmap(map_, size_);
 }
 
+void GgufFile::drop_pages(const void* p, std::size_t n) const {
+  if (map_ == nullptr || n == 0) return;
+  const auto base = reinterpret_cast<std::uintptr_t>(map_);
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (lo < base || lo + n > base + size_) return;
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t first = (lo + page - 1) / page * page, last = (lo + n) / page * page;
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 const GgufValue* GgufFile::find(const std::string& key) const {
   auto it = kv_.find(key);
   return it == kv_.end() ? nullptr : &it->second;

@@ -122,7 +122,7 @@ const float* LlamaWeights::norm_vector(const TensorInfo* t) {
 }
 
 Result<std::unique_ptr<LlamaWeights>> LlamaWeights::bind(const GgufFile& f, const LlamaConfig& c,
-                                                         const ShardSpec& s) {
+                                                         const ShardSpec& s, bool repack) {
   PRIMA_RETURN_IF_ERROR(check_tp(c, f, s.tp));
   std::unique_ptr<LlamaWeights> w(new LlamaWeights());
   w->c_ = c;
@@ -180,6 +180,19 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::bind(const GgufFile& f, cons
       PRIMA_ASSIGN_OR_RETURN(const TensorInfo* out, find_tensor(f, "output.weight", {H, c.vocab}));
       w->output_ = {out->type, out->data, c.vocab, H};
     }
+  }
+  if (repack) {
+    auto pack = [&](kernels::WeightView& v) {
+      if (!kernels::repack_supported(v.type)) return;
+      w->packed_.push_back(kernels::pack_weights(v));
+      v.packed = w->packed_.back().get();
+      // The matmuls read the panels only: the mapped copy need not stay resident.
+      f.drop_pages(v.data, std::size_t(v.rows) * kernels::row_bytes(v.type, v.cols));
+    };
+    for (LayerWeights& lw : w->layers_)
+      for (kernels::WeightView* v : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.gate, &lw.up, &lw.down})
+        pack(*v);
+    if (s.head) pack(w->output_);  // token_embd_ stays unpacked: embed() reads its rows
   }
   return w;
 }

@@ -19,6 +19,7 @@
 #include "engine/core/status.h"
 #include "engine/model/model_spec.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed.h"
 
 namespace prima::real {
 
@@ -64,9 +65,15 @@ struct LayerWeights {
 
 class LlamaWeights {
  public:
-  // Binds this shard's tensors; checks every tensor's presence and shape against `c`.
+  // Binds this shard's tensors; checks every tensor's presence and shape against `c`. With
+  // `repack`, the matrices of types the CPU's packed kernels take (kernels::repack_supported:
+  // Q4_1, Q8_0 on AVX-512 VNNI) are also copied into 16-row panels (kernels/cpu/packed.h)
+  // and the matmuls read those: faster, but no longer llama.cpp's float operations (logits
+  // differ in the last bits, greedy tokens where two logits nearly tie).
   static Result<std::unique_ptr<LlamaWeights>> bind(const GgufFile& f, const LlamaConfig& c,
-                                                    const ShardSpec& s);
+                                                    const ShardSpec& s, bool repack = false);
+  // Whether any matrix is packed.
+  bool repacked() const { return !packed_.empty(); }
 
   const LlamaConfig& config() const { return c_; }
   const ShardSpec& shard() const { return s_; }
@@ -90,6 +97,7 @@ class LlamaWeights {
   const float* output_norm_ = nullptr;
   kernels::WeightView output_;
   std::vector<std::unique_ptr<std::uint8_t[]>> owned_;  // norms converted to f32
+  std::vector<kernels::PackedBuffer> packed_;           // panels of the packed matrices
 };
 
 }  // namespace prima::real

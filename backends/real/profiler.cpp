@@ -160,7 +160,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   auto cfg = read_llama_config(*fx.file);
   if (!cfg.ok()) return cfg.status();
   fx.cfg = *cfg;
-  auto w = LlamaWeights::bind(*fx.file, fx.cfg, ShardSpec{});
+  auto w = LlamaWeights::bind(*fx.file, fx.cfg, ShardSpec{}, opts.repack);
   if (!w.ok()) return w.status();
   fx.w = std::move(*w);
   r.threads = opts.threads > 0 ? opts.threads
@@ -183,7 +183,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
 
   double mhz = 0;
   r.cpu = cpu_model_name(&mhz);
-  r.isa = kernels::kernel_isa();
+  r.isa = std::string(kernels::kernel_isa()) + (fx.w->repacked() ? "+packed" : "");
   r.model = model_spec_of(*fx.file, fx.cfg);
   r.mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats);
   r.peak_flops = (mhz > 0 ? mhz * 1e6 : 2e9) * 32.0 * r.threads;

@@ -33,7 +33,8 @@ struct ProfileOptions {
   std::vector<int> batches{1, 2, 4, 8, 16, 32, 64, 128};
   std::vector<int> contexts{128, 512, 1024, 2048};
   int repeats = 5;
-  std::string name;  // hardware name in the calibration (default "cpu:<model name>")
+  std::string name;     // hardware name in the calibration (default "cpu:<model name>")
+  bool repack = false;  // measure the packed-weight kernels (RealBackendOptions::repack)
 };
 
 struct OpTiming {

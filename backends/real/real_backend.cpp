@@ -36,6 +36,7 @@ class RealBackendImpl : public RealBackend {
   int context_length() const override { return config_.context_length; }
   int num_kv_blocks() const override { return kv_->num_blocks(); }
   int block_size() const override { return kv_->block_size(); }
+  bool repacked() const override { return weights_->repacked(); }
 
   Executor* executor(Runtime* rt) override {
     if (!is_leader()) return nullptr;
@@ -102,7 +103,7 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   std::tie(sh.layer_begin, sh.layer_end) = stage_layers(config_.layers, o.pp, layout_.stage());
   sh.embed = layout_.first_stage();
   sh.head = layout_.last_stage();
-  PRIMA_ASSIGN_OR_RETURN(weights_, LlamaWeights::bind(*file_, config_, sh));
+  PRIMA_ASSIGN_OR_RETURN(weights_, LlamaWeights::bind(*file_, config_, sh, o.repack));
 
   // KV blocks: the same number on every rank (sized for the largest stage).
   const int max_len = o.max_model_len > 0 ? std::min(o.max_model_len, config_.context_length)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/packed.h"
 
 namespace prima::kernels {
 
@@ -36,6 +37,12 @@ TileFn MatmulKernels::for_type(DType t) const {
     default:
       return nullptr;
   }
+}
+
+TileFn MatmulKernels::packed_for_type(DType t) const {
+  if (t == DType::kQ4_1) return q4_1_packed;
+  if (t == DType::kQ8_0) return q8_0_packed;
+  return nullptr;
 }
 
 std::uint64_t new_activation_id() {
@@ -79,9 +86,14 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
   if (n <= 0 || count <= 0) return;
   // Products of one type and width share the converted activations and one pool job.
   constexpr int kMaxMany = 8;
+  // Packed weights (all of them, or none) run the packed kernels; their row ranges start on
+  // panels, so matrices go together only when each before the last fills its panels.
+  const TileFn packed_fn = w[0].packed != nullptr ? k.packed_for_type(w[0].type) : nullptr;
   bool together = count <= kMaxMany;
   for (int i = 1; i < count && together; ++i)
-    together = w[i].type == w[0].type && w[i].cols == w[0].cols;
+    together = w[i].type == w[0].type && w[i].cols == w[0].cols &&
+               (w[i].packed != nullptr) == (w[0].packed != nullptr) &&
+               (packed_fn == nullptr || w[i - 1].rows % kPanelRows == 0);
   if (!together) {
     for (int i = 0; i < count; ++i) matmul_many_with(k, w + i, y + i, 1, x, n, pool);
     return;
@@ -91,10 +103,12 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
   for (int i = 0; i < count; ++i) first[i + 1] = first[i] + std::max<std::int64_t>(0, w[i].rows);
   const std::int64_t rows = first[count];
   if (rows <= 0) return;
-  const TileFn fn = k.for_type(w[0].type);
+  const bool packed = packed_fn != nullptr;
+  const TileFn fn = packed ? packed_fn : k.for_type(w[0].type);
   const DType xt = partner_type(w[0].type);
   const std::size_t x_stride = row_bytes(xt, w[0].cols);
-  const std::size_t w_stride = row_bytes(w[0].type, w[0].cols);
+  const std::size_t w_stride =
+      packed ? packed_panel_bytes(w[0].type, w[0].cols) : row_bytes(w[0].type, w[0].cols);
   thread_local std::vector<std::uint8_t> xq;
   if (xq.size() < x_stride * std::size_t(n)) xq.resize(x_stride * std::size_t(n));
   std::uint8_t* xb = xq.data();
@@ -112,7 +126,9 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
   // (4 rows); a product too small to repay a dispatch (< 32 KiB of weight bytes x tokens)
   // runs on the calling thread. A range may span matrices: each gets its part.
   const std::int64_t grain =
-      double(w_stride) * double(rows) * double(n) < 32768.0 ? rows : std::int64_t(4);
+      double(row_bytes(w[0].type, w[0].cols)) * double(rows) * double(n) < 32768.0
+          ? rows
+          : std::int64_t(packed ? kPanelRows : 4);
   const std::uint64_t x_id = new_activation_id();
   pool.parallel_for(
       rows,
@@ -121,8 +137,8 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
           const std::int64_t lo = std::max(r0, first[i]) - first[i];
           const std::int64_t hi = std::min(r1, first[i + 1]) - first[i];
           if (lo < hi)
-            fn(static_cast<const std::uint8_t*>(w[i].data), w_stride, lo, hi, xb, x_stride, n, cols,
-               y[i], w[i].rows, x_id);
+            fn(packed ? w[i].packed : static_cast<const std::uint8_t*>(w[i].data), w_stride, lo, hi,
+               xb, x_stride, n, cols, y[i], w[i].rows, x_id);
         }
       },
       grain);
@@ -138,33 +154,62 @@ bool cpu_has_avx512_kernels() {
 #endif
 }
 
-}  // namespace detail
+bool cpu_has_avx512_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
 
 namespace {
 
-const detail::MatmulKernels& active_kernels() {
-  static const detail::MatmulKernels* k = [] {
-    const char* env = std::getenv("PRIMA_KERNELS");
-    const bool force_portable = env != nullptr && std::strcmp(env, "portable") == 0;
-#if defined(__x86_64__) || defined(__i386__)
-    if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
-      const bool no_vnni = env != nullptr && std::strcmp(env, "avx2") == 0;
-      const bool no_avx512 = env != nullptr && std::strcmp(env, "avxvnni") == 0;
-      if (!no_vnni && !no_avx512 && detail::cpu_has_avx512_kernels())
-        return detail::avx512_kernels();
-      if (!no_vnni && __builtin_cpu_supports("avxvnni")) return detail::avxvnni_kernels();
-      return detail::avx2_kernels();
-    }
-#else
-    (void)force_portable;
-#endif
-    return &detail::portable_kernels();
+// The x86 set `base` with the AVX-512 VNNI packed kernels where the CPU has them.
+const MatmulKernels* with_packed(const MatmulKernels* base) {
+  if (!cpu_has_avx512_vnni() || base->native_packed) return base;
+  static const MatmulKernels k = [base] {
+    MatmulKernels m = *base;
+    m.q4_1_packed = avx512_packed_q4_1();
+    m.q8_0_packed = avx512_packed_q8_0();
+    m.native_packed = true;
+    return m;
   }();
-  return *k;
+  return &k;
+}
+
+const MatmulKernels* choose_kernels() {
+  const char* env = std::getenv("PRIMA_KERNELS");
+  const bool force_portable = env != nullptr && std::strcmp(env, "portable") == 0;
+#if defined(__x86_64__) || defined(__i386__)
+  if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    // PRIMA_KERNELS=avx2: no VNNI products (packed kernels included); =avxvnni: no AVX-512
+    // 8-token kernel.
+    const bool no_vnni = env != nullptr && std::strcmp(env, "avx2") == 0;
+    const bool no_avx512 = env != nullptr && std::strcmp(env, "avxvnni") == 0;
+    if (no_vnni) return avx2_kernels();
+    if (!no_avx512 && cpu_has_avx512_kernels()) return avx512_kernels();
+    if (__builtin_cpu_supports("avxvnni")) return with_packed(avxvnni_kernels());
+    return with_packed(avx2_kernels());
+  }
+#else
+  (void)force_portable;
+#endif
+  return &portable_kernels();
 }
 
 }  // namespace
+
+const MatmulKernels& active_kernels() {
+  static const MatmulKernels* k = choose_kernels();
+  return *k;
+}
+
+}  // namespace detail
+
+using detail::active_kernels;
 
 void matmul(const WeightView& w, const float* x, std::int64_t n, float* y, ThreadPool& pool) {
   detail::matmul_with(active_kernels(), w, x, n, y, pool);

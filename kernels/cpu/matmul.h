@@ -27,6 +27,9 @@ struct WeightView {
   std::int64_t cols = 0;  // input features (multiple of the type's block size)
   // A contiguous range of rows [row_begin, row_begin + rows) of a bigger matrix is a view
   // with data advanced by row_begin * row_bytes(type, cols) (tensor-parallel column split).
+  // The same rows packed into 16-row panels (packed.h), or null: matmul then reads these,
+  // with the packed numerics; `data` stays valid (embedding lookups read it).
+  const std::uint8_t* packed = nullptr;
 };
 
 // y[t * rows + r] = sum_c x[t * cols + c] * W[r][c] for t < n.

@@ -15,7 +15,13 @@ namespace prima::kernels::detail {
 
 const MatmulKernels* avx512_kernels() {
   // Reported as "avx2": the same numerics as the AVX2 kernels.
-  static const MatmulKernels k = make_x86_kernels("avx2");
+  static const MatmulKernels k = [] {
+    MatmulKernels m = make_x86_kernels("avx2");
+    m.q4_1_packed = avx512_packed_q4_1();
+    m.q8_0_packed = avx512_packed_q8_0();
+    m.native_packed = true;
+    return m;
+  }();
   return &k;
 }
 

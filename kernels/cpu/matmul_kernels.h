@@ -30,10 +30,28 @@ struct MatmulKernels {
   const char* isa;
   TileFn f32, f16, bf16, q4_0, q4_1, q8_0, q6_k;
   QuantizeFn quantize_x;
-  TileFn for_type(DType t) const;  // nullptr for types that are not weights
+  // Kernels for weights packed into panels (packed.h): w is the matrix's first panel,
+  // w_stride the bytes per panel, r0 a multiple of 16 (r1 may end inside a panel). A set
+  // without its own runs the portable ones (the same bits); native_packed: fast ones.
+  TileFn q4_1_packed = nullptr, q8_0_packed = nullptr;
+  bool native_packed = false;
+  TileFn for_type(DType t) const;         // nullptr for types that are not weights
+  TileFn packed_for_type(DType t) const;  // nullptr for types without a packed layout
 };
 
 const MatmulKernels& portable_kernels();
+// The kernel set matmul() uses in this process (PRIMA_KERNELS, the CPU).
+const MatmulKernels& active_kernels();
+// Packed kernels (packed.cpp): plain C++, and the AVX-512 VNNI ones (packed_avx512.cpp,
+// only valid where cpu_has_avx512_kernels()).
+TileFn portable_packed_q4_1();
+TileFn portable_packed_q8_0();
+TileFn avx512_packed_q4_1();
+TileFn avx512_packed_q8_0();
+// The activation scales packed kernels read, per token t and block b at t * nb + b: d_x as
+// float in dx; in `second` s_x as float (xt Q8_1) or -128 sum(q_x) as int32 bits (xt Q8_0).
+void packed_x_scales(DType xt, const std::uint8_t* x, std::size_t x_stride, std::int64_t n,
+                     std::int64_t nb, float* dx, float* second);
 // Only valid on a CPU with AVX2, FMA and F16C; nullptr when not compiled in.
 const MatmulKernels* avx2_kernels();
 // The same with AVX-VNNI products; only valid on a CPU that also has AVX-VNNI.
@@ -43,6 +61,9 @@ const MatmulKernels* avxvnni_kernels();
 const MatmulKernels* avx512_kernels();
 // Whether this CPU can run avx512_kernels().
 bool cpu_has_avx512_kernels();
+// Whether this CPU has AVX-512 F/BW/VL/DQ and VNNI: the packed kernels' instructions (an
+// x86 set gets avx512_packed_* where it does, even without AVX-VNNI, e.g. AMD Zen 4).
+bool cpu_has_avx512_vnni();
 
 // A per-thread scratch buffer of at least n floats (valid until the thread's next call), for
 // what a kernel derives from the activations `x_id` (TileFn). *holds_x is true when the

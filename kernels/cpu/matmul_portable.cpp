@@ -157,15 +157,20 @@ struct DotF32 {
 }  // namespace
 
 const MatmulKernels& portable_kernels() {
-  static const MatmulKernels k{"portable",
-                               &tile<DotF32>,
-                               &tile<DotHalf<&fp16_to_fp32>>,
-                               &tile<DotHalf<&bf16_to_fp32>>,
-                               &tile<DotQ4_0>,
-                               &tile<DotQ4_1>,
-                               &tile<DotQ8_0>,
-                               &tile<DotQ6_K>,
-                               &quantize_row};
+  static const MatmulKernels k = [] {
+    MatmulKernels m{"portable",
+                    &tile<DotF32>,
+                    &tile<DotHalf<&fp16_to_fp32>>,
+                    &tile<DotHalf<&bf16_to_fp32>>,
+                    &tile<DotQ4_0>,
+                    &tile<DotQ4_1>,
+                    &tile<DotQ8_0>,
+                    &tile<DotQ6_K>,
+                    &quantize_row};
+    m.q4_1_packed = portable_packed_q4_1();
+    m.q8_0_packed = portable_packed_q8_0();
+    return m;
+  }();
   return k;
 }
 

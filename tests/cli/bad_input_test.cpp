@@ -215,5 +215,12 @@ TEST(BadInput, UnknownEnvironmentVariable) {
   expect_bad(run_prima("simulate " + p + " -q"), {"/env/NCCL_TIMOUT: unknown variable"});
 }
 
+TEST(BadInput, ServeRealOnlyFlagsWithTheSimBackend) {
+  expect_bad(run_prima("serve --backend sim --repack"),
+             {"--repack applies to --backend real only"});
+  expect_bad(run_prima("serve --backend sim --max-num-seqs 4"),
+             {"--max-num-seqs applies to --backend real only"});
+}
+
 }  // namespace
 }  // namespace prima::testing

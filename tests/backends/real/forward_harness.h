@@ -28,7 +28,8 @@ struct LoadedModel {
   static std::unique_ptr<LoadedModel> open(const std::string& path, int num_blocks = 256,
                                            int block_size = 16, real::ShardSpec shard = {},
                                            int threads = 2,
-                                           real::LlamaForward::AllReduce ar = nullptr) {
+                                           real::LlamaForward::AllReduce ar = nullptr,
+                                           bool repack = false) {
     auto m = std::make_unique<LoadedModel>();
     auto f = real::GgufFile::open(path, {"none"});
     EXPECT_TRUE(f.ok()) << f.status().message();
@@ -38,7 +39,7 @@ struct LoadedModel {
     EXPECT_TRUE(c.ok()) << c.status().message();
     if (!c.ok()) return nullptr;
     m->config = *c;
-    auto w = real::LlamaWeights::bind(*m->file, m->config, shard);
+    auto w = real::LlamaWeights::bind(*m->file, m->config, shard, repack);
     EXPECT_TRUE(w.ok()) << w.status().message();
     if (!w.ok()) return nullptr;
     m->weights = std::move(*w);

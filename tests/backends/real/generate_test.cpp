@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/real/tokenizer.h"
+#include "kernels/cpu/packed.h"
 #include "tests/backends/real/forward_harness.h"
 #include "tests/backends/real/model_fixture.h"
 #include "tests/support/run_prima.h"
@@ -23,8 +24,9 @@ std::vector<int> parse_ids(const std::string& out) {
 }
 
 // Greedy ids computed in process, cut after the first end-of-generation id.
-std::vector<int> expected_greedy(const std::string& path, const std::string& prompt, int n) {
-  auto model = LoadedModel::open(path, 64);
+std::vector<int> expected_greedy(const std::string& path, const std::string& prompt, int n,
+                                 bool repack = false) {
+  auto model = LoadedModel::open(path, 64, 16, {}, 2, nullptr, repack);
   if (!model) return {};
   auto vocab = real::vocab_from_gguf(*model->file);
   EXPECT_TRUE(vocab.ok());
@@ -63,6 +65,22 @@ TEST(Generate, GreedyIdsEqualTheForwardPass) {
     EXPECT_EQ(ids, expected_greedy(path, prompt, 20)) << "seed " << seed;
     EXPECT_NE(r.err.find("generated: " + std::to_string(ids.size()) + " tokens"), std::string::npos)
         << r.err;
+  }
+}
+
+// --repack: the packed kernels where the CPU has them (else the GGUF layout, with a note);
+// alone or in a batch of 4, the ids are the forward pass's with the same weights.
+TEST(Generate, RepackedGreedyIdsEqualTheForwardPassInEveryBatch) {
+  const std::string path = random_model("gen_repack");
+  const std::string prompt = "packed panels";
+  const auto want = expected_greedy(path, prompt, 20, /*repack=*/true);
+  for (const char* batch : {"1", "4"}) {
+    auto r = run_prima("generate --model " + path + " --prompt '" + prompt +
+                       "' --max-tokens 20 --ids --threads 2 --repack --batch " + batch);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(parse_ids(r.out), want) << "batch " << batch;
+    const bool note = r.err.find("--repack: this CPU has no AVX-512 VNNI") != std::string::npos;
+    EXPECT_EQ(note, !kernels::repack_supported(kernels::DType::kQ4_1)) << r.err;
   }
 }
 

@@ -82,5 +82,20 @@ TEST(Parallel, SmolLM2Tp3AndPp2GiveTheSingleProcessIds) {
   expect_same_ids(path, "--prompt 'The three primary colors are' ", 16, {{3, 1}, {1, 2}});
 }
 
+// Packed weights (--repack): each rank packs its own row slice; every output is still one
+// row's dot product with the packed operations, so the ids equal the single process's.
+TEST(Parallel, RepackedTpAndPpGiveTheSingleProcessIds) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
+  RandomLlama m;
+  m.kv_heads = 4;
+  m.layers = 3;
+  const std::string path = temp_dir("par_repack") + "/m.gguf";
+  write_random_llama(m, path);
+  expect_same_ids(path, "--repack --prompt 'parallel ranks agree'", 16, {{2, 1}, {4, 1}, {2, 2}});
+  const std::string smol = source_path("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  if (std::filesystem::exists(smol))
+    expect_same_ids(smol, "--repack --prompt 'The three primary colors are' ", 16, {{3, 1}});
+}
+
 }  // namespace
 }  // namespace prima::testing

@@ -92,8 +92,10 @@ TEST_F(ReferenceTokens, LogitsEqualLlamaCppBitForBit) {
   if (std::string(kernels::kernel_isa()) != "avx2")
     GTEST_SKIP() << "bit-exact agreement holds for the x86 kernels; this CPU runs "
                  << kernels::kernel_isa();
+  // The GGUF layout's kernels (no --repack): llama.cpp's float operations.
   auto model = testing::LoadedModel::open(model_, 64);
   ASSERT_TRUE(model);
+  ASSERT_FALSE(model->weights->repacked());
   const int V = model->config.vocab;
   int positions = 0;
   for (const auto& c : ref_["cases"]) {

@@ -15,17 +15,12 @@
 #include "kernels/cpu/attention_kernels.h"
 #include "kernels/cpu/ops_kernels.h"
 #include "kernels/cpu/quant.h"
+#include "tests/kernels/cpu/random_data.h"
 
 namespace prima::kernels {
 namespace {
 
-std::vector<float> randn(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing::randn;
 
 struct Cache {
   std::vector<std::uint16_t> k, v;

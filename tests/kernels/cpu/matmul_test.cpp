@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_kernels.h"
+#include "tests/kernels/cpu/random_data.h"
 
 namespace prima::kernels {
 namespace {
@@ -23,13 +24,7 @@ struct Case {
   std::int64_t rows, cols;
 };
 
-std::vector<float> randn(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing::randn;
 
 std::vector<std::uint8_t> make_weights(DType t, std::int64_t rows, std::int64_t cols,
                                        std::uint32_t seed) {

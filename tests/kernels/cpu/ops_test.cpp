@@ -11,17 +11,12 @@
 #include <vector>
 
 #include "kernels/cpu/ops_kernels.h"
+#include "tests/kernels/cpu/random_data.h"
 
 namespace prima::kernels {
 namespace {
 
-std::vector<float> randn(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing::randn;
 
 TEST(Ops, RmsNorm) {
   for (std::size_t n : {1u, 7u, 576u, 1536u}) {

@@ -1,0 +1,167 @@
+// Packing Q4_1 / Q8_0 weights into 16-row panels (packed.h) and the portable kernels that read
+// them: plain C++ with the operations packed.h defines, which the AVX-512 kernels
+// (packed_avx512.cpp) perform lane by lane, so both give the same bits.
+#include "kernels/cpu/packed.h"
+
+#include <cmath>
+#include <cstring>
+#include <new>
+
+#include "kernels/cpu/matmul_kernels.h"
+
+namespace prima::kernels {
+
+namespace {
+
+constexpr std::size_t kQ4_1PanelBlock = 320;  // d[16], m[16] f16, 4 x 64 bytes of nibbles
+constexpr std::size_t kQ8_0PanelBlock = 544;  // d[16] f16, 8 x 64 bytes of q + 128
+
+void pack_q4_1(const WeightView& w, std::uint8_t* dst, std::size_t panel_bytes) {
+  const std::int64_t nb = w.cols / 32;
+  const std::size_t rb = row_bytes(w.type, w.cols);
+  const auto* src = static_cast<const std::uint8_t*>(w.data);
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ4_1*>(src + std::size_t(r) * rb);
+    const std::int64_t p = r / kPanelRows, i = r % kPanelRows;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      std::uint8_t* blk = dst + std::size_t(p) * panel_bytes + std::size_t(b) * kQ4_1PanelBlock;
+      std::memcpy(blk + 2 * i, &row[b].d, 2);
+      std::memcpy(blk + 32 + 2 * i, &row[b].m, 2);
+      for (int k = 0; k < 4; ++k) std::memcpy(blk + 64 + 64 * k + 4 * i, row[b].qs + 4 * k, 4);
+    }
+  }
+}
+
+void pack_q8_0(const WeightView& w, std::uint8_t* dst, std::size_t panel_bytes) {
+  const std::int64_t nb = w.cols / 32;
+  const std::size_t rb = row_bytes(w.type, w.cols);
+  const auto* src = static_cast<const std::uint8_t*>(w.data);
+  for (std::int64_t r = 0; r < w.rows; ++r) {
+    const auto* row = reinterpret_cast<const BlockQ8_0*>(src + std::size_t(r) * rb);
+    const std::int64_t p = r / kPanelRows, i = r % kPanelRows;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      std::uint8_t* blk = dst + std::size_t(p) * panel_bytes + std::size_t(b) * kQ8_0PanelBlock;
+      std::memcpy(blk + 2 * i, &row[b].d, 2);
+      for (int k = 0; k < 8; ++k)
+        for (int j = 0; j < 4; ++j)
+          blk[32 + 64 * k + 4 * i + j] = std::uint8_t(int(row[b].qs[4 * k + j]) + 128);
+    }
+  }
+}
+
+}  // namespace
+
+bool packable(DType t) {
+  return t == DType::kQ4_1 || t == DType::kQ8_0;
+}
+
+bool repack_supported(DType t) {
+  return packable(t) && detail::active_kernels().native_packed;
+}
+
+std::size_t packed_panel_bytes(DType t, std::int64_t cols) {
+  const std::size_t nb = std::size_t(cols / 32);
+  if (t == DType::kQ4_1) return nb * kQ4_1PanelBlock;
+  if (t == DType::kQ8_0) return nb * kQ8_0PanelBlock;
+  return 0;
+}
+
+void AlignedDelete::operator()(std::uint8_t* p) const {
+  ::operator delete[](p, std::align_val_t(64));
+}
+
+PackedBuffer pack_weights(const WeightView& w) {
+  if (!packable(w.type) || w.rows <= 0 || w.cols <= 0 || w.cols % 32 != 0) return PackedBuffer();
+  const std::size_t panel = packed_panel_bytes(w.type, w.cols);
+  const std::size_t panels = std::size_t((w.rows + kPanelRows - 1) / kPanelRows);
+  PackedBuffer buf(
+      static_cast<std::uint8_t*>(::operator new[](panel* panels, std::align_val_t(64))));
+  std::memset(buf.get(), 0, panel * panels);  // padding rows: zero scales and quants
+  if (w.type == DType::kQ4_1)
+    pack_q4_1(w, buf.get(), panel);
+  else
+    pack_q8_0(w, buf.get(), panel);
+  return buf;
+}
+
+namespace detail {
+
+void packed_x_scales(DType xt, const std::uint8_t* x, std::size_t x_stride, std::int64_t n,
+                     std::int64_t nb, float* dx, float* second) {
+  for (std::int64_t t = 0; t < n; ++t) {
+    const std::uint8_t* row = x + std::size_t(t) * x_stride;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const std::size_t i = std::size_t(t * nb + b);
+      if (xt == DType::kQ8_1) {
+        const auto& xb = reinterpret_cast<const BlockQ8_1*>(row)[b];
+        dx[i] = fp16_to_fp32(xb.d);
+        second[i] = fp16_to_fp32(xb.s);
+      } else {
+        const auto& xb = reinterpret_cast<const BlockQ8_0*>(row)[b];
+        dx[i] = fp16_to_fp32(xb.d);
+        int sum = 0;
+        for (int j = 0; j < 32; ++j) sum += xb.qs[j];
+        const std::int32_t corr = -128 * sum;  // q + 128 times x, less 128 sum(x)
+        std::memcpy(&second[i], &corr, 4);
+      }
+    }
+  }
+}
+
+namespace {
+
+// Packed Q4_1 x Q8_1 / Q8_0 x Q8_0, one row and token at a time (packed.h's operations).
+template <bool kQ4_1>
+void packed_tile(const std::uint8_t* w, std::size_t panel_bytes, std::int64_t r0, std::int64_t r1,
+                 const std::uint8_t* x, std::size_t x_stride, std::int64_t n, std::int64_t cols,
+                 float* y, std::int64_t ldy, std::uint64_t) {
+  const std::int64_t nb = cols / 32;
+  const std::size_t blk_bytes = kQ4_1 ? kQ4_1PanelBlock : kQ8_0PanelBlock;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::uint8_t* panel = w + std::size_t(r / kPanelRows) * panel_bytes;
+    const int i = int(r % kPanelRows);
+    for (std::int64_t t = 0; t < n; ++t) {
+      const std::uint8_t* xrow = x + std::size_t(t) * x_stride;
+      float acc = 0.0f;
+      for (std::int64_t b = 0; b < nb; ++b) {
+        const std::uint8_t* blk = panel + std::size_t(b) * blk_bytes;
+        std::uint16_t dh;
+        std::memcpy(&dh, blk + 2 * i, 2);
+        const float dw = fp16_to_fp32(dh);
+        int isum = 0;
+        if constexpr (kQ4_1) {
+          const auto& xb = reinterpret_cast<const BlockQ8_1*>(xrow)[b];
+          for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 4; ++j) {
+              const std::uint8_t q = blk[64 + 64 * k + 4 * i + j];
+              isum += int(q & 15) * xb.qs[4 * k + j] + int(q >> 4) * xb.qs[16 + 4 * k + j];
+            }
+          std::uint16_t mh;
+          std::memcpy(&mh, blk + 32 + 2 * i, 2);
+          acc = std::fma(dw * fp16_to_fp32(xb.d), float(isum), acc);
+          acc = std::fma(fp16_to_fp32(mh), fp16_to_fp32(xb.s), acc);
+        } else {
+          const auto& xb = reinterpret_cast<const BlockQ8_0*>(xrow)[b];
+          for (int k = 0; k < 8; ++k)
+            for (int j = 0; j < 4; ++j)
+              isum += (int(blk[32 + 64 * k + 4 * i + j]) - 128) * xb.qs[4 * k + j];
+          acc = std::fma(dw * fp16_to_fp32(xb.d), float(isum), acc);
+        }
+      }
+      y[t * ldy + r] = acc;
+    }
+  }
+}
+
+}  // namespace
+
+TileFn portable_packed_q4_1() {
+  return &packed_tile<true>;
+}
+TileFn portable_packed_q8_0() {
+  return &packed_tile<false>;
+}
+
+}  // namespace detail
+
+}  // namespace prima::kernels

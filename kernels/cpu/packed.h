@@ -1,0 +1,55 @@
+// Weights repacked for row-interleaved kernels ("panels"), as llama.cpp repacks its weights
+// into its extra buffer types: Q4_1 and Q8_0 matrices copied at load into panels of 16 rows,
+// so that one 512-bit integer dot product (vpdpbusd) takes 4 weight bytes of each of 16 rows
+// and 4 activation bytes broadcast to every lane. A weight block is then unpacked once for a
+// whole panel and every token of the call, and each token pays one conversion and two fused
+// multiply-adds per block and 16 rows (the GGUF-layout kernels pay them per row: they are at
+// their floor, docs/kernels.md).
+//
+// Numerics (every kernel that reads packed weights, every batch size, bit for bit): per row
+// and token, blocks in order, with the exact integer sum i_b = sum(q_w q_x) of block b:
+//   Q4_1 x Q8_1: acc = fma(d_w * d_x, float(i_b), acc); acc = fma(m_w, s_x, acc)
+//   Q8_0 x Q8_0: acc = fma(d_w * d_x, float(i_b), acc)
+// starting from acc = 0, and y = acc. These are not llama.cpp's operations (it keeps 8 float
+// partial sums per row), so logits differ from llama.cpp's in the last bits, and greedy tokens
+// where two logits nearly tie. Packing is opt-in (`--repack`); the GGUF layout's kernels keep
+// llama.cpp's bits.
+//
+// Panel layout (rows padded to a multiple of 16 with zero rows; nb = cols / 32 blocks; panel p
+// holds rows 16p .. 16p+15, its blocks in order, `packed_panel_bytes` apart):
+//   Q4_1 block (320 bytes): d[16] f16, m[16] f16, then 4 chunks of 64 bytes: chunk k holds
+//        bytes 4k .. 4k+3 of each row's qs, row r at 4r (low nibbles: elements 4k .. 4k+3,
+//        high nibbles: elements 16+4k .. 16+4k+3).
+//   Q8_0 block (544 bytes): d[16] f16, then 8 chunks of 64 bytes: chunk k holds elements
+//        4k .. 4k+3 of each row, row r at 4r, stored as q + 128 (unsigned).
+// Stateless functions; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kernels/cpu/matmul.h"
+
+namespace prima::kernels {
+
+constexpr int kPanelRows = 16;
+
+// Whether `t` has a packed layout (Q4_1, Q8_0).
+bool packable(DType t);
+// Whether packing weights of type t pays in this process: packable, and matmul runs the
+// AVX-512 VNNI packed kernels (the CPU has AVX-512 VNNI; PRIMA_KERNELS not portable or avx2).
+bool repack_supported(DType t);
+
+// Bytes of one panel (16 rows) of a packable type with `cols` columns.
+std::size_t packed_panel_bytes(DType t, std::int64_t cols);
+
+struct AlignedDelete {
+  void operator()(std::uint8_t* p) const;
+};
+using PackedBuffer = std::unique_ptr<std::uint8_t[], AlignedDelete>;
+
+// Copies w's rows into panels (64-byte aligned). Null when w's type is not packable.
+PackedBuffer pack_weights(const WeightView& w);
+
+}  // namespace prima::kernels
