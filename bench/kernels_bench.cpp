@@ -17,6 +17,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
+#include "kernels/cpu/packed.h"
 #include "kernels/cpu/ops.h"
 
 namespace prima::kernels {
@@ -52,9 +53,19 @@ void BM_KernelMatmul(benchmark::State& state) {
   }
   const auto x = randn(std::size_t(n * cols), 3);
   std::vector<float> y(std::size_t(n * rows));
-  const WeightView view{type, w.data(), rows, cols};
+  WeightView view{type, w.data(), rows, cols};
   ThreadPool& pool = pool_of(threads);
-  // Kernel set: 0 = what matmul() dispatches to, 1 = portable, 2 = AVX2 without VNNI.
+  // Kernel set: 0 = what matmul() dispatches to, 1 = portable, 2 = AVX2 without VNNI,
+  // 3 = the weights packed (--repack) through the dispatched set's packed kernels.
+  PackedBuffer packed;
+  if (state.range(5) == 3) {
+    if (!repack_supported(type)) {
+      state.SkipWithError("no native packed kernels on this CPU (AVX-512 VNNI)");
+      return;
+    }
+    packed = pack_weights(view);
+    view.packed = packed.get();
+  }
   const detail::MatmulKernels* k = &detail::portable_kernels();
   std::string name = "portable";
   if (state.range(5) == 0 && std::string(kernel_isa()) == "avx2") {
@@ -70,6 +81,9 @@ void BM_KernelMatmul(benchmark::State& state) {
   } else if (state.range(5) == 2) {
     k = detail::avx2_kernels();
     name = "avx2";
+  } else if (state.range(5) == 3) {
+    k = &detail::active_kernels();
+    name = "packed";
   }
   for (auto _ : state) {
     detail::matmul_with(*k, view, x.data(), n, y.data(), pool);
@@ -136,6 +150,10 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
         for (int t : {1, 2}) b->Args({type, s[0], s[1], n, t, 0});
   for (int n : {1, 8, 64})  // the LM head (tied Q8_0 token embeddings)
     for (int t : {1, 2}) b->Args({int(DType::kQ8_0), 49152, 576, n, t, 0});
+  // Packed weights (--repack): the layers' shapes and the LM head.
+  for (const auto& s : {shapes[0], shapes[2], shapes[3]})
+    for (int n : {1, 8, 64}) b->Args({int(DType::kQ4_1), s[0], s[1], n, 1, 3});
+  for (int n : {1, 8}) b->Args({int(DType::kQ8_0), 49152, 576, n, 1, 3});
   // The portable kernels and AVX2 without VNNI for comparison.
   for (int set : {1, 2})
     for (int n : {1, 64}) {
