@@ -64,7 +64,7 @@ std::vector<Sequence*> Replica::movable() const {
   std::vector<Sequence*> out;
   for (const auto* q : {&sched_.waiting(), &sched_.long_waiting()})
     for (Sequence* s : *q)
-      if (!s->in_flight && s->num_computed == 0 && s->blocks.empty() && s->swapped_blocks == 0)
+      if (!s->in_flight && s->num_computed == 0 && s->num_blocks == 0 && s->swapped_blocks == 0)
         out.push_back(s);
   return out;
 }

@@ -86,7 +86,7 @@ double Scheduler::bytes_of(int blocks) const {
 }
 
 void Scheduler::preempt(Sequence* victim, ScheduledStep* step) {
-  const int nblocks = static_cast<int>(victim->blocks.size());
+  const int nblocks = victim->num_blocks;
   const bool swap =
       opts_.preemption_mode == PreemptionMode::kSwap && victim->num_computed > 0 &&
       (opts_.swap_space_blocks == 0 || swapped_blocks_ + nblocks <= opts_.swap_space_blocks);
@@ -238,7 +238,7 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
     }
     if (!ok) {
       // Nobody left to preempt: this sequence itself yields its blocks.
-      if (s->blocks.empty() || step->seqs.empty()) continue;
+      if (s->num_blocks == 0 || step->seqs.empty()) continue;
       preempt(s, step);
       ++step->preempted;
       continue;
@@ -293,7 +293,7 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
   }
   // Prefix cache: share the cached blocks of its prompt (never the whole prompt).
   const bool lookup =
-      kv_->prefix_caching() && s->swapped_blocks == 0 && s->num_computed == 0 && s->blocks.empty();
+      kv_->prefix_caching() && s->swapped_blocks == 0 && s->num_computed == 0 && s->num_blocks == 0;
   int hit = 0;
   if (lookup) s->num_computed = hit = kv_->match_prefix(*s);
   auto undo = [&] {
