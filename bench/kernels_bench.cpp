@@ -71,9 +71,9 @@ void BM_KernelMatmul(benchmark::State& state) {
   if (state.range(5) == 0 && std::string(kernel_isa()) == "avx2") {
     // As matmul() dispatches (PRIMA_KERNELS=avxvnni / avx2 step down).
     const char* env = std::getenv("PRIMA_KERNELS");
-    const bool vnni =
-        __builtin_cpu_supports("avxvnni") && (env == nullptr || std::string(env) == "avxvnni");
-    const bool avx512 = vnni && env == nullptr && detail::cpu_has_avx512_kernels();
+    const bool avx512 = env == nullptr && detail::cpu_has_avx512_kernels();
+    const bool vnni = avx512 || (__builtin_cpu_supports("avxvnni") &&
+                                 (env == nullptr || std::string(env) == "avxvnni"));
     k = avx512 ? detail::avx512_kernels()
         : vnni ? detail::avxvnni_kernels()
                : detail::avx2_kernels();

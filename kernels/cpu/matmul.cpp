@@ -145,13 +145,7 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
 }
 
 bool cpu_has_avx512_kernels() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avxvnni") && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
-#else
-  return false;
-#endif
+  return cpu_has_avx512_vnni();
 }
 
 bool cpu_has_avx512_vnni() {

@@ -56,8 +56,8 @@ void packed_x_scales(DType xt, const std::uint8_t* x, std::size_t x_stride, std:
 const MatmulKernels* avx2_kernels();
 // The same with AVX-VNNI products; only valid on a CPU that also has AVX-VNNI.
 const MatmulKernels* avxvnni_kernels();
-// The same with the 8-token kernel on AVX-512 VNNI; only valid on a CPU with AVX-VNNI,
-// AVX-512 F/BW/VL/DQ and AVX-512 VNNI.
+// The same with the 8-token kernel on AVX-512 VNNI (and the EVEX form of the 256-bit VNNI
+// products); only valid on a CPU with AVX-512 F/BW/VL/DQ and AVX-512 VNNI.
 const MatmulKernels* avx512_kernels();
 // Whether this CPU can run avx512_kernels().
 bool cpu_has_avx512_kernels();
