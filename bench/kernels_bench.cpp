@@ -17,8 +17,8 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_kernels.h"
-#include "kernels/cpu/packed.h"
 #include "kernels/cpu/ops.h"
+#include "kernels/cpu/packed.h"
 
 namespace prima::kernels {
 namespace {

@@ -211,8 +211,7 @@ __attribute__((always_inline)) inline void micro8_zmm(const std::uint8_t* w, con
       // x + 128 (u8) times w (s8): each lane starts at -128 * sum(w) of its 4 bytes.
       const __m256i wq = F::w_s8(wb[b]);
       const __m256i zero = _mm256_setzero_si256();
-      const __m256i i8 =
-          _mm256_sub_epi32(zero, dpbusd256(zero, _mm256_set1_epi8(-128), wq));
+      const __m256i i8 = _mm256_sub_epi32(zero, dpbusd256(zero, _mm256_set1_epi8(-128), wq));
       wz = _mm512_inserti64x4(_mm512_zextsi256_si512(wq), wq, 1);
       init = _mm512_inserti64x4(_mm512_zextsi256_si512(i8), i8, 1);
     } else if constexpr (std::is_same_v<F, FmtQ4_1>) {
@@ -283,12 +282,10 @@ __attribute__((always_inline)) inline void micro8(const std::uint8_t* w, const X
       // bytes, so each lane ends at exactly sum(x * w), as with the sign trick.
       const __m256i wq = F::w_s8(wb[b]);
       const __m256i zero = _mm256_setzero_si256();
-      const __m256i init =
-          _mm256_sub_epi32(zero, dpbusd256(zero, _mm256_set1_epi8(-128), wq));
+      const __m256i init = _mm256_sub_epi32(zero, dpbusd256(zero, _mm256_set1_epi8(-128), wq));
 #pragma GCC unroll 8
       for (int t = 0; t < 8; ++t) {
-        const __m256 p =
-            _mm256_cvtepi32_ps(dpbusd256(init, load32(xq + b * 256 + t * 32), wq));
+        const __m256 p = _mm256_cvtepi32_ps(dpbusd256(init, load32(xq + b * 256 + t * 32), wq));
         acc[t] = _mm256_fmadd_ps(_mm256_broadcast_ss(s + t), p, acc[t]);
       }
       continue;
