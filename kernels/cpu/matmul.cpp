@@ -145,10 +145,6 @@ void matmul_many_with(const MatmulKernels& k, const WeightView* w, float* const*
 }
 
 bool cpu_has_avx512_kernels() {
-  return cpu_has_avx512_vnni();
-}
-
-bool cpu_has_avx512_vnni() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
@@ -160,33 +156,19 @@ bool cpu_has_avx512_vnni() {
 
 namespace {
 
-// The x86 set `base` with the AVX-512 VNNI packed kernels where the CPU has them.
-const MatmulKernels* with_packed(const MatmulKernels* base) {
-  if (!cpu_has_avx512_vnni() || base->native_packed) return base;
-  static const MatmulKernels k = [base] {
-    MatmulKernels m = *base;
-    m.q4_1_packed = avx512_packed_q4_1();
-    m.q8_0_packed = avx512_packed_q8_0();
-    m.native_packed = true;
-    return m;
-  }();
-  return &k;
-}
-
 const MatmulKernels* choose_kernels() {
   const char* env = std::getenv("PRIMA_KERNELS");
   const bool force_portable = env != nullptr && std::strcmp(env, "portable") == 0;
 #if defined(__x86_64__) || defined(__i386__)
   if (!force_portable && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
       __builtin_cpu_supports("f16c")) {
-    // PRIMA_KERNELS=avx2: no VNNI products (packed kernels included); =avxvnni: no AVX-512
-    // 8-token kernel.
+    // PRIMA_KERNELS=avx2: no VNNI products; =avxvnni: no AVX-512 (the 8-token kernel and
+    // the packed kernels).
     const bool no_vnni = env != nullptr && std::strcmp(env, "avx2") == 0;
     const bool no_avx512 = env != nullptr && std::strcmp(env, "avxvnni") == 0;
-    if (no_vnni) return avx2_kernels();
-    if (!no_avx512 && cpu_has_avx512_kernels()) return avx512_kernels();
-    if (__builtin_cpu_supports("avxvnni")) return with_packed(avxvnni_kernels());
-    return with_packed(avx2_kernels());
+    if (!no_vnni && !no_avx512 && cpu_has_avx512_kernels()) return avx512_kernels();
+    if (!no_vnni && __builtin_cpu_supports("avxvnni")) return avxvnni_kernels();
+    return avx2_kernels();
   }
 #else
   (void)force_portable;

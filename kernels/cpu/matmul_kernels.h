@@ -43,7 +43,7 @@ const MatmulKernels& portable_kernels();
 // The kernel set matmul() uses in this process (PRIMA_KERNELS, the CPU).
 const MatmulKernels& active_kernels();
 // Packed kernels (packed.cpp): plain C++, and the AVX-512 VNNI ones (packed_avx512.cpp,
-// only valid where cpu_has_avx512_kernels()).
+// only valid where cpu_has_avx512_kernels(); part of avx512_kernels()).
 TileFn portable_packed_q4_1();
 TileFn portable_packed_q8_0();
 TileFn avx512_packed_q4_1();
@@ -59,11 +59,9 @@ const MatmulKernels* avxvnni_kernels();
 // The same with the 8-token kernel on AVX-512 VNNI (and the EVEX form of the 256-bit VNNI
 // products); only valid on a CPU with AVX-512 F/BW/VL/DQ and AVX-512 VNNI.
 const MatmulKernels* avx512_kernels();
-// Whether this CPU can run avx512_kernels().
+// Whether this CPU can run avx512_kernels() (and the packed kernels): AVX-512 F/BW/VL/DQ and
+// VNNI, with or without AVX-VNNI (e.g. AMD Zen 4, Intel Ice Lake).
 bool cpu_has_avx512_kernels();
-// Whether this CPU has AVX-512 F/BW/VL/DQ and VNNI: the packed kernels' instructions (an
-// x86 set gets avx512_packed_* where it does, even without AVX-VNNI, e.g. AMD Zen 4).
-bool cpu_has_avx512_vnni();
 
 // A per-thread scratch buffer of at least n floats (valid until the thread's next call), for
 // what a kernel derives from the activations `x_id` (TileFn). *holds_x is true when the

@@ -74,9 +74,9 @@ PackedBuffer pack_weights(const WeightView& w) {
   if (!packable(w.type) || w.rows <= 0 || w.cols <= 0 || w.cols % 32 != 0) return PackedBuffer();
   const std::size_t panel = packed_panel_bytes(w.type, w.cols);
   const std::size_t panels = std::size_t((w.rows + kPanelRows - 1) / kPanelRows);
-  PackedBuffer buf(
-      static_cast<std::uint8_t*>(::operator new[](panel* panels, std::align_val_t(64))));
-  std::memset(buf.get(), 0, panel * panels);  // padding rows: zero scales and quants
+  const std::size_t bytes = panel * panels;
+  PackedBuffer buf(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(64))));
+  std::memset(buf.get(), 0, bytes);  // padding rows: zero scales and quants
   if (w.type == DType::kQ4_1)
     pack_q4_1(w, buf.get(), panel);
   else

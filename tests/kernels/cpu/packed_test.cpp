@@ -74,7 +74,7 @@ TEST(Packed, LayoutAndAvailability) {
   EXPECT_EQ(repack_supported(DType::kQ8_0), native() != nullptr);
   EXPECT_FALSE(repack_supported(DType::kF32));
   if (native() != nullptr) {
-    EXPECT_TRUE(detail::cpu_has_avx512_vnni());
+    EXPECT_TRUE(detail::cpu_has_avx512_kernels());
   }
 }
 
