@@ -133,9 +133,10 @@ TEST_P(ForwardBatch8, EightSequencesMixedStepsGiveTheirTokensAlone) {
     // Logits agree to rounding (the matmul kernels may group rows differently by batch size).
     ASSERT_EQ(batch[i].last_logits.size(), alone[i].last_logits.size());
     for (std::size_t j = 0; j < alone[i].last_logits.size(); ++j) {
-      if (model->weights->repacked())
+      if (model->weights->repacked()) {
         ASSERT_EQ(batch[i].last_logits[j], alone[i].last_logits[j])
             << "sequence " << i << " logit " << j;
+      }
       ASSERT_NEAR(batch[i].last_logits[j], alone[i].last_logits[j],
                   1e-4 * (1 + std::abs(alone[i].last_logits[j])))
           << "sequence " << i << " logit " << j;
