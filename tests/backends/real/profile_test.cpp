@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/perf/calibration.h"
+#include "kernels/cpu/packed.h"
 #include "tests/backends/real/model_fixture.h"
 #include "tests/support/run_prima.h"
 
@@ -58,6 +59,20 @@ TEST(Profile, WritesACalibrationTheSimulatorReads) {
     fitted += s["fitted"].get<bool>();
   }
   EXPECT_EQ(fitted, 3);
+}
+
+// --repack measures the packed kernels where the CPU has them; the file says which ran.
+TEST(Profile, RepackMeasuresThePackedKernels) {
+  const std::string model = random_model("profile_repack");
+  const std::string out = temp_dir("profile_repack_out") + "/cal.json";
+  auto r = run_prima("profile --model " + model + " --out " + out +
+                     " --threads 1 --repeats 1 --batches 1 --contexts 32 --repack");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = read_json(out);
+  const std::string isa = j["profile"]["kernels"];
+  EXPECT_EQ(isa.find("+packed") != std::string::npos,
+            kernels::repack_supported(kernels::DType::kQ4_1))
+      << isa;
 }
 
 TEST(Profile, BadInputExitsTwo) {
