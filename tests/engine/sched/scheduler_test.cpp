@@ -95,6 +95,53 @@ TEST(Scheduler, StepsWithoutSeqWorkKeepTheShapeAndComplete) {
   EXPECT_EQ(kv_b.free_blocks(), 100);
 }
 
+// The decode fast path (no SeqWork, no decode cap, no long-prompt queue) forms the general
+// path's steps: same sequences in the same order, same shapes bit for bit, same preemptions,
+// over a run whose decodes cross block boundaries and run out of blocks (small blocks, a
+// tight cache), with sequences joining and finishing throughout.
+TEST(Scheduler, DecodeFastPathFormsTheGeneralPathsSteps) {
+  kv::BlockManager kv_a(40, 4, 0.0), kv_b(40, 4, 0.0);
+  SchedulerOptions o;
+  o.block_size = 4;
+  o.max_num_batched_tokens = 48;
+  o.max_num_seqs = 12;
+  Scheduler general(o, &kv_a), fast(o, &kv_b);
+  fast.set_plan_seqs(false);  // no SeqWork: the fast path; `general` fills SeqWork
+  std::vector<std::unique_ptr<Sequence>> a, b;
+  int preempted = 0, fast_steps = 0;
+  for (int t = 0; t < 400; ++t) {
+    if (t % 2 == 0 && a.size() < 80) {  // arrivals
+      const int prompt = 3 + (t * 13) % 29, output = 20 + (t * 7) % 41;
+      a.push_back(make_seq(RequestId(t + 1), prompt, output));
+      b.push_back(make_seq(RequestId(t + 1), prompt, output));
+      general.add(a.back().get());
+      fast.add(b.back().get());
+    }
+    auto s1 = general.schedule(t), s2 = fast.schedule(t);
+    ASSERT_EQ(s1.seqs.size(), s2.seqs.size()) << "step " << t;
+    for (std::size_t i = 0; i < s1.seqs.size(); ++i)
+      ASSERT_EQ(s1.seqs[i]->req.id, s2.seqs[i]->req.id) << "step " << t;
+    ASSERT_EQ(s1.plan.shape.num_seqs, s2.plan.shape.num_seqs);
+    ASSERT_EQ(s1.plan.shape.prefill_tokens, s2.plan.shape.prefill_tokens);
+    ASSERT_EQ(s1.plan.shape.decode_tokens, s2.plan.shape.decode_tokens);
+    ASSERT_EQ(s1.plan.shape.sampled, s2.plan.shape.sampled);
+    ASSERT_EQ(s1.plan.shape.attended_pairs, s2.plan.shape.attended_pairs);
+    ASSERT_EQ(s1.plan.shape.kv_tokens_read, s2.plan.shape.kv_tokens_read);
+    ASSERT_EQ(s1.preempted, s2.preempted) << "step " << t;
+    preempted += s1.preempted;
+    fast_steps += s2.plan.shape.decode_tokens > 0;
+    general.complete(s1, ok_result(), t + 0.5);
+    fast.complete(s2, ok_result(), t + 0.5);
+    ASSERT_EQ(kv_a.free_blocks(), kv_b.free_blocks()) << "step " << t;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i]->num_generated, a[i]->num_generated) << i;
+    EXPECT_EQ(b[i]->finished(), a[i]->finished()) << i;
+  }
+  EXPECT_GT(preempted, 0);    // the cache ran out
+  EXPECT_GT(fast_steps, 50);  // and decodes were many
+}
+
 // Steps in flight together (pipeline): the sequences of steps that finished, in whatever
 // order, are taken again oldest-admitted first; preempted ones are skipped.
 TEST(Scheduler, StepsFinishingOutOfOrderGiveBackAdmissionOrder) {
