@@ -16,6 +16,18 @@ std::unique_ptr<Sequence> make_seq(RequestId id, int prompt, int output) {
   return s;
 }
 
+// Every field of two batch shapes equal, bit for bit.
+void expect_same_shape(const BatchShape& a, const BatchShape& b) {
+  EXPECT_EQ(a.num_seqs, b.num_seqs);
+  EXPECT_EQ(a.prefill_tokens, b.prefill_tokens);
+  EXPECT_EQ(a.decode_tokens, b.decode_tokens);
+  EXPECT_EQ(a.sampled, b.sampled);
+  EXPECT_EQ(a.attended_pairs, b.attended_pairs);
+  EXPECT_EQ(a.kv_tokens_read, b.kv_tokens_read);
+  EXPECT_EQ(a.swap_out_bytes, b.swap_out_bytes);
+  EXPECT_EQ(a.swap_in_bytes, b.swap_in_bytes);
+}
+
 StepResult ok_result() {
   return StepResult{};
 }
@@ -77,12 +89,7 @@ TEST(Scheduler, StepsWithoutSeqWorkKeepTheShapeAndComplete) {
     EXPECT_FALSE(s1.plan.seqs.empty() && !s1.seqs.empty());
     EXPECT_TRUE(s2.plan.seqs.empty());
     ASSERT_EQ(s1.seqs.size(), s2.seqs.size());
-    EXPECT_EQ(s1.plan.shape.num_seqs, s2.plan.shape.num_seqs);
-    EXPECT_EQ(s1.plan.shape.prefill_tokens, s2.plan.shape.prefill_tokens);
-    EXPECT_EQ(s1.plan.shape.decode_tokens, s2.plan.shape.decode_tokens);
-    EXPECT_EQ(s1.plan.shape.sampled, s2.plan.shape.sampled);
-    EXPECT_EQ(s1.plan.shape.attended_pairs, s2.plan.shape.attended_pairs);
-    EXPECT_EQ(s1.plan.shape.kv_tokens_read, s2.plan.shape.kv_tokens_read);
+    expect_same_shape(s1.plan.shape, s2.plan.shape);
     const auto o1 = with.complete(s1, ok_result(), t + 0.5);
     const auto o2 = without.complete(s2, ok_result(), t + 0.5);
     EXPECT_EQ(o1.produced_token.size(), o2.produced_token.size());
@@ -121,12 +128,8 @@ TEST(Scheduler, DecodeFastPathFormsTheGeneralPathsSteps) {
     ASSERT_EQ(s1.seqs.size(), s2.seqs.size()) << "step " << t;
     for (std::size_t i = 0; i < s1.seqs.size(); ++i)
       ASSERT_EQ(s1.seqs[i]->req.id, s2.seqs[i]->req.id) << "step " << t;
-    ASSERT_EQ(s1.plan.shape.num_seqs, s2.plan.shape.num_seqs);
-    ASSERT_EQ(s1.plan.shape.prefill_tokens, s2.plan.shape.prefill_tokens);
-    ASSERT_EQ(s1.plan.shape.decode_tokens, s2.plan.shape.decode_tokens);
-    ASSERT_EQ(s1.plan.shape.sampled, s2.plan.shape.sampled);
-    ASSERT_EQ(s1.plan.shape.attended_pairs, s2.plan.shape.attended_pairs);
-    ASSERT_EQ(s1.plan.shape.kv_tokens_read, s2.plan.shape.kv_tokens_read);
+    expect_same_shape(s1.plan.shape, s2.plan.shape);
+    if (::testing::Test::HasFailure()) return;
     ASSERT_EQ(s1.preempted, s2.preempted) << "step " << t;
     preempted += s1.preempted;
     fast_steps += s2.plan.shape.decode_tokens > 0;
