@@ -60,7 +60,8 @@ int cmd_generate(const Args& args) {
       "manifest", po::value(&manifest), "sha256 manifest to verify the model against")(
       "repack",
       "pack the Q4_1/Q8_0 weights for the AVX-512 VNNI kernels (about 2x the tokens per "
-      "second where the CPU has them; logits then differ from llama.cpp's in the last bits)");
+      "second where the CPU has them; tokens may then differ from llama.cpp's where two logits are "
+      "close)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);

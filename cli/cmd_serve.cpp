@@ -127,7 +127,8 @@ int cmd_serve(const Args& args) {
       "context length served, prompt + output (0: the model's)")(
       "repack", po::bool_switch(&o.repack),
       "pack the Q4_1/Q8_0 weights for the AVX-512 VNNI kernels (about 2x the tokens per "
-      "second where the CPU has them; logits then differ from llama.cpp's in the last bits)");
+      "second where the CPU has them; tokens may then differ from llama.cpp's where two logits are "
+      "close)");
   po::options_description all;
   all.add(opts).add(sim_opts).add(real_opts);
   po::variables_map vm;

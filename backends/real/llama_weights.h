@@ -68,8 +68,8 @@ class LlamaWeights {
   // Binds this shard's tensors; checks every tensor's presence and shape against `c`. With
   // `repack`, the matrices of types the CPU's packed kernels take (kernels::repack_supported:
   // Q4_1, Q8_0 on AVX-512 VNNI) are also copied into 16-row panels (kernels/cpu/packed.h)
-  // and the matmuls read those: faster, but no longer llama.cpp's float operations (logits
-  // differ in the last bits, greedy tokens where two logits nearly tie).
+  // and the matmuls read those: faster, but no longer llama.cpp's float operations (each
+  // product differs in its last bits; greedy tokens can differ where two logits are close).
   static Result<std::unique_ptr<LlamaWeights>> bind(const GgufFile& f, const LlamaConfig& c,
                                                     const ShardSpec& s, bool repack = false);
   // Whether any matrix is packed.

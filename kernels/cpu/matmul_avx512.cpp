@@ -1,9 +1,8 @@
 // x86 matmul tile kernels with AVX-512 VNNI in the 8-token kernel (two tokens per 512-bit
 // register; see micro8_zmm in matmul_x86_impl.h) and its 256-bit (EVEX) form elsewhere: no
-// AVX-VNNI needed. Results are bit for
-// bit those of the AVX2 / AVX-VNNI kernels (same integer sums, same float operations per
-// token). The target is set here by pragma; only called after the run-time CPU check.
-// Stateless; thread-safe.
+// AVX-VNNI needed. Results are bit for bit those of the AVX2 / AVX-VNNI kernels (same integer
+// sums, same float operations per token). Also the packed-weight kernels (packed.h). The target is
+// set here by pragma; only called after the run-time CPU check. Stateless; thread-safe.
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")
 // GCC 12's AVX-512 intrinsics build their "undefined" pass-through operands from
 // self-initialised locals, which -Wmaybe-uninitialized reports (a known false positive).

@@ -13,39 +13,19 @@ namespace prima::kernels {
 
 namespace {
 
-constexpr std::size_t kQ4_1PanelBlock = 320;  // d[16], m[16] f16, 4 x 64 bytes of nibbles
-constexpr std::size_t kQ8_0PanelBlock = 544;  // d[16] f16, 8 x 64 bytes of q + 128
-
-void pack_q4_1(const WeightView& w, std::uint8_t* dst, std::size_t panel_bytes) {
+// Copies each block of each row of w into its panel: put(panel block, row in panel, block).
+template <typename Block, typename Put>
+void pack_rows(const WeightView& w, std::uint8_t* dst, std::size_t panel_bytes,
+               std::size_t block_bytes, Put put) {
   const std::int64_t nb = w.cols / 32;
   const std::size_t rb = row_bytes(w.type, w.cols);
   const auto* src = static_cast<const std::uint8_t*>(w.data);
   for (std::int64_t r = 0; r < w.rows; ++r) {
-    const auto* row = reinterpret_cast<const BlockQ4_1*>(src + std::size_t(r) * rb);
-    const std::int64_t p = r / kPanelRows, i = r % kPanelRows;
-    for (std::int64_t b = 0; b < nb; ++b) {
-      std::uint8_t* blk = dst + std::size_t(p) * panel_bytes + std::size_t(b) * kQ4_1PanelBlock;
-      std::memcpy(blk + 2 * i, &row[b].d, 2);
-      std::memcpy(blk + 32 + 2 * i, &row[b].m, 2);
-      for (int k = 0; k < 4; ++k) std::memcpy(blk + 64 + 64 * k + 4 * i, row[b].qs + 4 * k, 4);
-    }
-  }
-}
-
-void pack_q8_0(const WeightView& w, std::uint8_t* dst, std::size_t panel_bytes) {
-  const std::int64_t nb = w.cols / 32;
-  const std::size_t rb = row_bytes(w.type, w.cols);
-  const auto* src = static_cast<const std::uint8_t*>(w.data);
-  for (std::int64_t r = 0; r < w.rows; ++r) {
-    const auto* row = reinterpret_cast<const BlockQ8_0*>(src + std::size_t(r) * rb);
-    const std::int64_t p = r / kPanelRows, i = r % kPanelRows;
-    for (std::int64_t b = 0; b < nb; ++b) {
-      std::uint8_t* blk = dst + std::size_t(p) * panel_bytes + std::size_t(b) * kQ8_0PanelBlock;
-      std::memcpy(blk + 2 * i, &row[b].d, 2);
-      for (int k = 0; k < 8; ++k)
-        for (int j = 0; j < 4; ++j)
-          blk[32 + 64 * k + 4 * i + j] = std::uint8_t(int(row[b].qs[4 * k + j]) + 128);
-    }
+    const auto* row = reinterpret_cast<const Block*>(src + std::size_t(r) * rb);
+    const std::size_t p = std::size_t(r / kPanelRows);
+    const int i = int(r % kPanelRows);
+    for (std::int64_t b = 0; b < nb; ++b)
+      put(dst + p * panel_bytes + std::size_t(b) * block_bytes, i, row[b]);
   }
 }
 
@@ -77,10 +57,23 @@ PackedBuffer pack_weights(const WeightView& w) {
   const std::size_t bytes = panel * panels;
   PackedBuffer buf(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(64))));
   std::memset(buf.get(), 0, bytes);  // padding rows: zero scales and quants
-  if (w.type == DType::kQ4_1)
-    pack_q4_1(w, buf.get(), panel);
-  else
-    pack_q8_0(w, buf.get(), panel);
+  if (w.type == DType::kQ4_1) {
+    pack_rows<BlockQ4_1>(w, buf.get(), panel, kQ4_1PanelBlock,
+                         [](std::uint8_t* blk, int i, const BlockQ4_1& b) {
+                           std::memcpy(blk + 2 * i, &b.d, 2);
+                           std::memcpy(blk + 32 + 2 * i, &b.m, 2);
+                           for (int k = 0; k < 4; ++k)
+                             std::memcpy(blk + 64 + 64 * k + 4 * i, b.qs + 4 * k, 4);
+                         });
+  } else {
+    pack_rows<BlockQ8_0>(
+        w, buf.get(), panel, kQ8_0PanelBlock, [](std::uint8_t* blk, int i, const BlockQ8_0& b) {
+          std::memcpy(blk + 2 * i, &b.d, 2);
+          for (int k = 0; k < 8; ++k)
+            for (int j = 0; j < 4; ++j)
+              blk[32 + 64 * k + 4 * i + j] = std::uint8_t(int(b.qs[4 * k + j]) + 128);
+        });
+  }
   return buf;
 }
 

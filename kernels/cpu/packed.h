@@ -11,9 +11,9 @@
 //   Q4_1 x Q8_1: acc = fma(d_w * d_x, float(i_b), acc); acc = fma(m_w, s_x, acc)
 //   Q8_0 x Q8_0: acc = fma(d_w * d_x, float(i_b), acc)
 // starting from acc = 0, and y = acc. These are not llama.cpp's operations (it keeps 8 float
-// partial sums per row), so logits differ from llama.cpp's in the last bits, and greedy tokens
-// where two logits nearly tie. Packing is opt-in (`--repack`); the GGUF layout's kernels keep
-// llama.cpp's bits.
+// partial sums per row): each product differs in its last bits, and over a model's layers
+// (activations re-quantized between them) greedy tokens change where two logits are close. Packing
+// is opt-in (`--repack`); the GGUF layout's kernels keep llama.cpp's bits.
 //
 // Panel layout (rows padded to a multiple of 16 with zero rows; nb = cols / 32 blocks; panel p
 // holds rows 16p .. 16p+15, its blocks in order, `packed_panel_bytes` apart):
@@ -34,11 +34,15 @@
 namespace prima::kernels {
 
 constexpr int kPanelRows = 16;
+// Bytes of one block (32 columns) of a panel.
+constexpr std::size_t kQ4_1PanelBlock = 320;  // d[16], m[16] f16, 4 x 64 bytes of nibbles
+constexpr std::size_t kQ8_0PanelBlock = 544;  // d[16] f16, 8 x 64 bytes of q + 128
 
 // Whether `t` has a packed layout (Q4_1, Q8_0).
 bool packable(DType t);
 // Whether packing weights of type t pays in this process: packable, and matmul runs the
-// AVX-512 VNNI packed kernels (the CPU has AVX-512 VNNI; PRIMA_KERNELS not portable or avx2).
+// AVX-512 kernel set, which has the packed kernels (the CPU has AVX-512 VNNI; PRIMA_KERNELS
+// not set to portable, avx2 or avxvnni).
 bool repack_supported(DType t);
 
 // Bytes of one panel (16 rows) of a packable type with `cols` columns.

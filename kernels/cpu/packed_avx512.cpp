@@ -18,9 +18,6 @@
 namespace prima::kernels::detail {
 namespace {
 
-constexpr std::size_t kQ4_1Block = 320;
-constexpr std::size_t kQ8_0Block = 544;
-
 // 4 activation bytes (one group of a block's quants) in every lane.
 inline __m512i bcast4(const std::int8_t* p) {
   int v;
@@ -45,7 +42,7 @@ void q4_1_panel(const std::uint8_t* panel, std::int64_t nb, const std::uint8_t* 
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i mask = _mm512_set1_epi8(0x0f);
   for (std::int64_t b = 0; b < nb; ++b) {
-    const std::uint8_t* blk = panel + std::size_t(b) * kQ4_1Block;
+    const std::uint8_t* blk = panel + std::size_t(b) * kQ4_1PanelBlock;
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     const __m512 mw =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 32)));
@@ -84,7 +81,7 @@ void q8_0_panel(const std::uint8_t* panel, std::int64_t nb, const std::uint8_t* 
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < nb; ++b) {
-    const std::uint8_t* blk = panel + std::size_t(b) * kQ8_0Block;
+    const std::uint8_t* blk = panel + std::size_t(b) * kQ8_0PanelBlock;
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     __m512i q[8];
 #pragma GCC unroll 8
