@@ -219,32 +219,36 @@ namespace {
 TEST(Matmul, EachTokenIsComputedAsIfAlone) {
   for (DType t : {DType::kQ4_1, DType::kQ4_0, DType::kQ8_0, DType::kQ6_K, DType::kF16, DType::kF32,
                   DType::kBF16}) {
-    const std::int64_t rows = 37, cols = t == DType::kQ6_K ? 512 : 576;
-    const auto w = make_weights(t, rows, cols, 21);
-    const WeightView view{t, w.data(), rows, cols};
-    std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c")) {
-      sets.push_back(detail::avx2_kernels());
-      if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
-      if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
-    }
-    for (const auto* k : sets)
-      for (int threads : {1, 2}) {
-        ThreadPool pool(threads);
-        const std::int64_t n = 19;  // 8 + 8 + 3: every tile shape
-        const auto x = randn(n * cols, 77);
-        std::vector<float> y(std::size_t(n * rows));
-        detail::matmul_with(*k, view, x.data(), n, y.data(), pool);
-        for (std::int64_t tok = 0; tok < n; ++tok) {
-          std::vector<float> one(static_cast<std::size_t>(rows));
-          detail::matmul_with(*k, view, x.data() + tok * cols, 1, one.data(), pool);
-          for (std::int64_t r = 0; r < rows; ++r)
-            ASSERT_EQ(one[r], y[tok * rows + r])
-                << type_traits(t)->name << " " << k->isa << " threads=" << threads << " token "
-                << tok << " row " << r;
-        }
+    // 576 columns: the 8-token kernel's multi-row passes; 1536: its one-row passes.
+    for (const std::int64_t cols :
+         {std::int64_t(t == DType::kQ6_K ? 512 : 576), std::int64_t(1536)}) {
+      const std::int64_t rows = 37;
+      const auto w = make_weights(t, rows, cols, 21);
+      const WeightView view{t, w.data(), rows, cols};
+      std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
+      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+          __builtin_cpu_supports("f16c")) {
+        sets.push_back(detail::avx2_kernels());
+        if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
+        if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
       }
+      for (const auto* k : sets)
+        for (int threads : {1, 2}) {
+          ThreadPool pool(threads);
+          const std::int64_t n = 19;  // 8 + 8 + 3: every tile shape
+          const auto x = randn(n * cols, 77);
+          std::vector<float> y(std::size_t(n * rows));
+          detail::matmul_with(*k, view, x.data(), n, y.data(), pool);
+          for (std::int64_t tok = 0; tok < n; ++tok) {
+            std::vector<float> one(static_cast<std::size_t>(rows));
+            detail::matmul_with(*k, view, x.data() + tok * cols, 1, one.data(), pool);
+            for (std::int64_t r = 0; r < rows; ++r)
+              ASSERT_EQ(one[r], y[tok * rows + r])
+                  << type_traits(t)->name << " " << k->isa << " threads=" << threads << " token "
+                  << tok << " row " << r << " cols " << cols;
+          }
+        }
+    }
   }
 }
 
