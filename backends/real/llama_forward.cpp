@@ -77,14 +77,39 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const std::int64_t grain = 1;
 
+  // Each token's sequence and position, for RoPE and the KV writes; the attention calls.
+  tok_seq_.resize(std::size_t(T));
+  tok_pos_.resize(std::size_t(T));
+  attn_seqs_.clear();
+  {
+    std::int64_t row = 0;
+    for (std::size_t si = 0; si < s.seqs.size(); ++si) {
+      const auto& sq = s.seqs[si];
+      const std::int64_t n = static_cast<std::int64_t>(sq.tokens.size());
+      for (std::int64_t i = 0; i < n; ++i) {
+        tok_seq_[std::size_t(row + i)] = static_cast<int>(si);
+        tok_pos_[std::size_t(row + i)] = sq.pos0 + i;
+      }
+      attn_seqs_.push_back(
+          {sq.blocks.data(), sq.pos0, n, q_.data() + row * lq, att_.data() + row * lq});
+      row += n;
+    }
+  }
+
+  // The elementwise work runs per token on the pool too (with one thread, or one token, on the
+  // calling thread): the residual adds are folded into the norm that follows them (o_ holds
+  // the previous layer's FFN output from layer 1 on).
   for (int l = 0; l < w_->num_layers(); ++l) {
     const LayerWeights& L = w_->layer(l);
     const kernels::KvLayer kv = kv_->layer(l);
+    const bool add_ffn = l > 0;
     pool_->parallel_for(
         T,
         [&](std::int64_t b, std::int64_t e, int) {
-          for (std::int64_t t = b; t < e; ++t)
+          for (std::int64_t t = b; t < e; ++t) {
+            if (add_ffn) kernels::add_inplace(x + t * H, o_.data() + t * H, H);
             kernels::rms_norm(x + t * H, L.attn_norm, H, c.eps, h_.data() + t * H);
+          }
         },
         grain);
     {  // Q, K and V from one conversion of h and one pool job
@@ -92,20 +117,18 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
       float* const y[3] = {q_.data(), k_.data(), v_.data()};
       kernels::matmul_many(w, y, 3, h_.data(), T, *pool_);
     }
-    std::int64_t row = 0;
-    attn_seqs_.clear();
-    for (const auto& sq : s.seqs) {
-      const std::int64_t n = static_cast<std::int64_t>(sq.tokens.size());
-      for (std::int64_t i = 0; i < n; ++i) {
-        kernels::rope(q_.data() + (row + i) * lq, nh, D, c.rot_dims, sq.pos0 + i, c.freq_base);
-        kernels::rope(k_.data() + (row + i) * lkv, nkv, D, c.rot_dims, sq.pos0 + i, c.freq_base);
-      }
-      kernels::write_kv(kv, sq.blocks.data(), sq.pos0, n, k_.data() + row * lkv,
-                        v_.data() + row * lkv);
-      attn_seqs_.push_back(
-          {sq.blocks.data(), sq.pos0, n, q_.data() + row * lq, att_.data() + row * lq});
-      row += n;
-    }
+    pool_->parallel_for(
+        T,
+        [&](std::int64_t b, std::int64_t e, int) {
+          for (std::int64_t t = b; t < e; ++t) {
+            const std::int64_t pos = tok_pos_[std::size_t(t)];
+            kernels::rope(q_.data() + t * lq, nh, D, c.rot_dims, pos, c.freq_base);
+            kernels::rope(k_.data() + t * lkv, nkv, D, c.rot_dims, pos, c.freq_base);
+            kernels::write_kv(kv, s.seqs[std::size_t(tok_seq_[std::size_t(t)])].blocks.data(), pos,
+                              1, k_.data() + t * lkv, v_.data() + t * lkv);
+          }
+        },
+        grain);
     kernels::attention_batch(kv, attn_seqs_.data(), static_cast<int>(attn_seqs_.size()), nh, scale,
                              *pool_);
     if (allreduce_) {
@@ -116,13 +139,13 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
     } else {
       kernels::matmul(L.wo, att_.data(), T, o_.data(), *pool_);
     }
-    kernels::add_inplace(x, o_.data(), T * H);
-
     pool_->parallel_for(
         T,
         [&](std::int64_t b, std::int64_t e, int) {
-          for (std::int64_t t = b; t < e; ++t)
+          for (std::int64_t t = b; t < e; ++t) {
+            kernels::add_inplace(x + t * H, o_.data() + t * H, H);
             kernels::rms_norm(x + t * H, L.ffn_norm, H, c.eps, h_.data() + t * H);
+          }
         },
         grain);
     {  // gate and up: one conversion, one pool job
@@ -130,7 +153,13 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
       float* const y[2] = {g_.data(), u_.data()};
       kernels::matmul_many(w, y, 2, h_.data(), T, *pool_);
     }
-    kernels::silu_mul(g_.data(), u_.data(), T * nf, g_.data(), nf);
+    pool_->parallel_for(
+        T,
+        [&](std::int64_t b, std::int64_t e, int) {
+          kernels::silu_mul(g_.data() + b * nf, u_.data() + b * nf, (e - b) * nf,
+                            g_.data() + b * nf, nf);
+        },
+        grain);
     if (allreduce_) {
       PRIMA_RETURN_IF_ERROR(gather(g_.data(), T, nf, &full_g_));
       part_.resize(std::size_t(T) * L.down.rows);
@@ -139,8 +168,9 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
     } else {
       kernels::matmul(L.down, g_.data(), T, o_.data(), *pool_);
     }
-    kernels::add_inplace(x, o_.data(), T * H);
   }
+  // The last layer's FFN output (the others were added before the next layer's norm).
+  if (w_->num_layers() > 0) kernels::add_inplace(x, o_.data(), T * H);
   return ok_status();
 }
 

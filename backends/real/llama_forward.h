@@ -55,6 +55,9 @@ class LlamaForward {
 
   std::vector<float> h_, q_, k_, v_, att_, o_, g_, u_, rows_, full_att_, full_g_, part_;
   std::vector<kernels::AttentionSeq> attn_seqs_;
+  // Per token row of the step: its sequence (index into the step's seqs) and position.
+  std::vector<int> tok_seq_;
+  std::vector<std::int64_t> tok_pos_;
 };
 
 }  // namespace prima::real
