@@ -122,8 +122,8 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
         [&](std::int64_t b, std::int64_t e, int) {
           for (std::int64_t t = b; t < e; ++t) {
             const std::int64_t pos = tok_pos_[std::size_t(t)];
-            kernels::rope(q_.data() + t * lq, nh, D, c.rot_dims, pos, c.freq_base);
-            kernels::rope(k_.data() + t * lkv, nkv, D, c.rot_dims, pos, c.freq_base);
+            kernels::rope_qk(q_.data() + t * lq, nh, k_.data() + t * lkv, nkv, D, c.rot_dims, pos,
+                             c.freq_base);
             kernels::write_kv(kv, s.seqs[std::size_t(tok_seq_[std::size_t(t)])].blocks.data(), pos,
                               1, k_.data() + t * lkv, v_.data() + t * lkv);
           }

@@ -67,6 +67,10 @@ void round_f16_portable(float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
 
+void to_f16_portable(const float* x, std::uint16_t* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = fp32_to_fp16(x[i]);
+}
+
 void pv_portable(const float* p, const std::uint16_t* v, std::int64_t stride, int count, int d,
                  std::int64_t pos0, int lanes, float* acc) {
   const float* t = f16_table();
@@ -184,8 +188,8 @@ void fold_lanes(const float* acc, int lanes, int d, float* out) {
 }
 
 const AttentionKernels& attention_portable_kernels() {
-  static const AttentionKernels k{"portable", &kq_portable, &pv_portable, &fold_lanes,
-                                  &round_f16_portable};
+  static const AttentionKernels k{"portable",  &kq_portable,        &pv_portable,
+                                  &fold_lanes, &round_f16_portable, &to_f16_portable};
   return k;
 }
 }  // namespace detail
@@ -193,14 +197,13 @@ const AttentionKernels& attention_portable_kernels() {
 void write_kv(const KvLayer& kv, const int* block_table, std::int64_t pos0, std::int64_t n,
               const float* k, const float* v) {
   const std::int64_t ts = kv.token_stride();
+  const detail::AttentionKernels& ak = active_kernels();
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t p = pos0 + i;
     const std::int64_t off =
         std::int64_t(block_table[p / kv.block_size]) * kv.block_stride() + (p % kv.block_size) * ts;
-    for (std::int64_t j = 0; j < ts; ++j) {
-      kv.k[off + j] = fp32_to_fp16(k[i * ts + j]);
-      kv.v[off + j] = fp32_to_fp16(v[i * ts + j]);
-    }
+    ak.to_f16(k + i * ts, kv.k + off, ts);
+    ak.to_f16(v + i * ts, kv.v + off, ts);
   }
 }
 

@@ -115,10 +115,18 @@ void round_f16(float* x, std::int64_t n) {
   for (; i < n; ++i) x[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
 }
 
+void to_f16(const float* x, std::uint16_t* out, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) out[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
 }  // namespace
 
 const AttentionKernels& attention_avx2_kernels() {
-  static const AttentionKernels k{"avx2", &kq, &pv, &fold, &round_f16};
+  static const AttentionKernels k{"avx2", &kq, &pv, &fold, &round_f16, &to_f16};
   return k;
 }
 

@@ -30,6 +30,9 @@ struct AttentionKernels {
   void (*fold)(const float* acc, int lanes, int head_dim, float* out);
   // x[i] = the f16 value nearest x[i] (ties to even), for i < n.
   void (*round_f16)(float* x, std::int64_t n);
+  // out[i] = the f16 bits of the value nearest x[i] (ties to even), for i < n: the KV writes.
+  // (The F16C conversion keeps a NaN's payload where the portable one gives 0x7e00.)
+  void (*to_f16)(const float* x, std::uint16_t* out, std::int64_t n);
   // Optional (nullptr in the portable and AVX2 sets): one decode query row (kVec64) over a
   // whole context at once, positions given by row pointers (k_rows[i], v_rows[i]: head_dim
   // f16 values of position i), for head_dim a multiple of 64. kq_rows: scores as kq gives

@@ -31,6 +31,20 @@ float vexp(float x) {
 
 namespace {
 
+void rope_rotate_portable(float* x, int n_heads, int head_dim, int rot_dims, const float* cc,
+                          const float* ss) {
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + std::int64_t(h) * head_dim;
+    for (int j = 0; j + 1 < rot_dims; j += 2) {
+      const float x0 = v[j], x1 = v[j + 1];
+      // x0 c - x1 s and x0 s + x1 c with the first product fused, as llama.cpp's build
+      // contracts them.
+      v[j] = std::fma(x0, cc[j], -(x1 * ss[j]));
+      v[j + 1] = std::fma(x0, ss[j], x1 * cc[j]);
+    }
+  }
+}
+
 void silu_mul_vexp_portable(const float* gate, const float* up, std::int64_t n, float* out) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + vexp(0.0f - gate[i])) * up[i];
 }
@@ -48,7 +62,8 @@ double exp_sum_portable(float* x, std::int64_t n, float max) {
 }  // namespace
 
 const OpsKernels& ops_portable_kernels() {
-  static const OpsKernels k{"portable", &silu_mul_vexp_portable, &exp_sum_portable};
+  static const OpsKernels k{"portable", &silu_mul_vexp_portable, &exp_sum_portable,
+                            &rope_rotate_portable};
   return k;
 }
 
@@ -77,35 +92,48 @@ void rms_norm(const float* x, const float* w, std::int64_t n, float eps, float* 
   for (std::int64_t i = 0; i < n; ++i) out[i] = (x[i] * scale) * w[i];
 }
 
-void rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos, float freq_base) {
-  const int pairs = rot_dims / 2;
-  // Angles once per token, shared by all heads; stepped by multiplication as llama.cpp does.
-  float cs[256], sn[256];
-  std::vector<float> big;
-  float* c = cs;
-  float* s = sn;
-  if (pairs > 256) {
-    big.resize(std::size_t(pairs) * 2);
-    c = big.data();
-    s = big.data() + pairs;
-  }
+namespace {
+
+// RoPE angles of one position, each cosine and sine twice (cc, ss: 2 * pairs floats);
+// stepped by multiplication as llama.cpp does.
+void rope_angles(int pairs, int rot_dims, std::int64_t pos, float freq_base, float* cc, float* ss) {
   const float theta_scale = std::pow(freq_base, -2.0f / float(rot_dims));
   float theta = static_cast<float>(pos);
   for (int i = 0; i < pairs; ++i) {
-    c[i] = std::cos(theta);
-    s[i] = std::sin(theta);
+    cc[2 * i] = cc[2 * i + 1] = std::cos(theta);
+    ss[2 * i] = ss[2 * i + 1] = std::sin(theta);
     theta *= theta_scale;
   }
-  for (int h = 0; h < n_heads; ++h) {
-    float* v = x + std::int64_t(h) * head_dim;
-    for (int i = 0; i < pairs; ++i) {
-      const float x0 = v[2 * i], x1 = v[2 * i + 1];
-      // x0 c - x1 s and x0 s + x1 c with the first product fused, as llama.cpp's build
-      // contracts them.
-      v[2 * i] = std::fma(x0, c[i], -(x1 * s[i]));
-      v[2 * i + 1] = std::fma(x0, s[i], x1 * c[i]);
-    }
+}
+
+// Angles once per token, shared by every head of both tensors (k may be null).
+void rope_heads(float* q, int q_heads, float* k, int k_heads, int head_dim, int rot_dims,
+                std::int64_t pos, float freq_base) {
+  const int pairs = rot_dims / 2;
+  float small[2][512];
+  std::vector<float> big;
+  float* cc = small[0];
+  float* ss = small[1];
+  if (pairs > 256) {
+    big.resize(std::size_t(pairs) * 4);
+    cc = big.data();
+    ss = big.data() + 2 * pairs;
   }
+  rope_angles(pairs, rot_dims, pos, freq_base, cc, ss);
+  const auto& ok = detail::active_ops_kernels();
+  ok.rope_rotate(q, q_heads, head_dim, rot_dims, cc, ss);
+  if (k != nullptr) ok.rope_rotate(k, k_heads, head_dim, rot_dims, cc, ss);
+}
+
+}  // namespace
+
+void rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos, float freq_base) {
+  rope_heads(x, n_heads, nullptr, 0, head_dim, rot_dims, pos, freq_base);
+}
+
+void rope_qk(float* q, int q_heads, float* k, int k_heads, int head_dim, int rot_dims,
+             std::int64_t pos, float freq_base) {
+  rope_heads(q, q_heads, k, k_heads, head_dim, rot_dims, pos, freq_base);
 }
 
 void softmax(float* x, std::int64_t n) {

@@ -16,6 +16,10 @@ void rms_norm(const float* x, const float* w, std::int64_t n, float eps, float* 
 // (llama.cpp's "normal" RoPE, the llama architecture's layout after its converter's
 // permutation).
 void rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos, float freq_base);
+// rope() of one token's queries (q_heads heads) and keys (k_heads heads) at the same position,
+// the angles computed once; the same values as two rope() calls.
+void rope_qk(float* q, int q_heads, float* k, int k_heads, int head_dim, int rot_dims,
+             std::int64_t pos, float freq_base);
 
 // In place softmax over n values.
 void softmax(float* x, std::int64_t n);

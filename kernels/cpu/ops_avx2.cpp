@@ -37,6 +37,31 @@ inline __m256 vexp8(__m256 x) {
   return _mm256_blendv_ps(res, alt, big);
 }
 
+// 4 pairs per register: v = [x0 x1 ...], w = the pairs swapped; the even lanes take
+// fma(v, c, -(w * s)) = fma(x0, c, -(x1 s)), the odd ones fma(w, s, v * c) = fma(x0, s, x1 c):
+// per element the portable kernel's operations.
+void rope_rotate(float* x, int n_heads, int head_dim, int rot_dims, const float* cc,
+                 const float* ss) {
+  const int vec = rot_dims / 8 * 8;
+  for (int h = 0; h < n_heads; ++h) {
+    float* p = x + std::int64_t(h) * head_dim;
+    for (int j = 0; j < vec; j += 8) {
+      const __m256 v = _mm256_loadu_ps(p + j);
+      const __m256 w = _mm256_permute_ps(v, 0xb1);
+      const __m256 c = _mm256_loadu_ps(cc + j), s = _mm256_loadu_ps(ss + j);
+      const __m256 even =
+          _mm256_fmadd_ps(v, c, _mm256_xor_ps(_mm256_mul_ps(w, s), _mm256_set1_ps(-0.0f)));
+      const __m256 odd = _mm256_fmadd_ps(w, s, _mm256_mul_ps(v, c));
+      _mm256_storeu_ps(p + j, _mm256_blend_ps(even, odd, 0xaa));
+    }
+    for (int j = vec; j + 1 < rot_dims; j += 2) {
+      const float x0 = p[j], x1 = p[j + 1];
+      p[j] = __builtin_fmaf(x0, cc[j], -(x1 * ss[j]));
+      p[j + 1] = __builtin_fmaf(x0, ss[j], x1 * cc[j]);
+    }
+  }
+}
+
 void silu_mul_vexp(const float* gate, const float* up, std::int64_t n, float* out) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -76,7 +101,7 @@ double exp_sum(float* x, std::int64_t n, float max) {
 }  // namespace
 
 const OpsKernels& ops_avx2_kernels() {
-  static const OpsKernels k{"avx2", &silu_mul_vexp, &exp_sum};
+  static const OpsKernels k{"avx2", &silu_mul_vexp, &exp_sum, &rope_rotate};
   return k;
 }
 

@@ -35,6 +35,11 @@ struct OpsKernels {
   // group of 16 values from x[0] summed by reduce16 in float (missing values of the last group
   // count as 0), the groups added in double.
   double (*exp_sum)(float* x, std::int64_t n, float max);
+  // RoPE's rotation of the first rot_dims dims of each of n_heads heads (head_dim apart) in
+  // adjacent pairs: x[2i] = fma(x0, c_i, -(x1 * s_i)), x[2i+1] = fma(x0, s_i, x1 * c_i), with
+  // cc[2i] = cc[2i+1] = c_i and ss likewise (the angles' cosines and sines, each twice).
+  void (*rope_rotate)(float* x, int n_heads, int head_dim, int rot_dims, const float* cc,
+                      const float* ss);
 };
 
 const OpsKernels& ops_portable_kernels();

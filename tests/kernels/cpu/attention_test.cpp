@@ -246,6 +246,15 @@ TEST(Attention, Avx2F16RoundingAndFoldEqualThePortableOnes) {
   b.round_f16(xb.data(), std::int64_t(xb.size()));
   for (std::size_t i = 0; i < x.size(); ++i)
     ASSERT_EQ(std::memcmp(&xa[i], &xb[i], 4), 0) << x[i] << ": " << xa[i] << " vs " << xb[i];
+  // The KV writes' conversion to f16 bits (the vector part and the tail).
+  for (float v : {INFINITY, -INFINITY}) x.push_back(v);
+  std::vector<std::uint16_t> ha(x.size()), hb(x.size());
+  a.to_f16(x.data(), ha.data(), std::int64_t(x.size()));
+  b.to_f16(x.data(), hb.data(), std::int64_t(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(ha[i], hb[i]) << x[i];
+    ASSERT_EQ(ha[i], fp32_to_fp16(x[i])) << x[i];
+  }
   for (int lanes : {16, 64})
     for (int d : {64, 40, 7}) {
       const auto acc = randn(std::size_t(lanes) * d, std::uint32_t(lanes + d));

@@ -171,6 +171,47 @@ TEST(Ops, Avx2VexpLoopsEqualThePortableOnesBitForBit) {
   }
 }
 
+TEST(Ops, Avx2RopeRotationEqualsThePortableOneBitForBit) {
+  if (!have_avx2()) GTEST_SKIP() << "no AVX2/FMA on this CPU";
+  const auto& a = detail::ops_portable_kernels();
+  const auto& b = detail::ops_avx2_kernels();
+  for (int rot : {64, 32, 12, 6}) {  // vector part only, vector part and tail, tail only
+    const int heads = 3, head_dim = 64;
+    const auto angles = randn(std::size_t(rot), std::uint32_t(rot), 3.0f);
+    std::vector<float> cc(static_cast<std::size_t>(rot)), ss(static_cast<std::size_t>(rot));
+    for (int j = 0; j + 1 < rot; j += 2) {
+      cc[std::size_t(j)] = cc[std::size_t(j) + 1] = std::cos(angles[std::size_t(j)]);
+      ss[std::size_t(j)] = ss[std::size_t(j) + 1] = std::sin(angles[std::size_t(j)]);
+    }
+    auto xa = randn(std::size_t(heads * head_dim), 5, 4.0f);
+    auto xb = xa;
+    const auto orig = xa;
+    a.rope_rotate(xa.data(), heads, head_dim, rot, cc.data(), ss.data());
+    b.rope_rotate(xb.data(), heads, head_dim, rot, cc.data(), ss.data());
+    for (std::size_t i = 0; i < xa.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&xa[i], &xb[i], 4), 0) << "rot " << rot << " element " << i;
+      if (int(i % head_dim) >= rot) {
+        EXPECT_EQ(xa[i], orig[i]);
+      }
+    }
+  }
+}
+
+TEST(Ops, RopeQkEqualsRopeOfEach) {
+  for (std::int64_t pos : {0, 3, 129, 5000}) {
+    auto q = randn(9 * 64, 1), k = randn(3 * 64, 2);
+    auto q1 = q, k1 = k;
+    rope_qk(q.data(), 9, k.data(), 3, 64, 64, pos, 100000.0f);
+    rope(q1.data(), 9, 64, 64, pos, 100000.0f);
+    rope(k1.data(), 3, 64, 64, pos, 100000.0f);
+    EXPECT_EQ(q, q1) << pos;
+    EXPECT_EQ(k, k1) << pos;
+    if (pos > 0) {
+      EXPECT_NE(q, randn(9 * 64, 1)) << pos;
+    }
+  }
+}
+
 TEST(Ops, SiluMulUsesLibmExpForEachRowsTail) {
   // Rows of 20: values 0..15 of each row through vexp, 16..19 through libm's expf.
   const auto g = randn(60, 21, 4.0f), u = randn(60, 22);
