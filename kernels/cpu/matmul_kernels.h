@@ -48,10 +48,13 @@ TileFn portable_packed_q4_1();
 TileFn portable_packed_q8_0();
 TileFn avx512_packed_q4_1();
 TileFn avx512_packed_q8_0();
-// The activation scales packed kernels read, per token t and block b at t * nb + b: d_x as
-// float in dx; in `second` s_x as float (xt Q8_1) or -128 sum(q_x) as int32 bits (xt Q8_0).
+// The activation scales packed kernels read, per token t and block b at i = t * nb + b: d_x as
+// float in dx[i]; in `second` s_x as float at i (xt Q8_1), or for xt Q8_0 at i * 8 + j the
+// int32 bits of -128 times the sum of lane j's 4 quants (elements 4j .. 4j + 3).
 void packed_x_scales(DType xt, const std::uint8_t* x, std::size_t x_stride, std::int64_t n,
                      std::int64_t nb, float* dx, float* second);
+// Values per block and token in packed_x_scales' `second`: 1 (Q8_1) or 8 (Q8_0).
+std::int64_t packed_x_second_per_block(DType xt);
 // Only valid on a CPU with AVX2, FMA and F16C; nullptr when not compiled in.
 const MatmulKernels* avx2_kernels();
 // The same with AVX-VNNI products; only valid on a CPU that also has AVX-VNNI.

@@ -79,6 +79,10 @@ PackedBuffer pack_weights(const WeightView& w) {
 
 namespace detail {
 
+std::int64_t packed_x_second_per_block(DType xt) {
+  return xt == DType::kQ8_0 ? 8 : 1;
+}
+
 void packed_x_scales(DType xt, const std::uint8_t* x, std::size_t x_stride, std::int64_t n,
                      std::int64_t nb, float* dx, float* second) {
   for (std::int64_t t = 0; t < n; ++t) {
@@ -92,10 +96,12 @@ void packed_x_scales(DType xt, const std::uint8_t* x, std::size_t x_stride, std:
       } else {
         const auto& xb = reinterpret_cast<const BlockQ8_0*>(row)[b];
         dx[i] = fp16_to_fp32(xb.d);
-        int sum = 0;
-        for (int j = 0; j < 32; ++j) sum += xb.qs[j];
-        const std::int32_t corr = -128 * sum;  // q + 128 times x, less 128 sum(x)
-        std::memcpy(&second[i], &corr, 4);
+        for (int j = 0; j < 8; ++j) {
+          int sum = 0;
+          for (int e = 0; e < 4; ++e) sum += xb.qs[4 * j + e];
+          const std::int32_t corr = -128 * sum;  // q + 128 times x, less 128 sum(x)
+          std::memcpy(&second[i * 8 + std::size_t(j)], &corr, 4);
+        }
       }
     }
   }
@@ -103,7 +109,8 @@ void packed_x_scales(DType xt, const std::uint8_t* x, std::size_t x_stride, std:
 
 namespace {
 
-// Packed Q4_1 x Q8_1 / Q8_0 x Q8_0, one row and token at a time (packed.h's operations).
+// Packed Q4_1 x Q8_1 / Q8_0 x Q8_0, one row and token at a time (packed.h's operations:
+// llama.cpp's 8 lane partial sums, lane j the block's elements 4j .. 4j + 3).
 template <bool kQ4_1>
 void packed_tile(const std::uint8_t* w, std::size_t panel_bytes, std::int64_t r0, std::int64_t r1,
                  const std::uint8_t* x, std::size_t x_stride, std::int64_t n, std::int64_t cols,
@@ -115,33 +122,39 @@ void packed_tile(const std::uint8_t* w, std::size_t panel_bytes, std::int64_t r0
     const int i = int(r % kPanelRows);
     for (std::int64_t t = 0; t < n; ++t) {
       const std::uint8_t* xrow = x + std::size_t(t) * x_stride;
-      float acc = 0.0f;
+      float lane[8] = {};
+      float summ = 0.0f;
       for (std::int64_t b = 0; b < nb; ++b) {
         const std::uint8_t* blk = panel + std::size_t(b) * blk_bytes;
         std::uint16_t dh;
         std::memcpy(&dh, blk + 2 * i, 2);
         const float dw = fp16_to_fp32(dh);
-        int isum = 0;
+        int isum[8] = {};
+        float s;
         if constexpr (kQ4_1) {
           const auto& xb = reinterpret_cast<const BlockQ8_1*>(xrow)[b];
           for (int k = 0; k < 4; ++k)
-            for (int j = 0; j < 4; ++j) {
-              const std::uint8_t q = blk[64 + 64 * k + 4 * i + j];
-              isum += int(q & 15) * xb.qs[4 * k + j] + int(q >> 4) * xb.qs[16 + 4 * k + j];
+            for (int e = 0; e < 4; ++e) {
+              const std::uint8_t q = blk[64 + 64 * k + 4 * i + e];
+              isum[k] += int(q & 15) * xb.qs[4 * k + e];
+              isum[4 + k] += int(q >> 4) * xb.qs[16 + 4 * k + e];
             }
           std::uint16_t mh;
           std::memcpy(&mh, blk + 32 + 2 * i, 2);
-          acc = std::fma(dw * fp16_to_fp32(xb.d), float(isum), acc);
-          acc = std::fma(fp16_to_fp32(mh), fp16_to_fp32(xb.s), acc);
+          s = dw * fp16_to_fp32(xb.d);
+          summ = std::fma(fp16_to_fp32(mh), fp16_to_fp32(xb.s), summ);
         } else {
           const auto& xb = reinterpret_cast<const BlockQ8_0*>(xrow)[b];
           for (int k = 0; k < 8; ++k)
-            for (int j = 0; j < 4; ++j)
-              isum += (int(blk[32 + 64 * k + 4 * i + j]) - 128) * xb.qs[4 * k + j];
-          acc = std::fma(dw * fp16_to_fp32(xb.d), float(isum), acc);
+            for (int e = 0; e < 4; ++e)
+              isum[k] += (int(blk[32 + 64 * k + 4 * i + e]) - 128) * xb.qs[4 * k + e];
+          s = dw * fp16_to_fp32(xb.d);
         }
+        for (int j = 0; j < 8; ++j) lane[j] = std::fma(s, float(isum[j]), lane[j]);
       }
-      y[t * ldy + r] = acc;
+      const float sum =
+          ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+      y[t * ldy + r] = kQ4_1 ? sum + summ : sum;
     }
   }
 }

@@ -2,18 +2,18 @@
 // into its extra buffer types: Q4_1 and Q8_0 matrices copied at load into panels of 16 rows,
 // so that one 512-bit integer dot product (vpdpbusd) takes 4 weight bytes of each of 16 rows
 // and 4 activation bytes broadcast to every lane. A weight block is then unpacked once for a
-// whole panel and every token of the call, and each token pays one conversion and two fused
-// multiply-adds per block and 16 rows (the GGUF-layout kernels pay them per row: they are at
-// their floor, docs/kernels.md).
+// whole panel, and each token pays its conversions and fused multiply-adds once per 16 rows
+// (the GGUF-layout kernels pay them per row and need a permute per token pair to spread the
+// block scales: docs/kernels.md).
 //
-// Numerics (every kernel that reads packed weights, every batch size, bit for bit): per row
-// and token, blocks in order, with the exact integer sum i_b = sum(q_w q_x) of block b:
-//   Q4_1 x Q8_1: acc = fma(d_w * d_x, float(i_b), acc); acc = fma(m_w, s_x, acc)
-//   Q8_0 x Q8_0: acc = fma(d_w * d_x, float(i_b), acc)
-// starting from acc = 0, and y = acc. These are not llama.cpp's operations (it keeps 8 float
-// partial sums per row): each product differs in its last bits, and over a model's layers
-// (activations re-quantized between them) greedy tokens change where two logits are close. Packing
-// is opt-in (`--repack`); the GGUF layout's kernels keep llama.cpp's bits.
+// Numerics (every kernel that reads packed weights, every batch size, bit for bit): llama.cpp's
+// own, as the GGUF-layout kernels compute them. Per row and token, 8 lane partial sums
+// l_0..l_7 from 0, blocks in order; with i_bj the exact integer sum of block b's elements
+// 4j .. 4j + 3 (weights times activation quants) and s_b = d_w * d_x:
+//   l_j = fma(s_b, float(i_bj), l_j)                     (j = 0..7)
+//   Q4_1 x Q8_1 also: m = fma(m_w, s_x, m)               (from 0)
+// and y = ((l_0 + l_4) + (l_2 + l_6)) + ((l_1 + l_5) + (l_3 + l_7)) (+ m for Q4_1).
+// So `--repack` changes speed and memory, not results.
 //
 // Panel layout (rows padded to a multiple of 16 with zero rows; nb = cols / 32 blocks; panel p
 // holds rows 16p .. 16p+15, its blocks in order, `packed_panel_bytes` apart):

@@ -4,7 +4,8 @@
 // llama.cpp's exactly; greedy decoding through `prima generate` gives llama.cpp's 32 tokens
 // for every prompt; and with the x86 kernels the logits of every generated position are
 // llama.cpp's bit for bit (its 5 best ids and values; the prompt as one batch, then one token
-// per step, as llama.cpp ran it). docs/kernels.md describes the numerics that make this so.
+// per step, as llama.cpp ran it). Both hold with the weights packed (`--repack`) too, where the
+// CPU has the packed kernels. docs/kernels.md describes the numerics that make this so.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "backends/real/gguf.h"
 #include "backends/real/tokenizer.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/packed.h"
 #include "tests/backends/real/forward_harness.h"
 #include "tests/support/run_prima.h"
 
@@ -67,38 +69,46 @@ TEST_F(ReferenceTokens, PromptIdsEqualLlamaCpp) {
   }
 }
 
-TEST_F(ReferenceTokens, GreedyTokensEqualLlamaCpp) {
+void expect_reference_tokens(const std::string& model, const nlohmann::json& ref,
+                             const std::string& flags) {
   const std::string dir = temp_dir("reference_tokens");
   int full = 0;
-  for (const auto& c : ref_["cases"]) {
+  for (const auto& c : ref["cases"]) {
     const std::string name = c["name"];
     const std::string prompt_file = dir + "/" + name + ".txt";
     std::ofstream(prompt_file, std::ios::binary) << c["text"].get<std::string>();
     const auto want = c["output_ids"].get<std::vector<int>>();
     auto r =
-        run_prima("generate --model " + model_ + " --prompt-file " + prompt_file +
-                  " --max-tokens " + std::to_string(ref_["greedy_tokens"].get<int>()) + " --ids");
+        run_prima("generate --model " + model + " --prompt-file " + prompt_file + " --max-tokens " +
+                  std::to_string(ref["greedy_tokens"].get<int>()) + " --ids" + flags);
     ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
     const std::vector<int> got = parse_ids(r.out);
-    EXPECT_EQ(got, want) << name;
+    EXPECT_EQ(got, want) << name << flags;
     if (got == want) ++full;
   }
-  EXPECT_GE(ref_["cases"].size(), 5u);
-  std::printf("reference tokens: %d of %zu prompts equal on all tokens\n", full,
-              ref_["cases"].size());
+  EXPECT_GE(ref["cases"].size(), 5u);
+  std::printf("reference tokens%s: %d of %zu prompts equal on all tokens\n", flags.c_str(), full,
+              ref["cases"].size());
 }
 
-TEST_F(ReferenceTokens, LogitsEqualLlamaCppBitForBit) {
-  if (std::string(kernels::kernel_isa()) != "avx2")
-    GTEST_SKIP() << "bit-exact agreement holds for the x86 kernels; this CPU runs "
-                 << kernels::kernel_isa();
-  // The GGUF layout's kernels (no --repack): llama.cpp's float operations.
-  auto model = testing::LoadedModel::open(model_, 64);
+TEST_F(ReferenceTokens, GreedyTokensEqualLlamaCpp) {
+  expect_reference_tokens(model_, ref_, "");
+}
+
+TEST_F(ReferenceTokens, GreedyTokensEqualLlamaCppWithPackedWeights) {
+  if (!kernels::repack_supported(kernels::DType::kQ4_1))
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI packed kernels (--repack keeps the GGUF layout)";
+  expect_reference_tokens(model_, ref_, " --repack");
+}
+
+// Every generated position's 5 best logits equal llama.cpp's, bit for bit.
+void expect_reference_logits(const std::string& path, const nlohmann::json& ref, bool repack) {
+  auto model = testing::LoadedModel::open(path, 64, 16, {}, 2, nullptr, repack);
   ASSERT_TRUE(model);
-  ASSERT_FALSE(model->weights->repacked());
+  ASSERT_EQ(model->weights->repacked(), repack);
   const int V = model->config.vocab;
   int positions = 0;
-  for (const auto& c : ref_["cases"]) {
+  for (const auto& c : ref["cases"]) {
     const std::string name = c["name"];
     testing::TestSeq s;
     s.id = 1;
@@ -113,12 +123,26 @@ TEST_F(ReferenceTokens, LogitsEqualLlamaCppBitForBit) {
         const int id = e[0].get<int>();
         const float want = static_cast<float>(e[1].get<double>());
         ASSERT_EQ(s.last_logits[std::size_t(id)], want)
-            << name << ", position " << i << ", token " << id;
+            << name << ", position " << i << ", token " << id << (repack ? " (packed)" : "");
       }
       ++positions;
     }
   }
   EXPECT_GT(positions, 5 * 30);
+}
+
+TEST_F(ReferenceTokens, LogitsEqualLlamaCppBitForBit) {
+  if (std::string(kernels::kernel_isa()) != "avx2")
+    GTEST_SKIP() << "bit-exact agreement holds for the x86 kernels; this CPU runs "
+                 << kernels::kernel_isa();
+  // The GGUF layout's kernels: llama.cpp's float operations.
+  expect_reference_logits(model_, ref_, false);
+}
+
+TEST_F(ReferenceTokens, LogitsEqualLlamaCppBitForBitWithPackedWeights) {
+  if (!kernels::repack_supported(kernels::DType::kQ4_1))
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI packed kernels";
+  expect_reference_logits(model_, ref_, true);
 }
 
 }  // namespace

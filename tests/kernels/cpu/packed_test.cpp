@@ -1,9 +1,10 @@
 // Tests for kernels/cpu/packed.h: Q4_1 and Q8_0 weights packed into 16-row panels. The
 // AVX-512 VNNI kernels give the portable packed kernels' bits for every token count, thread
 // count and row range (ragged last panel included); a token's outputs do not depend on the
-// tokens it shares a call with; the products are within float rounding of a double product of
-// the same quantized values (and close to the GGUF-layout kernels); matmul_many over packed
-// weights equals one matmul each; a padded panel writes no row beyond the matrix.
+// tokens it shares a call with; every packed product equals the GGUF-layout kernels' (llama.cpp's
+// operations) bit for bit, and is within float rounding of a double product of the same
+// quantized values; matmul_many over packed weights equals one matmul each; a padded panel
+// writes no row beyond the matrix.
 #include "kernels/cpu/packed.h"
 
 #include <gtest/gtest.h>
@@ -114,6 +115,38 @@ TEST(Packed, EachTokenIsComputedAsIfAlone) {
         ASSERT_EQ(0, std::memcmp(one.data(), all.data() + i * s.rows, one.size() * sizeof(float)))
             << type_traits(t)->name << " " << s.rows << "x" << s.cols << " token " << i;
       }
+    }
+}
+
+// Packing changes the memory layout, not the arithmetic: with either packed kernel set (the
+// portable one; the AVX-512 one where the CPU has it), every token count and thread count, the
+// packed product is the x86 GGUF-layout product (llama.cpp's AVX2 order; its bits are
+// llama.cpp's: ReferenceTokens) bit for bit. (The portable GGUF-layout kernels follow
+// llama.cpp's scalar order instead, as llama.cpp does on a CPU without AVX2; packing is only
+// offered where the AVX-512 kernels run.)
+TEST(Packed, EqualsTheGgufLayoutBitForBit) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c")))
+    GTEST_SKIP() << "no AVX2/FMA/F16C on this CPU: no x86 GGUF-layout kernels to compare with";
+  const detail::MatmulKernels& x86 = *detail::avx2_kernels();
+  std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
+  if (native() != nullptr) sets.push_back(native());
+  for (const auto* k : sets)
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      for (DType t : kTypes)
+        for (Shape s : kShapes) {
+          const Matrix m = make_matrix(t, s, 21);
+          for (std::int64_t n : {1, 2, 3, 8, 9, 19}) {
+            const auto x = randn(n * s.cols, std::uint32_t(90 + n), 2.0f);
+            const auto gguf = run(x86, m.unpacked, x, n, pool);
+            const auto packed = run(*k, m.view, x, n, pool);
+            ASSERT_EQ(0, std::memcmp(gguf.data(), packed.data(), gguf.size() * sizeof(float)))
+                << k->isa << (k->native_packed ? " (native packed)" : "") << " "
+                << type_traits(t)->name << " " << s.rows << "x" << s.cols << " n=" << n
+                << " threads=" << threads;
+          }
+        }
     }
 }
 
