@@ -6,9 +6,9 @@ end-of-generation ignored), prima through `prima generate`, llama.cpp through th
 package llama-cpp-python (each in its own process, so peak RSS is per engine); then batch-8
 decode throughput (8 sequences of that prompt decoded together) against batch-1 decode, for
 both engines (llama.cpp through its C API: one llama_decode of 8 tokens of 8 sequences per
-step). prima runs twice: with the weights in the GGUF layout (llama.cpp's numerics) and with
---repack (16-row panels for the AVX-512 VNNI kernels, where the CPU has them). Prints a table
-and writes JSON.
+step). prima runs twice: with the weights in the GGUF layout (--no-repack) and packed
+(--repack: 16-row panels for the AVX-512 VNNI kernels, prima's default where the CPU has them);
+both give llama.cpp's numerics. Prints a table and writes JSON.
 
   python3 bench/real_vs_llamacpp.py [--model M] [--threads 1,2] [--repeats 3] [--out F.json]
                                     [--no-repack]
@@ -148,8 +148,7 @@ def prima_run(model, threads, prompt_file, n_decode, batch=1, repack=False):
            str(n_decode + 1), "--ignore-eos", "--threads", str(threads), "--ids"]
     if batch > 1:
         cmd += ["--batch", str(batch)]
-    if repack:
-        cmd += ["--repack"]
+    cmd += ["--repack"] if repack else ["--no-repack"]
     _, err, rss = run(cmd)
     m = re.search(r"prompt: (\d+) tokens, generated: (\d+) tokens; prefill ([\d.]+) tokens/s.*"
                   r"decode ([\d.]+) tokens/s", err)

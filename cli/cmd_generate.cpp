@@ -59,9 +59,13 @@ int cmd_generate(const Args& args) {
                                   "stop string (repeatable)")(
       "manifest", po::value(&manifest), "sha256 manifest to verify the model against")(
       "repack",
-      "pack the Q4_1/Q8_0 weights into 16-row panels for the AVX-512 VNNI kernels: the same "
-      "results (llama.cpp's operations, bit for bit), about 1.5x the decode tokens per second "
-      "where the CPU has them, +21 MiB peak memory for SmolLM2");
+      "pack the Q4_1/Q8_0 weights into 16-row panels for the AVX-512 VNNI kernels (the default "
+      "where the CPU has them; else a note and the GGUF layout): the same results as the GGUF "
+      "layout (llama.cpp's operations, bit for bit), about 1.5x the decode tokens per second, "
+      "+21 MiB peak memory for SmolLM2")(
+      "no-repack",
+      "keep the weights in the GGUF layout (no packed copy: less memory, the kernels llama.cpp's "
+      "CPU build runs; the same results)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -112,13 +116,17 @@ int cmd_generate(const Args& args) {
   bo.tp = tp;
   bo.pp = pp;
   bo.max_num_seqs = batch;
-  bo.repack = vm.count("repack") > 0;
+  if (vm.count("repack") && vm.count("no-repack")) {
+    std::fprintf(stderr, "prima generate: --repack and --no-repack exclude each other\n");
+    return kExitBadInput;
+  }
+  bo.repack = vm.count("no-repack") == 0;
   auto opened = real::RealBackend::open(bo);
   if (!opened.ok()) {
     std::fprintf(stderr, "prima generate: %s\n", opened.status().message().c_str());
     return exit_for(opened.status());
   }
-  if (bo.repack && !(*opened)->repacked() && (*opened)->is_leader())
+  if (vm.count("repack") && !(*opened)->repacked() && (*opened)->is_leader())
     std::fprintf(stderr,
                  "prima generate: --repack: this CPU has no AVX-512 VNNI packed kernels; the "
                  "weights keep the GGUF layout\n");

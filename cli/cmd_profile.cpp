@@ -48,7 +48,9 @@ int cmd_profile(const Args& args) {
       "name", po::value<std::string>()->default_value(""),
       "hardware name in the calibration (default cpu:<CPU model>)")(
       "manifest", po::value<std::string>()->default_value(""), "sha256 manifest of the model")(
-      "repack", "measure the packed-weight kernels (as prima generate --repack runs them)");
+      "repack",
+      "measure the packed-weight kernels (the default where the CPU has them, as prima generate "
+      "runs them)")("no-repack", "measure the GGUF-layout kernels (prima generate --no-repack)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -85,7 +87,11 @@ Exit codes: 0 ok, 1 a measurement failed, 2 bad input (flags, model file).
   po_.threads = vm["threads"].as<int>();
   po_.repeats = vm["repeats"].as<int>();
   po_.name = vm["name"].as<std::string>();
-  po_.repack = vm.count("repack") > 0;
+  if (vm.count("repack") && vm.count("no-repack")) {
+    std::fprintf(stderr, "prima profile: --repack and --no-repack exclude each other\n");
+    return kExitBadInput;
+  }
+  po_.repack = vm.count("no-repack") == 0;
   if (po_.threads < 0 || po_.repeats < 1) {
     std::fprintf(stderr, "prima profile: --threads must be >= 0 and --repeats >= 1\n");
     return kExitBadInput;

@@ -126,9 +126,13 @@ int cmd_serve(const Args& args) {
       "max-model-len", po::value<int>(&o.max_model_len)->default_value(0),
       "context length served, prompt + output (0: the model's)")(
       "repack", po::bool_switch(&o.repack),
-      "pack the Q4_1/Q8_0 weights into 16-row panels for the AVX-512 VNNI kernels: the same "
-      "results (llama.cpp's operations, bit for bit), about 1.5x the decode tokens per second "
-      "where the CPU has them, +21 MiB peak memory for SmolLM2");
+      "pack the Q4_1/Q8_0 weights into 16-row panels for the AVX-512 VNNI kernels (the default "
+      "where the CPU has them; else a note and the GGUF layout): the same results as the GGUF "
+      "layout (llama.cpp's operations, bit for bit), about 1.5x the decode tokens per second, "
+      "+21 MiB peak memory for SmolLM2")(
+      "no-repack", po::bool_switch(&o.no_repack),
+      "keep the weights in the GGUF layout (no packed copy: less memory, the kernels llama.cpp's "
+      "CPU build runs; the same results)");
   po::options_description all;
   all.add(opts).add(sim_opts).add(real_opts);
   po::variables_map vm;
@@ -171,11 +175,15 @@ Exit codes: 0 ok (also after a SIGTERM drain), 1 failure, 2 bad input.
     return kExitBadInput;
   }
   for (const char* f : {"model", "manifest", "served-model-name", "kernel-threads", "tp", "pp",
-                        "max-num-seqs", "max-model-len", "repack"})
+                        "max-num-seqs", "max-model-len", "repack", "no-repack"})
     if (!real && vm.count(f) && !vm[f].defaulted()) {
       std::fprintf(stderr, "prima serve: --%s applies to --backend real only\n", f);
       return kExitBadInput;
     }
+  if (o.repack && o.no_repack) {
+    std::fprintf(stderr, "prima serve: --repack and --no-repack exclude each other\n");
+    return kExitBadInput;
+  }
   if (real && o.model_path.empty()) {
     std::fprintf(stderr, "prima serve: --backend real needs --model FILE.gguf\n");
     return kExitBadInput;

@@ -35,7 +35,8 @@ struct ServeOptions {
   int kernel_threads = 0;
   int max_num_seqs = 8;
   int max_model_len = 0;
-  bool repack = false;
+  bool repack = false;     // --repack given (packing is the default where the CPU has the kernels)
+  bool no_repack = false;  // --no-repack: the GGUF layout
 };
 
 // The engine's loop as run_server() drives it: run(publish) runs it on the calling thread

@@ -87,7 +87,7 @@ int serve_real(const ServeOptions& o) {
   bo.pp = o.pp;
   bo.max_num_seqs = o.max_num_seqs;
   bo.max_model_len = o.max_model_len;
-  bo.repack = o.repack;
+  bo.repack = !o.no_repack;
   auto opened = real::RealBackend::open(bo);
   if (!opened.ok()) {
     std::fprintf(stderr, "prima serve: %s\n", opened.status().message().c_str());

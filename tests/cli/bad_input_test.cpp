@@ -218,6 +218,12 @@ TEST(BadInput, UnknownEnvironmentVariable) {
 TEST(BadInput, ServeRealOnlyFlagsWithTheSimBackend) {
   expect_bad(run_prima("serve --backend sim --repack"),
              {"--repack applies to --backend real only"});
+  expect_bad(run_prima("serve --backend sim --no-repack"),
+             {"--no-repack applies to --backend real only"});
+  expect_bad(run_prima("serve --backend real --model m.gguf --repack --no-repack"),
+             {"--repack and --no-repack exclude each other"});
+  expect_bad(run_prima("generate --model m.gguf --prompt hi --repack --no-repack"),
+             {"--repack and --no-repack exclude each other"});
   expect_bad(run_prima("serve --backend sim --max-num-seqs 4"),
              {"--max-num-seqs applies to --backend real only"});
 }
