@@ -1,5 +1,5 @@
 // KvStore: one rank's paged KV cache: per layer (of its pipeline stage) a K and a V array of
-// f16, num_blocks x block_size x kv_heads x head_dim (kv_heads: this rank's share), indexed by
+// f16, num_blocks x kv_heads x block_size x head_dim (kv_heads: this rank's share), indexed by
 // the engine's physical block ids (BlockManager). Memory is reserved, not touched, at
 // construction (pages are committed as they are written). Owned by the backend; written and
 // read only by the rank's worker thread.

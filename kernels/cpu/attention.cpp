@@ -2,10 +2,11 @@
 // path without flash attention: q rounded to f16; K.q and P.V as its F16 GEMM sums them
 // (16 lanes, see attention_kernels.h); scores scaled; softmax with llama.cpp's vector exp and
 // its sum order (groups of 16 positions, ops_kernels.h); probabilities rounded to f16. attention()
-// runs one (token, head) pair per work item on the pool; each item writes only its own output
-// slice. The inner loops over a KV block are per ISA (attention_avx2.cpp: F16C; portable: an f16
-// table), chosen once per process like matmul's (PRIMA_KERNELS=portable forces the portable ones);
-// with AVX-512 a decode row runs over its whole context at once (attention_avx512.cpp).
+// runs one (token, KV head) pair per work item on the pool: the query heads that read that KV
+// head; each item writes only its own output slice. The inner loops over a KV block are per ISA
+// (attention_avx2.cpp: F16C; portable: an f16 table), chosen once per process like matmul's
+// (PRIMA_KERNELS=portable forces the portable ones); with AVX-512 a decode row runs over its
+// whole context at once for all the heads of a KV head (attention_avx512.cpp).
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
@@ -24,9 +25,7 @@ namespace {
 
 inline const std::uint16_t* slot(const std::uint16_t* base, const KvLayer& kv,
                                  const int* block_table, std::int64_t p, int kv_head) {
-  const std::int64_t block = block_table[p / kv.block_size];
-  return base + block * kv.block_stride() + (p % kv.block_size) * kv.token_stride() +
-         std::int64_t(kv_head) * kv.head_dim;
+  return base + kv.at(block_table[p / kv.block_size], p % kv.block_size, kv_head);
 }
 
 // f16 -> f32 through a table (as ggml's portable path): 256 KiB, built once.
@@ -63,8 +62,8 @@ void kq_portable(const float* q, const std::uint16_t* k, std::int64_t stride, in
   }
 }
 
-void round_f16_portable(float* x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+void round_f16_portable(float* x, std::int64_t n, float scale) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = fp16_to_fp32(fp32_to_fp16(x[i] * scale));
 }
 
 void to_f16_portable(const float* x, std::uint16_t* out, std::int64_t n) {
@@ -104,12 +103,18 @@ const detail::AttentionKernels& active_kernels() {
 // Softmax of scores[0..len) in llama.cpp's order, then rounded to f16 values.
 void softmax_f16(const detail::AttentionKernels& ak, const detail::OpsKernels& ok, float* scores,
                  std::int64_t len) {
-  float max = -INFINITY;
-  for (std::int64_t p = 0; p < len; ++p) max = scores[p] > max ? scores[p] : max;
+  // The maximum in 8 independent lanes (any order gives the same value, up to the sign of a
+  // zero maximum, which x - max does not see).
+  float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  std::int64_t p = 0;
+  for (; p + 8 <= len; p += 8)
+    for (int l = 0; l < 8; ++l) m[l] = scores[p + l] > m[l] ? scores[p + l] : m[l];
+  for (; p < len; ++p) m[0] = scores[p] > m[0] ? scores[p] : m[0];
+  float max = m[0];
+  for (int l = 1; l < 8; ++l) max = m[l] > max ? m[l] : max;
   const double sum = ok.exp_sum(scores, len, max);
-  const float inv = static_cast<float>(1.0 / sum);
-  for (std::int64_t p = 0; p < len; ++p) scores[p] *= inv;
-  ak.round_f16(scores, len);
+  ak.round_f16(scores, len, static_cast<float>(1.0 / sum));
 }
 
 // Per work item of attention_batch: scores, V-product lanes, the rounded query, row pointers.
@@ -119,54 +124,61 @@ struct Scratch {
   std::vector<const std::uint16_t*> k_rows, v_rows;
 };
 
-// One query row of one head: out[0..head_dim) from positions [0, len). A decode row (kVec64)
-// with kernels that have kq_rows / pv_rows runs over the whole context from row pointers;
-// otherwise a KV block at a time through kq / pv / fold, the V product's lanes x head_dim
-// accumulators after the len scores in s.scores.
+// Whether a decode row takes the kernels' whole-context row path (kq_rows / pv_rows).
+bool rows_path(const detail::AttentionKernels& ak, detail::DotOrder order, int head_dim) {
+  return order == detail::DotOrder::kVec64 && ak.kq_rows != nullptr && head_dim % 64 == 0;
+}
+
+// One decode query row of `heads` heads that share KV head kv_head (q and out: heads x
+// head_dim, one after another) from positions [0, len), over the whole context at once from
+// row pointers: each K and V row is read (and converted) once for all the heads.
+void attend_rows(const detail::AttentionKernels& ak, const detail::OpsKernels& ok,
+                 const KvLayer& kv, const int* block_table, std::int64_t len, const float* q,
+                 int kv_head, int heads, float scale, float* out, Scratch& s) {
+  const int d = kv.head_dim;
+  s.qh.assign(q, q + std::int64_t(heads) * d);
+  ak.round_f16(s.qh.data(), std::int64_t(heads) * d, 1.0f);
+  s.k_rows.resize(std::size_t(len));
+  s.v_rows.resize(std::size_t(len));
+  for (std::int64_t p0 = 0, b = 0; p0 < len; p0 += kv.block_size, ++b) {
+    const std::int64_t base = kv.at(block_table[b], 0, kv_head);
+    const std::int64_t n = len - p0 < kv.block_size ? len - p0 : kv.block_size;
+    for (std::int64_t i = 0; i < n; ++i) {
+      s.k_rows[std::size_t(p0 + i)] = kv.k + base + i * d;
+      s.v_rows[std::size_t(p0 + i)] = kv.v + base + i * d;
+    }
+  }
+  s.scores.resize(std::size_t(len) * std::size_t(heads));
+  const int n = static_cast<int>(len);
+  ak.kq_rows(s.qh.data(), heads, s.k_rows.data(), n, d, scale, s.scores.data());
+  for (int h = 0; h < heads; ++h) softmax_f16(ak, ok, s.scores.data() + std::int64_t(h) * len, len);
+  ak.pv_rows(s.scores.data(), heads, s.v_rows.data(), n, d, out);
+}
+
+// One query row of one head: out[0..head_dim) from positions [0, len), a KV block at a time
+// through kq / pv / fold, the V product's lanes x head_dim accumulators after the len scores
+// in s.scores.
 void attend_one(const detail::AttentionKernels& ak, const detail::OpsKernels& ok, const KvLayer& kv,
                 const int* block_table, std::int64_t len, const float* q, int kv_head, float scale,
                 detail::DotOrder order, float* out, Scratch& s) {
   const int d = kv.head_dim;
-  const std::int64_t ts = kv.token_stride();
   std::vector<float>& scratch = s.scores;
   std::vector<float>& qh = s.qh;
-  for (int j = 0; j < d; ++j) qh[j] = q[j];
-  ak.round_f16(qh.data(), d);
-  if (order == detail::DotOrder::kVec64 && ak.kq_rows != nullptr && d % 64 == 0) {
-    s.k_rows.resize(std::size_t(len));
-    s.v_rows.resize(std::size_t(len));
-    const std::int64_t head_off = std::int64_t(kv_head) * d;
-    for (std::int64_t p0 = 0, b = 0; p0 < len; p0 += kv.block_size, ++b) {
-      const std::int64_t base = std::int64_t(block_table[b]) * kv.block_stride() + head_off;
-      const std::int64_t n = len - p0 < kv.block_size ? len - p0 : kv.block_size;
-      for (std::int64_t i = 0; i < n; ++i) {
-        s.k_rows[std::size_t(p0 + i)] = kv.k + base + i * ts;
-        s.v_rows[std::size_t(p0 + i)] = kv.v + base + i * ts;
-        // The V rows are read after the scores: fetched meanwhile.
-        __builtin_prefetch(s.v_rows[std::size_t(p0 + i)], 0, 2);
-        __builtin_prefetch(s.v_rows[std::size_t(p0 + i)] + 32, 0, 2);
-      }
-    }
-    scratch.resize(std::size_t(len));
-    const int n = static_cast<int>(len);
-    ak.kq_rows(qh.data(), s.k_rows.data(), n, d, scale, scratch.data());
-    softmax_f16(ak, ok, scratch.data(), len);
-    ak.pv_rows(scratch.data(), s.v_rows.data(), n, d, out);
-    return;
-  }
+  qh.assign(q, q + d);
+  ak.round_f16(qh.data(), d, 1.0f);
   const int lanes = order == detail::DotOrder::kGemm16 ? 16 : 64;
   scratch.assign(std::size_t(len) + std::size_t(lanes) * std::size_t(d), 0.0f);
   float* scores = scratch.data();
   float* acc = scores + len;
   for (std::int64_t p0 = 0; p0 < len; p0 += kv.block_size) {
     const int count = static_cast<int>(len - p0 < kv.block_size ? len - p0 : kv.block_size);
-    ak.kq(qh.data(), slot(kv.k, kv, block_table, p0, kv_head), ts, count, d, scale, order,
+    ak.kq(qh.data(), slot(kv.k, kv, block_table, p0, kv_head), d, count, d, scale, order,
           scores + p0);
   }
   softmax_f16(ak, ok, scores, len);
   for (std::int64_t p0 = 0; p0 < len; p0 += kv.block_size) {
     const int count = static_cast<int>(len - p0 < kv.block_size ? len - p0 : kv.block_size);
-    ak.pv(scores + p0, slot(kv.v, kv, block_table, p0, kv_head), ts, count, d, p0, lanes, acc);
+    ak.pv(scores + p0, slot(kv.v, kv, block_table, p0, kv_head), d, count, d, p0, lanes, acc);
   }
   ak.fold(acc, lanes, d, out);
 }
@@ -198,12 +210,14 @@ void write_kv(const KvLayer& kv, const int* block_table, std::int64_t pos0, std:
               const float* k, const float* v) {
   const std::int64_t ts = kv.token_stride();
   const detail::AttentionKernels& ak = active_kernels();
+  const int d = kv.head_dim;
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int64_t p = pos0 + i;
-    const std::int64_t off =
-        std::int64_t(block_table[p / kv.block_size]) * kv.block_stride() + (p % kv.block_size) * ts;
-    ak.to_f16(k + i * ts, kv.k + off, ts);
-    ak.to_f16(v + i * ts, kv.v + off, ts);
+    for (int h = 0; h < kv.kv_heads; ++h) {
+      const std::int64_t off = kv.at(block_table[p / kv.block_size], p % kv.block_size, h);
+      ak.to_f16(k + i * ts + std::int64_t(h) * d, kv.k + off, d);
+      ak.to_f16(v + i * ts + std::int64_t(h) * d, kv.v + off, d);
+    }
   }
 }
 
@@ -213,11 +227,12 @@ void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int
   const std::int64_t row = std::int64_t(n_heads) * kv.head_dim;
   const detail::AttentionKernels& ak = active_kernels();
   const detail::OpsKernels& ok = detail::active_ops_kernels();
-  // Work items (sequence, query row, head) in order; first[s] is sequence s's first item.
+  // Work items (sequence, query row, KV head) in order, each the `group` query heads that read
+  // that KV head; first[s] is sequence s's first item.
   std::vector<std::int64_t> first(std::size_t(count) + 1, 0);
   std::int64_t longest = 0;
   for (int s = 0; s < count; ++s) {
-    first[std::size_t(s) + 1] = first[std::size_t(s)] + seqs[s].n * n_heads;
+    first[std::size_t(s) + 1] = first[std::size_t(s)] + seqs[s].n * kv.kv_heads;
     longest = std::max(longest, seqs[s].pos0 + seqs[s].n);
   }
   pool.parallel_for(
@@ -225,8 +240,8 @@ void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int
       [&](std::int64_t begin, std::int64_t end, int) {
         // Per thread, kept between chunks and calls (a thread may run several chunks).
         thread_local Scratch scratch;
-        scratch.qh.resize(std::size_t(kv.head_dim));
-        scratch.scores.reserve(std::size_t(longest) + 64 * std::size_t(kv.head_dim));
+        scratch.scores.reserve(std::size_t(longest) * std::size_t(group) +
+                               64 * std::size_t(kv.head_dim));
         int s =
             static_cast<int>(std::upper_bound(first.begin(), first.end(), begin) - first.begin()) -
             1;
@@ -237,11 +252,18 @@ void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int
           const detail::DotOrder order =
               q.n == 1 ? detail::DotOrder::kVec64 : detail::DotOrder::kGemm16;
           const std::int64_t local = item - first[std::size_t(s)];
-          const std::int64_t i = local / n_heads;
-          const int h = static_cast<int>(local % n_heads);
-          const std::int64_t off = i * row + std::int64_t(h) * kv.head_dim;
-          attend_one(ak, ok, kv, q.block_table, q.pos0 + i + 1, q.q + off, h / group, scale, order,
-                     q.out + off, scratch);
+          const std::int64_t i = local / kv.kv_heads;
+          const int g = static_cast<int>(local % kv.kv_heads);
+          const std::int64_t off = i * row + std::int64_t(g) * group * kv.head_dim;
+          const std::int64_t len = q.pos0 + i + 1;
+          if (rows_path(ak, order, kv.head_dim)) {
+            attend_rows(ak, ok, kv, q.block_table, len, q.q + off, g, group, scale, q.out + off,
+                        scratch);
+            continue;
+          }
+          for (int h = 0; h < group; ++h)
+            attend_one(ak, ok, kv, q.block_table, len, q.q + off + h * kv.head_dim, g, scale, order,
+                       q.out + off + h * kv.head_dim, scratch);
         }
       },
       1);

@@ -1,8 +1,10 @@
 // Attention over the engine's paged KV cache (PagedAttention layout), grouped-query.
 //
-// One layer's cache: K and V, each num_blocks x block_size x kv_heads x head_dim, stored as
+// One layer's cache: K and V, each num_blocks x kv_heads x block_size x head_dim, stored as
 // f16 (as llama.cpp's default KV cache), indexed by the engine's physical block ids: token
 // position p of a sequence lives in block block_table[p / block_size], slot p % block_size.
+// Within a block each KV head's rows are contiguous (block_size x head_dim), so a decode
+// step reading one KV head over a context streams whole runs of memory.
 //
 // attention() handles one sequence's chunk of n tokens at positions [pos0, pos0 + n): token
 // i attends causally to positions [0, pos0 + i]. The chunk's own K/V must already be written
@@ -23,8 +25,13 @@ struct KvLayer {
   int block_size = 16;
   int kv_heads = 1;
   int head_dim = 64;
+  // K or V values of one token, all KV heads (the row width of write_kv's inputs).
   std::int64_t token_stride() const { return std::int64_t(kv_heads) * head_dim; }
   std::int64_t block_stride() const { return token_stride() * block_size; }
+  // Where KV head `head`'s head_dim values of slot `slot` of physical block `block` start.
+  std::int64_t at(std::int64_t block, std::int64_t slot, int head) const {
+    return block * block_stride() + (std::int64_t(head) * block_size + slot) * head_dim;
+  }
 };
 
 // Stores n tokens' K and V (n x kv_heads*head_dim floats each) at positions [pos0, pos0+n).

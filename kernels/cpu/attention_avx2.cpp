@@ -107,12 +107,14 @@ void fold(const float* acc, int lanes, int d, float* out) {
   }
 }
 
-void round_f16(float* x, std::int64_t n) {
+void round_f16(float* x, std::int64_t n, float scale) {
+  const __m256 s = _mm256_set1_ps(scale);
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(
-        x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
-  for (; i < n; ++i) x[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_ps(x + i,
+                     _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(x + i), s),
+                                                     _MM_FROUND_TO_NEAREST_INT)));
+  for (; i < n; ++i) x[i] = _cvtsh_ss(_cvtss_sh(x[i] * scale, _MM_FROUND_TO_NEAREST_INT));
 }
 
 void to_f16(const float* x, std::uint16_t* out, std::int64_t n) {

@@ -1,8 +1,17 @@
-// Decode attention (one query row, llama.cpp's kVec64 dot order) in 512-bit registers:
-// kq_rows and pv_rows of attention_kernels.h. Bit for bit the AVX2 / portable kq, pv and fold:
-// the same products, the same per-lane fma chains in position order, the same fold and
-// reduce16 trees; only where the partial sums live changes (registers instead of a 64 x
-// head_dim array in memory that had to be zeroed, loaded and stored per position and folded).
+// Decode attention (one query row per head, llama.cpp's kVec64 dot order) in 512-bit registers:
+// kq_rows and pv_rows of attention_kernels.h, for the query heads that share one KV head
+// (grouped-query attention) together. Bit for bit the AVX2 / portable kq, pv and fold: the same
+// products, the same per-lane fma chains in position order, the same fold and reduce16 trees;
+// what changes is where the partial sums live and how often an f16 row is converted:
+//  - each K or V row (f16 -> f32, 2 cycles per 16 values on Zen 4) is converted once for all
+//    the group's heads instead of once per head;
+//  - kq's per-position fold (64 lanes -> 16 -> 8 -> 4 -> 1, a chain of dependent adds per
+//    score) runs for 16 positions at once: the 16 positions' 16-lane sums are combined by
+//    shuffles and adds in the very same pairs (a transposed tree), giving 16 scores in one
+//    register;
+//  - pv runs a 16-column slice of the output at a time, so that each head's four accumulators
+//    of a lane group (lanes l, l + 16, l + 32, l + 48 of the slice) stay in registers while
+//    the converted V slice serves all the heads.
 // The target is set here by pragma; only called after the run-time CPU check. Stateless;
 // thread-safe.
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512dq,avx512bw")
@@ -11,130 +20,202 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/attention_kernels.h"
 
 namespace prima::kernels::detail {
 
 namespace {
 
+// Heads per pass: their accumulators must fit in the 32 registers.
+constexpr int kMaxPassHeads = 4;
+
 inline __m512 load_h16(const std::uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// The AVX2 kernels' hsum: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)).
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
+inline __mmask16 first_lanes(int n) {
+  return static_cast<__mmask16>((1u << n) - 1u);
 }
 
-// kq's fold of its 64 lanes (a0: lanes 0-15, ..., a3: lanes 48-63): lanes (t, t + 32, t + 16,
-// t + 48) as (a + c) + (b + d), the 16 sums as 8 + 8 (upper half + lower half), then hsum.
-inline float fold64(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
-  const __m512 g = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
-  const __m256 lo = _mm512_castps512_ps256(g);
-  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(g), 1));
-  return hsum(_mm256_add_ps(hi, lo));
+// The scores of 16 positions from their 16-lane sums g[i] (g_t = (a0 + a2) + (a1 + a3) of
+// kq's four 16-lane accumulators), as the per-position fold computes each: h_t = g_t + g_t+8,
+// u_t = h_t + h_t+4, out = (u_0 + u_2) + (u_1 + u_3). Here the same sums for 16 positions at
+// once (float addition is commutative, so only the pairs matter): h for 2 positions per
+// register, u for 4, (u_0 + u_2, u_1 + u_3) for 8, out for 16. Lane i of the result is
+// position i.
+inline __m512 fold16(const float (*g)[16]) {
+  __m512 h[8];
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    const __m512 a = _mm512_load_ps(g[2 * m]), b = _mm512_load_ps(g[2 * m + 1]);
+    // [a lanes 0-7, b lanes 0-7] + [a lanes 8-15, b lanes 8-15]
+    h[m] = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  __m512 u[4];  // 128-bit chunk k of u[r]: u_0..u_3 of position 4r + k
+#pragma GCC unroll 8
+  for (int r = 0; r < 4; ++r)
+    u[r] = _mm512_add_ps(_mm512_shuffle_f32x4(h[2 * r], h[2 * r + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(h[2 * r], h[2 * r + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  // chunk k: [u0 + u2, u1 + u3] of position k (8k' + k), then of position 4 + k (8k' + 4 + k)
+  const __m512 v0 = _mm512_add_ps(_mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_ps(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 v1 = _mm512_add_ps(_mm512_shuffle_ps(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_ps(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  // chunk k, lane j: the score of position 4j + k
+  const __m512 o = _mm512_add_ps(_mm512_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, o);
 }
 
-// Lane m of the 64 (m < 64) holds elements m, m + 64, ... of the row: for 64-element chunks
-// c, register i holds lanes 16i .. 16i + 15 and accumulates chunk c's elements 16i .. 16i + 15
-// with fma (the first chunk into zero, as kq's fma into zeroed accumulators); then fold64.
-void kq_rows(const float* q, const std::uint16_t* const* k_rows, int len, int d, float scale,
-             float* scores) {
-  const int chunks = d / 64;
-  if (chunks == 1) {
-    const __m512 q0 = _mm512_loadu_ps(q), q1 = _mm512_loadu_ps(q + 16),
-                 q2 = _mm512_loadu_ps(q + 32), q3 = _mm512_loadu_ps(q + 48);
-    const __m512 zero = _mm512_setzero_ps();
-    for (int i = 0; i < len; ++i) {
-      const std::uint16_t* k = k_rows[i];
-      if (i + 8 < len) {  // rows of paged blocks: the hardware prefetcher misses block changes
-        _mm_prefetch(reinterpret_cast<const char*>(k_rows[i + 8]), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(k_rows[i + 8] + 32), _MM_HINT_T0);
+// Lane m of kq's 64 (m < 64) holds elements m, m + 64, ... of the row: register i of a head
+// holds lanes 16i .. 16i + 15 and accumulates chunk c's elements 16i .. 16i + 15 with fma (the
+// first chunk into zero, as kq's fma into zeroed accumulators). H heads share each converted
+// K register; every 16 positions their 16-lane sums go through fold16.
+// C: head_dim / 64 when 1 or 2 (unrolled), 0 for any other multiple of 64.
+template <int H, int C>
+void kq_pass(const float* q, int len, const std::uint16_t* const* k_rows, int d, float scale,
+             float* scores, int stride) {
+  alignas(64) float g[H][16][16];
+  const int chunks = C > 0 ? C : d / 64;
+  const __m512 zero = _mm512_setzero_ps();
+  for (int p0 = 0; p0 < len; p0 += 16) {
+    const int n = std::min(16, len - p0);
+    for (int i = 0; i < 16; ++i) {
+      if (i >= n) {
+#pragma GCC unroll 8
+        for (int h = 0; h < H; ++h) _mm512_store_ps(g[h][i], zero);
+        continue;
       }
-      const __m512 a0 = _mm512_fmadd_ps(load_h16(k), q0, zero);
-      const __m512 a1 = _mm512_fmadd_ps(load_h16(k + 16), q1, zero);
-      const __m512 a2 = _mm512_fmadd_ps(load_h16(k + 32), q2, zero);
-      const __m512 a3 = _mm512_fmadd_ps(load_h16(k + 48), q3, zero);
-      scores[i] = fold64(a0, a1, a2, a3) * scale;
+      const std::uint16_t* k = k_rows[p0 + i];
+      __m512 a[H][4];
+#pragma GCC unroll 2
+      for (int c = 0; c < chunks; ++c) {
+#pragma GCC unroll 8
+        for (int r = 0; r < 4; ++r) {
+          const __m512 kr = load_h16(k + 64 * c + 16 * r);
+#pragma GCC unroll 8
+          for (int h = 0; h < H; ++h)
+            a[h][r] = _mm512_fmadd_ps(kr, _mm512_loadu_ps(q + h * d + 64 * c + 16 * r),
+                                      c == 0 ? zero : a[h][r]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int h = 0; h < H; ++h)
+        _mm512_store_ps(g[h][i], _mm512_add_ps(_mm512_add_ps(a[h][0], a[h][2]),
+                                               _mm512_add_ps(a[h][1], a[h][3])));
     }
-    return;
+#pragma GCC unroll 8
+    for (int h = 0; h < H; ++h)
+      _mm512_mask_storeu_ps(scores + std::int64_t(h) * stride + p0, first_lanes(n),
+                            _mm512_mul_ps(fold16(g[h]), _mm512_set1_ps(scale)));
   }
-  for (int i = 0; i < len; ++i) {
-    const std::uint16_t* k = k_rows[i];
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int c = 0; c < chunks; ++c) {
-      const std::uint16_t* kc = k + 64 * c;
-      const float* qc = q + 64 * c;
-      a0 = _mm512_fmadd_ps(load_h16(kc), _mm512_loadu_ps(qc), a0);
-      a1 = _mm512_fmadd_ps(load_h16(kc + 16), _mm512_loadu_ps(qc + 16), a1);
-      a2 = _mm512_fmadd_ps(load_h16(kc + 32), _mm512_loadu_ps(qc + 32), a2);
-      a3 = _mm512_fmadd_ps(load_h16(kc + 48), _mm512_loadu_ps(qc + 48), a3);
+}
+
+template <int C>
+void kq_heads(const float* q, int heads, const std::uint16_t* const* k_rows, int len, int d,
+              float scale, float* scores) {
+  for (int h0 = 0; h0 < heads; h0 += kMaxPassHeads) {
+    const float* qh = q + std::int64_t(h0) * d;
+    float* sh = scores + std::int64_t(h0) * len;
+    switch (std::min(kMaxPassHeads, heads - h0)) {
+      case 1:
+        kq_pass<1, C>(qh, len, k_rows, d, scale, sh, len);
+        break;
+      case 2:
+        kq_pass<2, C>(qh, len, k_rows, d, scale, sh, len);
+        break;
+      case 3:
+        kq_pass<3, C>(qh, len, k_rows, d, scale, sh, len);
+        break;
+      default:
+        kq_pass<4, C>(qh, len, k_rows, d, scale, sh, len);
+        break;
     }
-    scores[i] = fold64(a0, a1, a2, a3) * scale;
   }
 }
 
-// One lane's 64 outputs of a chunk in four registers.
-struct Lane {
-  __m512 r0, r1, r2, r3;
-};
-
-inline Lane lane_add(const Lane& a, const Lane& b) {
-  return {_mm512_add_ps(a.r0, b.r0), _mm512_add_ps(a.r1, b.r1), _mm512_add_ps(a.r2, b.r2),
-          _mm512_add_ps(a.r3, b.r3)};
-}
-
-inline void lane_fma(Lane& a, const std::uint16_t* v, float p) {
-  const __m512 w = _mm512_set1_ps(p);
-  a.r0 = _mm512_fmadd_ps(load_h16(v), w, a.r0);
-  a.r1 = _mm512_fmadd_ps(load_h16(v + 16), w, a.r1);
-  a.r2 = _mm512_fmadd_ps(load_h16(v + 32), w, a.r2);
-  a.r3 = _mm512_fmadd_ps(load_h16(v + 48), w, a.r3);
-}
-
-inline void lane_store(float* out, const Lane& a) {
-  _mm512_storeu_ps(out, a.r0);
-  _mm512_storeu_ps(out + 16, a.r1);
-  _mm512_storeu_ps(out + 32, a.r2);
-  _mm512_storeu_ps(out + 48, a.r3);
-}
-
-inline Lane lane_load(const float* in) {
-  return {_mm512_loadu_ps(in), _mm512_loadu_ps(in + 16), _mm512_loadu_ps(in + 32),
-          _mm512_loadu_ps(in + 48)};
+void kq_rows(const float* q, int heads, const std::uint16_t* const* k_rows, int len, int d,
+             float scale, float* scores) {
+  if (d == 64) return kq_heads<1>(q, heads, k_rows, len, d, scale, scores);
+  if (d == 128) return kq_heads<2>(q, heads, k_rows, len, d, scale, scores);
+  kq_heads<0>(q, heads, k_rows, len, d, scale, scores);
 }
 
 // pv + fold for 64 lanes: lane m sums positions m, m + 64, ... in order (one fma each, from
 // zero), g_l = (lane l + lane l+32) + (lane l+16 + lane l+48), out = reduce16(g) per output.
-// The four lanes of each g_l are computed together (16 independent fma chains), g_l kept in
-// a 16 x 64 scratch (4 KiB, L1), then reduced as the AVX2 fold does.
-void pv_rows(const float* p, const std::uint16_t* const* v_rows, int len, int d, float* out) {
-  alignas(64) float g[16][64];
-  for (int c = 0; c < d / 64; ++c) {
-    const int off = 64 * c;
+// One 16-column slice of the output at a time: for lane group l, each head's four
+// accumulators (lanes l, l + 16, l + 32, l + 48) of the slice are registers and every V row's
+// slice is converted once for the H heads; g_l of the slice kept in a 16 x 16 scratch per head,
+// then reduced as the AVX2 fold does.
+template <int H>
+void pv_pass(const float* p, int len, const std::uint16_t* const* v_rows, int d, float* out) {
+  alignas(64) float g[H][16][16];
+  for (int c = 0; c < d; c += 16) {
     for (int l = 0; l < 16; ++l) {
-      const __m512 z = _mm512_setzero_ps();
-      Lane a{z, z, z, z}, b = a, e = a, f = a;  // lanes l, l + 16, l + 32, l + 48
-      // Rounds k: positions l + 64k, l + 16 + 64k, l + 32 + 64k, l + 48 + 64k (each lane's
-      // positions in order; a lane past the end of the context takes no more).
+      __m512 acc[H][4];
+#pragma GCC unroll 8
+      for (int h = 0; h < H; ++h)
+#pragma GCC unroll 8
+        for (int j = 0; j < 4; ++j) acc[h][j] = _mm512_setzero_ps();
+      // Rounds: positions base, base + 16, base + 32, base + 48 for base = l + 64k (each
+      // lane's positions in order; a lane past the end of the context takes no more).
       for (int base = l; base < len; base += 64) {
-        lane_fma(a, v_rows[base] + off, p[base]);
-        if (base + 16 < len) lane_fma(b, v_rows[base + 16] + off, p[base + 16]);
-        if (base + 32 < len) lane_fma(e, v_rows[base + 32] + off, p[base + 32]);
-        if (base + 48 < len) lane_fma(f, v_rows[base + 48] + off, p[base + 48]);
+#pragma GCC unroll 8
+        for (int j = 0; j < 4; ++j) {
+          const int pos = base + 16 * j;
+          if (pos >= len) break;
+          const __m512 v = load_h16(v_rows[pos] + c);
+#pragma GCC unroll 8
+          for (int h = 0; h < H; ++h)
+            acc[h][j] =
+                _mm512_fmadd_ps(v, _mm512_set1_ps(p[std::int64_t(h) * len + pos]), acc[h][j]);
+        }
       }
-      lane_store(g[l], lane_add(lane_add(a, e), lane_add(b, f)));
+#pragma GCC unroll 8
+      for (int h = 0; h < H; ++h)
+        _mm512_store_ps(g[h][l], _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][2]),
+                                               _mm512_add_ps(acc[h][1], acc[h][3])));
     }
-    // reduce16 over g_0 .. g_15 for all 64 outputs: e_i = g_{i+8} + g_i, f_i = e_{i+4} + e_i,
-    // out = (f_0 + f_2) + (f_1 + f_3).
-    Lane ee[8];
-    for (int i = 0; i < 8; ++i) ee[i] = lane_add(lane_load(g[i + 8]), lane_load(g[i]));
-    Lane ff[4];
-    for (int i = 0; i < 4; ++i) ff[i] = lane_add(ee[i + 4], ee[i]);
-    lane_store(out + off, lane_add(lane_add(ff[0], ff[2]), lane_add(ff[1], ff[3])));
+// reduce16 over g_0 .. g_15: e_i = g_{i+8} + g_i, f_i = e_{i+4} + e_i,
+// out = (f_0 + f_2) + (f_1 + f_3).
+#pragma GCC unroll 8
+    for (int h = 0; h < H; ++h) {
+      __m512 e[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i)
+        e[i] = _mm512_add_ps(_mm512_load_ps(g[h][i + 8]), _mm512_load_ps(g[h][i]));
+      __m512 f[4];
+#pragma GCC unroll 8
+      for (int i = 0; i < 4; ++i) f[i] = _mm512_add_ps(e[i + 4], e[i]);
+      _mm512_storeu_ps(out + std::int64_t(h) * d + c,
+                       _mm512_add_ps(_mm512_add_ps(f[0], f[2]), _mm512_add_ps(f[1], f[3])));
+    }
+  }
+}
+
+void pv_rows(const float* p, int heads, const std::uint16_t* const* v_rows, int len, int d,
+             float* out) {
+  for (int h0 = 0; h0 < heads; h0 += kMaxPassHeads) {
+    const float* ph = p + std::int64_t(h0) * len;
+    float* oh = out + std::int64_t(h0) * d;
+    switch (std::min(kMaxPassHeads, heads - h0)) {
+      case 1:
+        pv_pass<1>(ph, len, v_rows, d, oh);
+        break;
+      case 2:
+        pv_pass<2>(ph, len, v_rows, d, oh);
+        break;
+      case 3:
+        pv_pass<3>(ph, len, v_rows, d, oh);
+        break;
+      default:
+        pv_pass<4>(ph, len, v_rows, d, oh);
+        break;
+    }
   }
 }
 

@@ -28,20 +28,23 @@ struct AttentionKernels {
              std::int64_t pos0, int lanes, float* acc);
   // out[j] from the pv lanes (16 or 64 lanes of head_dim values each), in the dot order's sums.
   void (*fold)(const float* acc, int lanes, int head_dim, float* out);
-  // x[i] = the f16 value nearest x[i] (ties to even), for i < n.
-  void (*round_f16)(float* x, std::int64_t n);
+  // x[i] = the f16 value nearest x[i] * scale (ties to even), for i < n: the query rows
+  // (scale 1) and the softmax's normalisation (scale 1 / sum) with its rounding.
+  void (*round_f16)(float* x, std::int64_t n, float scale);
   // out[i] = the f16 bits of the value nearest x[i] (ties to even), for i < n: the KV writes.
   // (The F16C conversion keeps a NaN's payload where the portable one gives 0x7e00.)
   void (*to_f16)(const float* x, std::uint16_t* out, std::int64_t n);
-  // Optional (nullptr in the portable and AVX2 sets): one decode query row (kVec64) over a
-  // whole context at once, positions given by row pointers (k_rows[i], v_rows[i]: head_dim
-  // f16 values of position i), for head_dim a multiple of 64. kq_rows: scores as kq gives
-  // them. pv_rows: out[0..head_dim) as pv over every position then fold give it, with each
-  // lane's accumulators in registers instead of a lanes x head_dim array in memory.
-  void (*kq_rows)(const float* q, const std::uint16_t* const* k_rows, int len, int head_dim,
-                  float scale, float* scores) = nullptr;
-  void (*pv_rows)(const float* p, const std::uint16_t* const* v_rows, int len, int head_dim,
-                  float* out) = nullptr;
+  // Optional (nullptr in the portable and AVX2 sets): decode query rows (kVec64) of `heads`
+  // heads that share one KV head, over a whole context at once, positions given by row
+  // pointers (k_rows[i], v_rows[i]: head_dim f16 values of position i), for head_dim a
+  // multiple of 64. kq_rows: q holds the heads' rows one after another (heads x head_dim);
+  // scores[h * len + i] as kq gives head h's score of position i. pv_rows: p holds the
+  // heads' probabilities (heads x len); out[h * head_dim + j] as pv over every position then
+  // fold give head h's output j.
+  void (*kq_rows)(const float* q, int heads, const std::uint16_t* const* k_rows, int len,
+                  int head_dim, float scale, float* scores) = nullptr;
+  void (*pv_rows)(const float* p, int heads, const std::uint16_t* const* v_rows, int len,
+                  int head_dim, float* out) = nullptr;
 };
 
 // The portable fold (also used by the portable kq for its lanes).

@@ -84,11 +84,13 @@ TEST(Attention, ShuffledBlockTableEqualsContiguousCache) {
   const auto a = run(contiguous, identity, len, {30, 1, 14}, 9, &pool);
   const auto b = run(paged, shuffled, len, {30, 1, 14}, 9, &pool);
   EXPECT_EQ(a, b);
-  // The K rows of token 17 (block 1, slot 1) sit in physical block 4.
+  // The K rows of token 17 (block 1, slot 1) sit in physical block 4, each KV head's among
+  // that head's rows of the block.
   const auto& L = paged.layer;
-  for (int j = 0; j < L.token_stride(); ++j)
-    ASSERT_EQ(paged.k[std::size_t(4 * L.block_stride() + 1 * L.token_stride() + j)],
-              contiguous.k[std::size_t(1 * L.block_stride() + 1 * L.token_stride() + j)]);
+  for (int h = 0; h < L.kv_heads; ++h)
+    for (int j = 0; j < L.head_dim; ++j)
+      ASSERT_EQ(paged.k[std::size_t(4 * L.block_stride() + (h * 16 + 1) * 64 + j)],
+                contiguous.k[std::size_t(1 * L.block_stride() + (h * 16 + 1) * 64 + j)]);
 }
 
 TEST(Attention, IsCausalAndFirstTokenCopiesV) {
@@ -120,13 +122,16 @@ TEST(Attention, WriteKvRoundsToF16) {
   std::vector<int> table{1, 0};
   const auto k = randn(3 * 8, 20), v = randn(3 * 8, 21);
   write_kv(c.layer, table.data(), 0, 3, k.data(), v.data());
-  for (int p = 0; p < 3; ++p) {
-    const std::size_t base = std::size_t(table[p / 2]) * 16 + std::size_t(p % 2) * 8;
-    for (int j = 0; j < 8; ++j) {
-      EXPECT_EQ(c.k[base + j], fp32_to_fp16(k[p * 8 + j]));
-      EXPECT_EQ(c.v[base + j], fp32_to_fp16(v[p * 8 + j]));
+  // Block layout: kv head h's 2 slots x 4 values, then head h + 1's.
+  for (int p = 0; p < 3; ++p)
+    for (int h = 0; h < 2; ++h) {
+      const std::size_t base =
+          std::size_t(table[p / 2]) * 16 + std::size_t(h) * 8 + std::size_t(p % 2) * 4;
+      for (int j = 0; j < 4; ++j) {
+        EXPECT_EQ(c.k[base + j], fp32_to_fp16(k[p * 8 + h * 4 + j]));
+        EXPECT_EQ(c.v[base + j], fp32_to_fp16(v[p * 8 + h * 4 + j]));
+      }
     }
-  }
 }
 
 TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
@@ -175,9 +180,11 @@ TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
   }
 }
 
-// kq_rows / pv_rows (AVX-512: a whole decode context from row pointers, lanes in registers)
-// equal the portable kq, pv and fold bit for bit, for contexts that fill the 64 lanes partly,
-// exactly and several times over, rows scattered in memory.
+// kq_rows / pv_rows (AVX-512: a whole decode context from row pointers, several query heads
+// sharing each converted row, lanes in registers) equal the portable kq, pv and fold bit for
+// bit, head by head: contexts that fill the 64 lanes and kq's 16-position folds partly,
+// exactly and several times over; 1 to 5 heads (passes of up to 4 heads); rows scattered in
+// memory.
 TEST(Attention, Avx512RowKernelsEqualThePortableBlockKernels) {
   if (!detail::cpu_has_avx512_attention()) GTEST_SKIP() << "no AVX-512 on this CPU";
   const auto& a = detail::attention_portable_kernels();
@@ -203,28 +210,36 @@ TEST(Attention, Avx512RowKernelsEqualThePortableBlockKernels) {
         kr[std::size_t(i)] = k.data() + std::size_t(perm[std::size_t(i)]) * stride + d;
         vr[std::size_t(i)] = v.data() + std::size_t(perm[std::size_t(i)]) * stride + d;
       }
-      auto q = randn(std::size_t(d), 52);
-      a.round_f16(q.data(), d);
-      std::vector<float> sa(static_cast<std::size_t>(len)), sb(sa.size());
-      for (int i = 0; i < len; ++i)
-        a.kq(q.data(), kr[std::size_t(i)], stride, 1, d, 0.125f, detail::DotOrder::kVec64,
-             &sa[std::size_t(i)]);
-      b.kq_rows(q.data(), kr.data(), len, d, 0.125f, sb.data());
-      for (int i = 0; i < len; ++i)
-        ASSERT_EQ(std::memcmp(&sa[std::size_t(i)], &sb[std::size_t(i)], 4), 0)
-            << "kq d=" << d << " len=" << len << " i=" << i;
-      auto prob = randn(std::size_t(len), 53);
-      a.round_f16(prob.data(), len);
-      std::vector<float> acc(std::size_t(64) * d, 0.0f);
-      for (int i = 0; i < len; ++i)
-        a.pv(&prob[std::size_t(i)], vr[std::size_t(i)], stride, 1, d, i, 64, acc.data());
-      std::vector<float> oa(static_cast<std::size_t>(d)), ob(oa.size(), NAN);
-      detail::fold_lanes(acc.data(), 64, d, oa.data());
-      b.pv_rows(prob.data(), vr.data(), len, d, ob.data());
-      for (int j = 0; j < d; ++j)
-        ASSERT_EQ(std::memcmp(&oa[std::size_t(j)], &ob[std::size_t(j)], 4), 0)
-            << "pv d=" << d << " len=" << len << " j=" << j << ": " << oa[std::size_t(j)] << " vs "
-            << ob[std::size_t(j)];
+      for (int heads : {1, 3, 5}) {
+        auto q = randn(std::size_t(d) * heads, 52 + heads);
+        a.round_f16(q.data(), std::int64_t(q.size()), 1.0f);
+        const std::size_t n = std::size_t(len) * heads;
+        std::vector<float> sa(n), sb(n, NAN);
+        for (int h = 0; h < heads; ++h)
+          for (int i = 0; i < len; ++i)
+            a.kq(q.data() + std::size_t(h) * d, kr[std::size_t(i)], stride, 1, d, 0.125f,
+                 detail::DotOrder::kVec64, &sa[std::size_t(h) * len + i]);
+        b.kq_rows(q.data(), heads, kr.data(), len, d, 0.125f, sb.data());
+        for (std::size_t i = 0; i < n; ++i)
+          ASSERT_EQ(std::memcmp(&sa[i], &sb[i], 4), 0)
+              << "kq d=" << d << " len=" << len << " heads=" << heads << " head=" << i / len
+              << " i=" << i % len;
+        auto prob = randn(n, 53 + heads);
+        a.round_f16(prob.data(), std::int64_t(n), 1.0f);
+        std::vector<float> oa(std::size_t(d) * heads), ob(oa.size(), NAN);
+        for (int h = 0; h < heads; ++h) {
+          std::vector<float> acc(std::size_t(64) * d, 0.0f);
+          for (int i = 0; i < len; ++i)
+            a.pv(&prob[std::size_t(h) * len + i], vr[std::size_t(i)], stride, 1, d, i, 64,
+                 acc.data());
+          detail::fold_lanes(acc.data(), 64, d, oa.data() + std::size_t(h) * d);
+        }
+        b.pv_rows(prob.data(), heads, vr.data(), len, d, ob.data());
+        for (std::size_t j = 0; j < oa.size(); ++j)
+          ASSERT_EQ(std::memcmp(&oa[j], &ob[j], 4), 0)
+              << "pv d=" << d << " len=" << len << " heads=" << heads << " head=" << j / d
+              << " j=" << j % d << ": " << oa[j] << " vs " << ob[j];
+      }
     }
   }
 }
@@ -241,11 +256,18 @@ TEST(Attention, Avx2F16RoundingAndFoldEqualThePortableOnes) {
   for (float v : {1e-6f, -3e-7f, 6.0e-8f, 2.9e-8f, 65504.0f, 65519.0f, 65520.0f, -70000.0f,
                   1.0009765625f + 0.00048828125f, 0.0f, -0.0f})
     x.push_back(v);
-  auto xa = x, xb = x;
-  a.round_f16(xa.data(), std::int64_t(xa.size()));
-  b.round_f16(xb.data(), std::int64_t(xb.size()));
-  for (std::size_t i = 0; i < x.size(); ++i)
-    ASSERT_EQ(std::memcmp(&xa[i], &xb[i], 4), 0) << x[i] << ": " << xa[i] << " vs " << xb[i];
+  // Scale 1 (the query rows) and a softmax normalisation's 1 / sum (in the vector part and
+  // the tail).
+  for (float scale : {1.0f, 1.0f / 37.3f}) {
+    auto xa = x, xb = x;
+    a.round_f16(xa.data(), std::int64_t(xa.size()), scale);
+    b.round_f16(xb.data(), std::int64_t(xb.size()), scale);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&xa[i], &xb[i], 4), 0)
+          << x[i] << " x " << scale << ": " << xa[i] << " vs " << xb[i];
+      ASSERT_EQ(xa[i], fp16_to_fp32(fp32_to_fp16(x[i] * scale))) << x[i] << " x " << scale;
+    }
+  }
   // The KV writes' conversion to f16 bits (the vector part and the tail).
   for (float v : {INFINITY, -INFINITY}) x.push_back(v);
   std::vector<std::uint16_t> ha(x.size()), hb(x.size());
