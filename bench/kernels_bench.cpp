@@ -104,9 +104,17 @@ void BM_KernelMatmul(benchmark::State& state) {
 // layer's matrices are read once per token and the model (~100 MB) exceeds the caches: each
 // iteration multiplies the next of as many copies of the matrix as fill 256 MiB.
 // args: ggml type, rows, cols, n, threads (the dispatched kernels).
+// args: ggml type, rows, cols, n, threads, layout (0 = GGUF, 3 = packed): the weights of
+// each iteration are another copy (~256 MiB in all), so they come from memory, as a decode
+// step's do.
 void BM_KernelMatmulStreamed(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const std::int64_t rows = state.range(1), cols = state.range(2), n = state.range(3);
+  const bool pack = state.range(5) == 3;
+  if (pack && !repack_supported(type)) {
+    state.SkipWithError("no native packed kernels on this CPU (AVX-512 VNNI)");
+    return;
+  }
   const std::size_t bytes = row_bytes(type, cols) * std::size_t(rows);
   const std::size_t copies = std::max<std::size_t>(2, (std::size_t(256) << 20) / bytes);
   std::vector<std::uint8_t> w(bytes * copies);
@@ -118,27 +126,39 @@ void BM_KernelMatmulStreamed(benchmark::State& state) {
       std::copy(w.begin(), w.begin() + std::ptrdiff_t(bytes),
                 w.begin() + std::ptrdiff_t(c * bytes));
   }
+  std::vector<PackedBuffer> packed;
+  if (pack) {
+    for (std::size_t c = 0; c < copies; ++c)
+      packed.push_back(pack_weights(WeightView{type, w.data() + c * bytes, rows, cols}));
+    w = std::vector<std::uint8_t>(bytes);  // the GGUF copies are not read
+  }
   const auto x = randn(std::size_t(n * cols), 3);
   std::vector<float> y(std::size_t(n * rows));
   ThreadPool& pool = pool_of(static_cast<int>(state.range(4)));
   std::size_t c = 0;
   for (auto _ : state) {
-    const WeightView view{type, w.data() + c * bytes, rows, cols};
+    WeightView view{type, w.data() + (pack ? 0 : c * bytes), rows, cols};
+    if (pack) view.packed = packed[c].get();
     matmul(view, x.data(), n, y.data(), pool);
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
     c = (c + 1) % copies;
   }
-  state.SetLabel(std::string(type_traits(type)->name) + " " + kernel_isa());
+  state.SetLabel(std::string(type_traits(type)->name) + (pack ? " packed" : " ") + kernel_isa());
   state.counters["GB/s"] =
       benchmark::Counter(double(bytes) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_KernelMatmulStreamed)
-    ->Args({int(DType::kQ4_1), 1536, 576, 1, 1})
-    ->Args({int(DType::kQ4_1), 576, 1536, 1, 1})
-    ->Args({int(DType::kQ4_1), 576, 576, 1, 1})
-    ->Args({int(DType::kQ4_1), 1536, 576, 8, 1})
-    ->Args({int(DType::kQ4_1), 576, 1536, 8, 1})
+    ->Args({int(DType::kQ4_1), 1536, 576, 1, 1, 0})
+    ->Args({int(DType::kQ4_1), 576, 1536, 1, 1, 0})
+    ->Args({int(DType::kQ4_1), 576, 576, 1, 1, 0})
+    ->Args({int(DType::kQ4_1), 1536, 576, 8, 1, 0})
+    ->Args({int(DType::kQ4_1), 576, 1536, 8, 1, 0})
+    ->Args({int(DType::kQ4_1), 1536, 576, 1, 1, 3})
+    ->Args({int(DType::kQ4_1), 576, 1536, 1, 1, 3})
+    ->Args({int(DType::kQ4_1), 1536, 576, 8, 1, 3})
+    ->Args({int(DType::kQ4_1), 576, 1536, 8, 1, 3})
+    ->Args({int(DType::kQ4_1), 576, 576, 8, 1, 3})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

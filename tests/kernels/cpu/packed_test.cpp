@@ -59,7 +59,9 @@ const detail::MatmulKernels* native() {
 }
 
 constexpr DType kTypes[] = {DType::kQ4_1, DType::kQ8_0};
-constexpr Shape kShapes[] = {{64, 64}, {40, 96}, {576, 576}, {192, 1536}, {33, 32}};
+// 224 and 640 columns: 7 and 20 blocks (row lengths that no unrolling divides).
+constexpr Shape kShapes[] = {{64, 64}, {40, 96},  {576, 576}, {192, 1536},
+                             {33, 32}, {48, 224}, {50, 640}};
 
 TEST(Packed, LayoutAndAvailability) {
   EXPECT_TRUE(packable(DType::kQ4_1));
