@@ -92,6 +92,12 @@ void expect_reference_tokens(const std::string& model, const nlohmann::json& ref
 }
 
 TEST_F(ReferenceTokens, GreedyTokensEqualLlamaCpp) {
+  // The reference is llama.cpp's x86 build; the portable kernels (PRIMA_KERNELS=portable, or a
+  // CPU without AVX2) sum the products in another order, as llama.cpp's own kernels do on
+  // other CPUs, and move the tokens of prompts whose best logits are close.
+  if (std::string(kernels::kernel_isa()) != "avx2")
+    GTEST_SKIP() << "the reference tokens are llama.cpp's x86 build's; this CPU runs "
+                 << kernels::kernel_isa();
   // The GGUF layout (packing is the default where the CPU has the packed kernels).
   expect_reference_tokens(model_, ref_, " --no-repack");
 }
