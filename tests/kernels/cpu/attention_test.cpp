@@ -183,8 +183,8 @@ TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
 // kq_rows / pv_rows (AVX-512: a whole decode context from row pointers, several query heads
 // sharing each converted row, lanes in registers) equal the portable kq, pv and fold bit for
 // bit, head by head: contexts that fill the 64 lanes and kq's 16-position folds partly,
-// exactly and several times over; 1 to 5 heads (passes of up to 4 heads); rows scattered in
-// memory.
+// exactly and several times over; head_dim 64, 128 and 192; 1 to 5 heads (passes of up to 4
+// heads); rows scattered in memory.
 TEST(Attention, Avx512RowKernelsEqualThePortableBlockKernels) {
   if (!detail::cpu_has_avx512_attention()) GTEST_SKIP() << "no AVX-512 on this CPU";
   const auto& a = detail::attention_portable_kernels();
@@ -192,7 +192,7 @@ TEST(Attention, Avx512RowKernelsEqualThePortableBlockKernels) {
   ASSERT_NE(b.kq_rows, nullptr);
   ASSERT_NE(b.pv_rows, nullptr);
   std::mt19937 rng(7);
-  for (int d : {64, 128}) {
+  for (int d : {64, 128, 192}) {  // 192: the kernels' loop over any number of 64-chunks
     for (int len : {1, 2, 15, 16, 17, 47, 63, 64, 65, 100, 128, 129, 191, 300, 517}) {
       const int stride = 3 * d;  // rows of one KV head among three
       const auto kf = randn(std::size_t(len) * stride, 50 + len), vf = randn(kf.size(), 51 + len);
