@@ -5,7 +5,7 @@
 // runs one (token, KV head) pair per work item on the pool: the query heads that read that KV
 // head; each item writes only its own output slice. The inner loops over a KV block are per ISA
 // (attention_avx2.cpp: F16C; portable: an f16 table), chosen once per process like matmul's
-// (PRIMA_KERNELS=portable forces the portable ones); with AVX-512 a decode row runs over its
+// (PRIMA_KERNELS=portable forces the portable ones); with AVX-512 a query row runs over its
 // whole context at once for all the heads of a KV head (attention_avx512.cpp).
 #include "kernels/cpu/attention.h"
 
@@ -124,17 +124,18 @@ struct Scratch {
   std::vector<const std::uint16_t*> k_rows, v_rows;
 };
 
-// Whether a decode row takes the kernels' whole-context row path (kq_rows / pv_rows).
-bool rows_path(const detail::AttentionKernels& ak, detail::DotOrder order, int head_dim) {
-  return order == detail::DotOrder::kVec64 && ak.kq_rows != nullptr && head_dim % 64 == 0;
+// Whether a query row takes the kernels' whole-context row path (kq_rows / pv_rows).
+bool rows_path(const detail::AttentionKernels& ak, int head_dim) {
+  return ak.kq_rows != nullptr && head_dim % 64 == 0;
 }
 
-// One decode query row of `heads` heads that share KV head kv_head (q and out: heads x
-// head_dim, one after another) from positions [0, len), over the whole context at once from
-// row pointers: each K and V row is read (and converted) once for all the heads.
+// One query row of `heads` heads that share KV head kv_head (q and out: heads x head_dim, one
+// after another) from positions [0, len), over the whole context at once from row pointers:
+// each K and V row is read (and converted) once for all the heads.
 void attend_rows(const detail::AttentionKernels& ak, const detail::OpsKernels& ok,
                  const KvLayer& kv, const int* block_table, std::int64_t len, const float* q,
-                 int kv_head, int heads, float scale, float* out, Scratch& s) {
+                 int kv_head, int heads, float scale, detail::DotOrder order, float* out,
+                 Scratch& s) {
   const int d = kv.head_dim;
   s.qh.assign(q, q + std::int64_t(heads) * d);
   ak.round_f16(s.qh.data(), std::int64_t(heads) * d, 1.0f);
@@ -150,9 +151,9 @@ void attend_rows(const detail::AttentionKernels& ak, const detail::OpsKernels& o
   }
   s.scores.resize(std::size_t(len) * std::size_t(heads));
   const int n = static_cast<int>(len);
-  ak.kq_rows(s.qh.data(), heads, s.k_rows.data(), n, d, scale, s.scores.data());
+  ak.kq_rows(s.qh.data(), heads, s.k_rows.data(), n, d, scale, order, s.scores.data());
   for (int h = 0; h < heads; ++h) softmax_f16(ak, ok, s.scores.data() + std::int64_t(h) * len, len);
-  ak.pv_rows(s.scores.data(), heads, s.v_rows.data(), n, d, out);
+  ak.pv_rows(s.scores.data(), heads, s.v_rows.data(), n, d, order, out);
 }
 
 // One query row of one head: out[0..head_dim) from positions [0, len), a KV block at a time
@@ -256,9 +257,9 @@ void attention_batch(const KvLayer& kv, const AttentionSeq* seqs, int count, int
           const int g = static_cast<int>(local % kv.kv_heads);
           const std::int64_t off = i * row + std::int64_t(g) * group * kv.head_dim;
           const std::int64_t len = q.pos0 + i + 1;
-          if (rows_path(ak, order, kv.head_dim)) {
-            attend_rows(ak, ok, kv, q.block_table, len, q.q + off, g, group, scale, q.out + off,
-                        scratch);
+          if (rows_path(ak, kv.head_dim)) {
+            attend_rows(ak, ok, kv, q.block_table, len, q.q + off, g, group, scale, order,
+                        q.out + off, scratch);
             continue;
           }
           for (int h = 0; h < group; ++h)

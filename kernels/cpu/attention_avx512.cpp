@@ -1,6 +1,7 @@
-// Decode attention (one query row per head, llama.cpp's kVec64 dot order) in 512-bit registers:
-// kq_rows and pv_rows of attention_kernels.h, for the query heads that share one KV head
-// (grouped-query attention) together. Bit for bit the AVX2 / portable kq, pv and fold: the same
+// Attention of one query row per head over a whole context (a decode row in llama.cpp's kVec64
+// dot order, a prefill row in its kGemm16 order) in 512-bit registers: kq_rows and pv_rows of
+// attention_kernels.h, for the query heads that share one KV head (grouped-query attention)
+// together. Bit for bit the AVX2 / portable kq, pv and fold: the same
 // products, the same per-lane fma chains in position order, the same fold and reduce16 trees;
 // what changes is where the partial sums live and how often an f16 row is converted:
 //  - each K or V row (f16 -> f32, 2 cycles per 16 values on Zen 4) is converted once for all
@@ -71,12 +72,14 @@ inline __m512 fold16(const float (*g)[16]) {
   return _mm512_permutexvar_ps(order, o);
 }
 
-// Lane m of kq's 64 (m < 64) holds elements m, m + 64, ... of the row: register i of a head
-// holds lanes 16i .. 16i + 15 and accumulates chunk c's elements 16i .. 16i + 15 with fma (the
-// first chunk into zero, as kq's fma into zeroed accumulators). H heads share each converted
-// K register; every 16 positions their 16-lane sums go through fold16.
+// kVec64 (V64): lane m of kq's 64 (m < 64) holds elements m, m + 64, ... of the row: register
+// r of a head holds lanes 16r .. 16r + 15 and accumulates chunk c's elements 16r .. 16r + 15
+// with fma (the first chunk into zero, as kq's fma into zeroed accumulators); a position's 16
+// lanes are (a0 + a2) + (a1 + a3). kGemm16: lane l holds elements l, l + 16, ..., one register
+// per head accumulating the row's 16-element groups in order. H heads share each converted K
+// register; every 16 positions their 16-lane sums go through fold16 (reduce16 for each).
 // C: head_dim / 64 when 1 or 2 (unrolled), 0 for any other multiple of 64.
-template <int H, int C>
+template <int H, int C, bool V64>
 void kq_pass(const float* q, int len, const std::uint16_t* const* k_rows, int d, float scale,
              float* scores, int stride) {
   alignas(64) float g[H][16][16];
@@ -98,15 +101,20 @@ void kq_pass(const float* q, int len, const std::uint16_t* const* k_rows, int d,
         for (int r = 0; r < 4; ++r) {
           const __m512 kr = load_h16(k + 64 * c + 16 * r);
 #pragma GCC unroll 8
-          for (int h = 0; h < H; ++h)
-            a[h][r] = _mm512_fmadd_ps(kr, _mm512_loadu_ps(q + h * d + 64 * c + 16 * r),
-                                      c == 0 ? zero : a[h][r]);
+          for (int h = 0; h < H; ++h) {
+            const __m512 qr = _mm512_loadu_ps(q + h * d + 64 * c + 16 * r);
+            if constexpr (V64)
+              a[h][r] = _mm512_fmadd_ps(kr, qr, c == 0 ? zero : a[h][r]);
+            else
+              a[h][0] = _mm512_fmadd_ps(kr, qr, c == 0 && r == 0 ? zero : a[h][0]);
+          }
         }
       }
 #pragma GCC unroll 8
       for (int h = 0; h < H; ++h)
-        _mm512_store_ps(g[h][i], _mm512_add_ps(_mm512_add_ps(a[h][0], a[h][2]),
-                                               _mm512_add_ps(a[h][1], a[h][3])));
+        _mm512_store_ps(g[h][i], V64 ? _mm512_add_ps(_mm512_add_ps(a[h][0], a[h][2]),
+                                                     _mm512_add_ps(a[h][1], a[h][3]))
+                                     : a[h][0]);
     }
 #pragma GCC unroll 8
     for (int h = 0; h < H; ++h)
@@ -115,7 +123,7 @@ void kq_pass(const float* q, int len, const std::uint16_t* const* k_rows, int d,
   }
 }
 
-template <int C>
+template <int C, bool V64>
 void kq_heads(const float* q, int heads, const std::uint16_t* const* k_rows, int len, int d,
               float scale, float* scores) {
   for (int h0 = 0; h0 < heads; h0 += kMaxPassHeads) {
@@ -123,49 +131,57 @@ void kq_heads(const float* q, int heads, const std::uint16_t* const* k_rows, int
     float* sh = scores + std::int64_t(h0) * len;
     switch (std::min(kMaxPassHeads, heads - h0)) {
       case 1:
-        kq_pass<1, C>(qh, len, k_rows, d, scale, sh, len);
+        kq_pass<1, C, V64>(qh, len, k_rows, d, scale, sh, len);
         break;
       case 2:
-        kq_pass<2, C>(qh, len, k_rows, d, scale, sh, len);
+        kq_pass<2, C, V64>(qh, len, k_rows, d, scale, sh, len);
         break;
       case 3:
-        kq_pass<3, C>(qh, len, k_rows, d, scale, sh, len);
+        kq_pass<3, C, V64>(qh, len, k_rows, d, scale, sh, len);
         break;
       default:
-        kq_pass<4, C>(qh, len, k_rows, d, scale, sh, len);
+        kq_pass<4, C, V64>(qh, len, k_rows, d, scale, sh, len);
         break;
     }
   }
 }
 
-void kq_rows(const float* q, int heads, const std::uint16_t* const* k_rows, int len, int d,
-             float scale, float* scores) {
-  if (d == 64) return kq_heads<1>(q, heads, k_rows, len, d, scale, scores);
-  if (d == 128) return kq_heads<2>(q, heads, k_rows, len, d, scale, scores);
-  kq_heads<0>(q, heads, k_rows, len, d, scale, scores);
+template <bool V64>
+void kq_order(const float* q, int heads, const std::uint16_t* const* k_rows, int len, int d,
+              float scale, float* scores) {
+  if (d == 64) return kq_heads<1, V64>(q, heads, k_rows, len, d, scale, scores);
+  if (d == 128) return kq_heads<2, V64>(q, heads, k_rows, len, d, scale, scores);
+  kq_heads<0, V64>(q, heads, k_rows, len, d, scale, scores);
 }
 
-// pv + fold for 64 lanes: lane m sums positions m, m + 64, ... in order (one fma each, from
-// zero), g_l = (lane l + lane l+32) + (lane l+16 + lane l+48), out = reduce16(g) per output.
-// One 16-column slice of the output at a time: for lane group l, each head's four
-// accumulators (lanes l, l + 16, l + 32, l + 48) of the slice are registers and every V row's
-// slice is converted once for the H heads; g_l of the slice kept in a 16 x 16 scratch per head,
-// then reduced as the AVX2 fold does.
-template <int H>
+void kq_rows(const float* q, int heads, const std::uint16_t* const* k_rows, int len, int d,
+             float scale, DotOrder order, float* scores) {
+  if (order == DotOrder::kVec64) return kq_order<true>(q, heads, k_rows, len, d, scale, scores);
+  kq_order<false>(q, heads, k_rows, len, d, scale, scores);
+}
+
+// pv + fold: with 64 lanes (J = 4, kVec64) lane m sums positions m, m + 64, ... in order (one
+// fma each, from zero), g_l = (lane l + lane l+32) + (lane l+16 + lane l+48); with 16 lanes
+// (J = 1, kGemm16) g_l is lane l, positions l, l + 16, ...; out = reduce16(g) per output. One
+// 16-column slice of the output at a time: for lane group l, each head's J accumulators
+// (lanes l, l + 16, .. l + 16 (J - 1)) of the slice are registers and every V row's slice is
+// converted once for the H heads; g_l of the slice kept in a 16 x 16 scratch per head, then
+// reduced as the AVX2 fold does.
+template <int H, int J>
 void pv_pass(const float* p, int len, const std::uint16_t* const* v_rows, int d, float* out) {
   alignas(64) float g[H][16][16];
   for (int c = 0; c < d; c += 16) {
     for (int l = 0; l < 16; ++l) {
-      __m512 acc[H][4];
+      __m512 acc[H][J];
 #pragma GCC unroll 8
       for (int h = 0; h < H; ++h)
 #pragma GCC unroll 8
-        for (int j = 0; j < 4; ++j) acc[h][j] = _mm512_setzero_ps();
-      // Rounds: positions base, base + 16, base + 32, base + 48 for base = l + 64k (each
+        for (int j = 0; j < J; ++j) acc[h][j] = _mm512_setzero_ps();
+      // Rounds: positions base, base + 16, .. base + 16 (J - 1) for base = l + 16 J k (each
       // lane's positions in order; a lane past the end of the context takes no more).
-      for (int base = l; base < len; base += 64) {
+      for (int base = l; base < len; base += 16 * J) {
 #pragma GCC unroll 8
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < J; ++j) {
           const int pos = base + 16 * j;
           if (pos >= len) break;
           const __m512 v = load_h16(v_rows[pos] + c);
@@ -176,9 +192,13 @@ void pv_pass(const float* p, int len, const std::uint16_t* const* v_rows, int d,
         }
       }
 #pragma GCC unroll 8
-      for (int h = 0; h < H; ++h)
-        _mm512_store_ps(g[h][l], _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][2]),
-                                               _mm512_add_ps(acc[h][1], acc[h][3])));
+      for (int h = 0; h < H; ++h) {
+        if constexpr (J == 4)
+          _mm512_store_ps(g[h][l], _mm512_add_ps(_mm512_add_ps(acc[h][0], acc[h][2]),
+                                                 _mm512_add_ps(acc[h][1], acc[h][3])));
+        else
+          _mm512_store_ps(g[h][l], acc[h][0]);
+      }
     }
 // reduce16 over g_0 .. g_15: e_i = g_{i+8} + g_i, f_i = e_{i+4} + e_i,
 // out = (f_0 + f_2) + (f_1 + f_3).
@@ -197,26 +217,33 @@ void pv_pass(const float* p, int len, const std::uint16_t* const* v_rows, int d,
   }
 }
 
-void pv_rows(const float* p, int heads, const std::uint16_t* const* v_rows, int len, int d,
-             float* out) {
+template <int J>
+void pv_heads(const float* p, int heads, const std::uint16_t* const* v_rows, int len, int d,
+              float* out) {
   for (int h0 = 0; h0 < heads; h0 += kMaxPassHeads) {
     const float* ph = p + std::int64_t(h0) * len;
     float* oh = out + std::int64_t(h0) * d;
     switch (std::min(kMaxPassHeads, heads - h0)) {
       case 1:
-        pv_pass<1>(ph, len, v_rows, d, oh);
+        pv_pass<1, J>(ph, len, v_rows, d, oh);
         break;
       case 2:
-        pv_pass<2>(ph, len, v_rows, d, oh);
+        pv_pass<2, J>(ph, len, v_rows, d, oh);
         break;
       case 3:
-        pv_pass<3>(ph, len, v_rows, d, oh);
+        pv_pass<3, J>(ph, len, v_rows, d, oh);
         break;
       default:
-        pv_pass<4>(ph, len, v_rows, d, oh);
+        pv_pass<4, J>(ph, len, v_rows, d, oh);
         break;
     }
   }
+}
+
+void pv_rows(const float* p, int heads, const std::uint16_t* const* v_rows, int len, int d,
+             DotOrder order, float* out) {
+  if (order == DotOrder::kVec64) return pv_heads<4>(p, heads, v_rows, len, d, out);
+  pv_heads<1>(p, heads, v_rows, len, d, out);
 }
 
 }  // namespace

@@ -34,17 +34,17 @@ struct AttentionKernels {
   // out[i] = the f16 bits of the value nearest x[i] (ties to even), for i < n: the KV writes.
   // (The F16C conversion keeps a NaN's payload where the portable one gives 0x7e00.)
   void (*to_f16)(const float* x, std::uint16_t* out, std::int64_t n);
-  // Optional (nullptr in the portable and AVX2 sets): decode query rows (kVec64) of `heads`
-  // heads that share one KV head, over a whole context at once, positions given by row
-  // pointers (k_rows[i], v_rows[i]: head_dim f16 values of position i), for head_dim a
-  // multiple of 64. kq_rows: q holds the heads' rows one after another (heads x head_dim);
-  // scores[h * len + i] as kq gives head h's score of position i. pv_rows: p holds the
-  // heads' probabilities (heads x len); out[h * head_dim + j] as pv over every position then
-  // fold give head h's output j.
+  // Optional (nullptr in the portable and AVX2 sets): one query row of each of `heads` heads
+  // that share one KV head, over a whole context at once in either dot order (a decode row's
+  // kVec64, a prefill row's kGemm16), positions given by row pointers (k_rows[i], v_rows[i]:
+  // head_dim f16 values of position i), for head_dim a multiple of 64. kq_rows: q holds the
+  // heads' rows one after another (heads x head_dim); scores[h * len + i] as kq gives head h's
+  // score of position i. pv_rows: p holds the heads' probabilities (heads x len);
+  // out[h * head_dim + j] as pv over every position then fold give head h's output j.
   void (*kq_rows)(const float* q, int heads, const std::uint16_t* const* k_rows, int len,
-                  int head_dim, float scale, float* scores) = nullptr;
+                  int head_dim, float scale, DotOrder order, float* scores) = nullptr;
   void (*pv_rows)(const float* p, int heads, const std::uint16_t* const* v_rows, int len,
-                  int head_dim, float* out) = nullptr;
+                  int head_dim, DotOrder order, float* out) = nullptr;
 };
 
 // The portable fold (also used by the portable kq for its lanes).

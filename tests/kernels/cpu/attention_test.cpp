@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/attention_kernels.h"
@@ -180,11 +181,12 @@ TEST(Attention, PortableAndAvx2InnerLoopsAgree) {
   }
 }
 
-// kq_rows / pv_rows (AVX-512: a whole decode context from row pointers, several query heads
-// sharing each converted row, lanes in registers) equal the portable kq, pv and fold bit for
-// bit, head by head: contexts that fill the 64 lanes and kq's 16-position folds partly,
-// exactly and several times over; head_dim 64, 128 and 192; 1 to 5 heads (passes of up to 4
-// heads); rows scattered in memory.
+// kq_rows / pv_rows (AVX-512: a whole context from row pointers, several query heads sharing
+// each converted row, lanes in registers) equal the portable kq, pv and fold bit for bit, head
+// by head, in both dot orders (a decode row's kVec64, 64 lanes; a prefill row's kGemm16, 16):
+// contexts that fill the lanes and kq's 16-position folds partly, exactly and several times
+// over; head_dim 64, 128 and 192; 1 to 5 heads (passes of up to 4 heads); rows scattered in
+// memory.
 TEST(Attention, Avx512RowKernelsEqualThePortableBlockKernels) {
   if (!detail::cpu_has_avx512_attention()) GTEST_SKIP() << "no AVX-512 on this CPU";
   const auto& a = detail::attention_portable_kernels();
@@ -210,36 +212,39 @@ TEST(Attention, Avx512RowKernelsEqualThePortableBlockKernels) {
         kr[std::size_t(i)] = k.data() + std::size_t(perm[std::size_t(i)]) * stride + d;
         vr[std::size_t(i)] = v.data() + std::size_t(perm[std::size_t(i)]) * stride + d;
       }
-      for (int heads : {1, 3, 5}) {
-        auto q = randn(std::size_t(d) * heads, 52 + heads);
-        a.round_f16(q.data(), std::int64_t(q.size()), 1.0f);
-        const std::size_t n = std::size_t(len) * heads;
-        std::vector<float> sa(n), sb(n, NAN);
-        for (int h = 0; h < heads; ++h)
-          for (int i = 0; i < len; ++i)
-            a.kq(q.data() + std::size_t(h) * d, kr[std::size_t(i)], stride, 1, d, 0.125f,
-                 detail::DotOrder::kVec64, &sa[std::size_t(h) * len + i]);
-        b.kq_rows(q.data(), heads, kr.data(), len, d, 0.125f, sb.data());
-        for (std::size_t i = 0; i < n; ++i)
-          ASSERT_EQ(std::memcmp(&sa[i], &sb[i], 4), 0)
-              << "kq d=" << d << " len=" << len << " heads=" << heads << " head=" << i / len
-              << " i=" << i % len;
-        auto prob = randn(n, 53 + heads);
-        a.round_f16(prob.data(), std::int64_t(n), 1.0f);
-        std::vector<float> oa(std::size_t(d) * heads), ob(oa.size(), NAN);
-        for (int h = 0; h < heads; ++h) {
-          std::vector<float> acc(std::size_t(64) * d, 0.0f);
-          for (int i = 0; i < len; ++i)
-            a.pv(&prob[std::size_t(h) * len + i], vr[std::size_t(i)], stride, 1, d, i, 64,
-                 acc.data());
-          detail::fold_lanes(acc.data(), 64, d, oa.data() + std::size_t(h) * d);
+      for (auto [order, lanes] :
+           {std::pair{detail::DotOrder::kVec64, 64}, std::pair{detail::DotOrder::kGemm16, 16}})
+        for (int heads : {1, 3, 5}) {
+          const char* name = lanes == 64 ? "kVec64" : "kGemm16";
+          auto q = randn(std::size_t(d) * heads, 52 + heads);
+          a.round_f16(q.data(), std::int64_t(q.size()), 1.0f);
+          const std::size_t n = std::size_t(len) * heads;
+          std::vector<float> sa(n), sb(n, NAN);
+          for (int h = 0; h < heads; ++h)
+            for (int i = 0; i < len; ++i)
+              a.kq(q.data() + std::size_t(h) * d, kr[std::size_t(i)], stride, 1, d, 0.125f, order,
+                   &sa[std::size_t(h) * len + i]);
+          b.kq_rows(q.data(), heads, kr.data(), len, d, 0.125f, order, sb.data());
+          for (std::size_t i = 0; i < n; ++i)
+            ASSERT_EQ(std::memcmp(&sa[i], &sb[i], 4), 0)
+                << name << " kq d=" << d << " len=" << len << " heads=" << heads
+                << " head=" << i / len << " i=" << i % len;
+          auto prob = randn(n, 53 + heads);
+          a.round_f16(prob.data(), std::int64_t(n), 1.0f);
+          std::vector<float> oa(std::size_t(d) * heads), ob(oa.size(), NAN);
+          for (int h = 0; h < heads; ++h) {
+            std::vector<float> acc(std::size_t(lanes) * d, 0.0f);
+            for (int i = 0; i < len; ++i)
+              a.pv(&prob[std::size_t(h) * len + i], vr[std::size_t(i)], stride, 1, d, i, lanes,
+                   acc.data());
+            detail::fold_lanes(acc.data(), lanes, d, oa.data() + std::size_t(h) * d);
+          }
+          b.pv_rows(prob.data(), heads, vr.data(), len, d, order, ob.data());
+          for (std::size_t j = 0; j < oa.size(); ++j)
+            ASSERT_EQ(std::memcmp(&oa[j], &ob[j], 4), 0)
+                << name << " pv d=" << d << " len=" << len << " heads=" << heads
+                << " head=" << j / d << " j=" << j % d << ": " << oa[j] << " vs " << ob[j];
         }
-        b.pv_rows(prob.data(), heads, vr.data(), len, d, ob.data());
-        for (std::size_t j = 0; j < oa.size(); ++j)
-          ASSERT_EQ(std::memcmp(&oa[j], &ob[j], 4), 0)
-              << "pv d=" << d << " len=" << len << " heads=" << heads << " head=" << j / d
-              << " j=" << j % d << ": " << oa[j] << " vs " << ob[j];
-      }
     }
   }
 }
