@@ -105,13 +105,19 @@ std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId
   post_([this, r = std::move(r)]() mutable {
     r.arrival_s = rt_->now();  // arrives at the loop's current time
     engine_->submit(std::move(r));
+    // /health counts the request from now on, not from the next gauge tick: its first token
+    // can reach the client before that tick (a short prompt on a fast backend).
+    publish();
   });
   if (id_out) *id_out = id;
   return st;
 }
 
 void EngineBridge::cancel(RequestId id, const std::string& reason) {
-  post_([this, id, reason] { engine_->cancel(id, reason); });
+  post_([this, id, reason] {
+    engine_->cancel(id, reason);
+    publish();
+  });
 }
 
 void EngineBridge::fail_all(const std::string& reason) {

@@ -168,6 +168,21 @@ class RealServeTest(unittest.TestCase):
         h = SRV.wait_idle(30)
         self.assertEqual(h["kv_free_blocks"], h["kv_blocks"])
 
+    def test_health_counts_a_request_once_its_first_token_is_out(self):
+        # A short prompt's first token reaches the client within a few milliseconds; /health
+        # must already count the request then (it once showed the last gauge tick's state,
+        # up to 20 ms old: stale in about half of such tries).
+        SRV.wait_idle(30)
+        for i in range(10):
+            s = open_stream(SRV.port, "/v1/completions",
+                            {"model": model_name(), "prompt": "Hi", "max_tokens": 64,
+                             "stream": True, "ignore_eos": True})
+            read_until(s, b"data:")
+            h = SRV.health()
+            s.close()
+            self.assertEqual(h["in_system"], 1, f"try {i}: {h}")
+            SRV.wait_idle(30)
+
     def test_metrics_count_generated_tokens(self):
         client().completions.create(model=model_name(), prompt="Hello", max_tokens=3,
                                     temperature=0)
