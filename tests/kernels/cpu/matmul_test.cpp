@@ -26,6 +26,18 @@ struct Case {
 
 using testing::randn;
 
+// The portable kernel set and every x86 set this CPU can run.
+std::vector<const detail::MatmulKernels*> runnable_sets() {
+  std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    sets.push_back(detail::avx2_kernels());
+    if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
+    if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
+  }
+  return sets;
+}
+
 std::vector<std::uint8_t> make_weights(DType t, std::int64_t rows, std::int64_t cols,
                                        std::uint32_t seed) {
   const auto f = randn(rows * cols, seed);
@@ -119,13 +131,7 @@ TEST_P(MatmulTest, MatchesReference) {
       ASSERT_NEAR(ref.y[i], raw[i], ref.loose[i]) << "reference self-check, index " << i;
     for (int threads : {1, 3}) {
       ThreadPool pool(threads);
-      std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
-      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-          __builtin_cpu_supports("f16c")) {
-        sets.push_back(detail::avx2_kernels());
-        if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
-        if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
-      }
+      const std::vector<const detail::MatmulKernels*> sets = runnable_sets();
       std::vector<std::vector<float>> outs;
       for (const auto* k : sets) {
         std::vector<float> y(std::size_t(n * c.rows), NAN);
@@ -225,13 +231,7 @@ TEST(Matmul, EachTokenIsComputedAsIfAlone) {
       const std::int64_t rows = 37;
       const auto w = make_weights(t, rows, cols, 21);
       const WeightView view{t, w.data(), rows, cols};
-      std::vector<const detail::MatmulKernels*> sets{&detail::portable_kernels()};
-      if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-          __builtin_cpu_supports("f16c")) {
-        sets.push_back(detail::avx2_kernels());
-        if (__builtin_cpu_supports("avxvnni")) sets.push_back(detail::avxvnni_kernels());
-        if (detail::cpu_has_avx512_kernels()) sets.push_back(detail::avx512_kernels());
-      }
+      const std::vector<const detail::MatmulKernels*> sets = runnable_sets();
       for (const auto* k : sets)
         for (int threads : {1, 2}) {
           ThreadPool pool(threads);

@@ -59,7 +59,7 @@ const detail::MatmulKernels* native() {
 }
 
 constexpr DType kTypes[] = {DType::kQ4_1, DType::kQ8_0};
-// 224 and 640 columns: 7 and 20 blocks (row lengths that no unrolling divides).
+// 224 and 640 columns: rows of 7 and 20 blocks, two more row lengths.
 constexpr Shape kShapes[] = {{64, 64}, {40, 96},  {576, 576}, {192, 1536},
                              {33, 32}, {48, 224}, {50, 640}};
 
