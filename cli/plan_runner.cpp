@@ -11,6 +11,7 @@
 #include "backends/sim/probe_pool.h"
 #include "cli/commands.h"
 #include "cli/html_report.h"
+#include "engine/config/json_parse.h"
 #include "engine/config/scenario.h"
 #include "engine/plan/prune.h"
 
@@ -38,7 +39,9 @@ Cache load_cache(const std::string& dir, bool quiet) {
       ++lineno;
       if (line.empty()) continue;
       try {
-        Json j = Json::parse(line);
+        auto parsed = config::parse_json(line, nullptr);
+        if (!parsed) throw std::runtime_error("malformed JSON");
+        const Json& j = *parsed;
         cache[j.at("key").get<std::string>()][j.at("rate_rps").get<double>()] =
             plan::ProbeMetrics::from_json(j.at("metrics"));
       } catch (const std::exception&) {

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/config/json_parse.h"
+
 namespace prima::loadgen {
 namespace {
 
@@ -117,7 +119,7 @@ std::string request_body(Endpoint e, const BodyOptions& o, const std::string& pr
 }
 
 void read_prima_timings(const std::string& text, ServerTimings* t) {
-  json j = json::parse(text, nullptr, false);
+  json j = config::parse_json(text, nullptr).value_or(json(json::value_t::discarded));
   if (!j.is_discarded()) read_timings(j, t);
 }
 
@@ -135,7 +137,7 @@ void ResponseReader::on_event(const std::string& data, double t_s) {
     done_ = true;
     return;
   }
-  json j = json::parse(data, nullptr, false);
+  json j = config::parse_json(data, nullptr).value_or(json(json::value_t::discarded));
   if (j.is_discarded() || !j.is_object()) {
     if (error_.empty()) error_ = "unparsable stream event: " + one_line(data);
     return;
@@ -175,7 +177,7 @@ void ResponseReader::on_event(const std::string& data, double t_s) {
 }
 
 void ResponseReader::on_body(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
+  json j = config::parse_json(body, nullptr).value_or(json(json::value_t::discarded));
   if (j.is_discarded() || !j.is_object()) {
     error_ = "unparsable response body: " + one_line(body);
     return;

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/config/json_parse.h"
 #include "loadgen/sse_parser.h"
 
 namespace prima::loadgen {
@@ -174,7 +175,8 @@ Result<std::string> fetch_model_name(const ClientOptions& o) {
   if (res->status != 200)
     return unavailable(fmt::format("GET {}/v1/models: HTTP {}: {}", o.url.scheme_host_port,
                                    res->status, shorten(res->body)));
-  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  auto j = config::parse_json(res->body, nullptr)
+               .value_or(nlohmann::json(nlohmann::json::value_t::discarded));
   if (j.is_object())
     if (auto d = j.find("data"); d != j.end() && d->is_array() && !d->empty())
       if (auto id = (*d)[0].find("id"); id != (*d)[0].end() && id->is_string())

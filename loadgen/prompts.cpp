@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/config/json_parse.h"
 #include "engine/workload/random.h"
 
 namespace prima::loadgen {
@@ -43,7 +44,7 @@ Result<std::vector<DatasetRow>> parse_dataset(std::istream& in, const std::strin
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = fmt::format("{}:{}", name, lineno);
-    json j = json::parse(line, nullptr, false);
+    json j = config::parse_json(line, nullptr).value_or(json(json::value_t::discarded));
     if (j.is_discarded() || !j.is_object())
       return invalid_argument(where + ": expected a JSON object per line");
     DatasetRow r;

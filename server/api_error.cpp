@@ -13,13 +13,21 @@ ApiError bad_field(const std::string& param, const std::string& message) {
   return e;
 }
 
+namespace {
+// Messages may quote what a client sent: bytes that are not UTF-8 become U+FFFD rather than
+// making the error itself unwritable.
+std::string dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+}  // namespace
+
 std::string error_body(const ApiError& e, ErrorStyle style) {
   using nlohmann::json;
   switch (style) {
     case ErrorStyle::kTgi:
-      return json{{"error", e.message}, {"error_type", e.type}}.dump();
+      return dump(json{{"error", e.message}, {"error_type", e.type}});
     case ErrorStyle::kKServe:
-      return json{{"error", e.message}}.dump();
+      return dump(json{{"error", e.message}});
     case ErrorStyle::kOpenAI:
       break;
   }
@@ -27,12 +35,13 @@ std::string error_body(const ApiError& e, ErrorStyle style) {
            {"type", e.type},
            {"param", e.param.empty() ? json(nullptr) : json(e.param)},
            {"code", e.code.empty() ? json(nullptr) : json(e.code)}};
-  return json{{"error", err}}.dump();
+  return dump(json{{"error", err}});
 }
 
 void send_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
   res.status = e.status;
   if (e.status == 429 || e.status == 503) res.set_header("Retry-After", "1");
+  if (e.status == 401) res.set_header("WWW-Authenticate", "Bearer");
   res.set_content(error_body(e, style), "application/json");
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "engine/config/json_parse.h"
 #include "server/text_codec.h"
 
 namespace prima::server {
@@ -15,6 +16,15 @@ using nlohmann::json;
 
 const char* type_name(const json& v) {
   return v.type_name();
+}
+
+// A value for a message: scalars as JSON, containers by their type and size (never a deep dump).
+std::string describe_value(const json& v) {
+  if (v.is_array()) return fmt::format("a list of {}", v.size());
+  if (v.is_object()) return fmt::format("an object of {} keys", v.size());
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
 }
 
 std::optional<ApiError> wrong_type(const std::string& field, const char* want, const json& v) {
@@ -83,7 +93,7 @@ std::optional<ApiError> parse_sla_value(const json& v, const std::string& path, 
     return wrong_type(path, "a duration (seconds, or a string like \"200ms\")", v);
   }
   return bad_field(path, fmt::format("'{}' must be a duration >= 0 like \"200ms\" or 1.5, got {}",
-                                     path, v.dump()));
+                                     path, describe_value(v)));
 }
 
 // "priority" / "sla" at the top level or in "metadata".
@@ -163,29 +173,33 @@ std::optional<ApiError> encode_text(const std::string& text, const std::string& 
   return std::nullopt;
 }
 
-// A prompt: a string, a list of token ids, or a list holding one of those.
+// A prompt: a string, a list of token ids, or a list holding one of those (a batch of one).
+// Nothing nests deeper: [["hello"]] is refused, and nothing here recurses.
 std::optional<ApiError> parse_prompt(const json& v, const std::string& path, const ModelInfo& m,
                                      GenRequest* g) {
-  if (v.is_string()) return encode_text(v.get<std::string>(), path, m, g);
-  if (v.is_array()) {
-    if (v.empty()) return bad_field(path, fmt::format("'{}' must not be empty", path));
-    if (v.size() == 1 && (v[0].is_string() || v[0].is_array()))
-      return parse_prompt(v[0], path, m, g);
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      if (v[i].is_string() || v[i].is_array())
-        return bad_field(path, fmt::format("'{}': batched prompts are not supported; send one "
-                                           "prompt per request",
-                                           path));
-      if (!v[i].is_number_integer() || v[i].get<long long>() < 0 ||
-          v[i].get<long long>() > (1 << 30))
-        return bad_field(path, fmt::format("'{}[{}]' must be a token id (an integer >= 0), got {}",
-                                           path, i, v[i].dump()));
-      g->prompt_ids.push_back(v[i].get<int>());
-    }
-    g->prompt_tokens = static_cast<int>(g->prompt_ids.size());
-    return codec_of(m).check_ids(g->prompt_ids, path);
+  const json* p = &v;
+  std::string at = path;
+  if (v.is_array() && v.size() == 1 && (v[0].is_string() || v[0].is_array())) {
+    p = &v[0];
+    at = path + "[0]";
   }
-  return wrong_type(path, "a string or a list of token ids", v);
+  if (p->is_string()) return encode_text(p->get<std::string>(), at, m, g);
+  if (!p->is_array())
+    return wrong_type(at, "a string, a list of token ids, or a list holding one of those", *p);
+  if (p->empty()) return bad_field(at, fmt::format("'{}' must not be empty", at));
+  for (std::size_t i = 0; i < p->size(); ++i) {
+    const json& e = (*p)[i];
+    if (p == &v && (e.is_string() || e.is_array()))
+      return bad_field(path, fmt::format("'{}': batched prompts are not supported; send one "
+                                         "prompt per request",
+                                         path));
+    if (!e.is_number_integer() || e.get<long long>() < 0 || e.get<long long>() > (1 << 30))
+      return bad_field(at, fmt::format("'{}[{}]' must be a token id (an integer >= 0), got {}", at,
+                                       i, describe_value(e)));
+    g->prompt_ids.push_back(e.get<int>());
+  }
+  g->prompt_tokens = static_cast<int>(g->prompt_ids.size());
+  return codec_of(m).check_ids(g->prompt_ids, at);
 }
 
 std::optional<ApiError> parse_chat_messages(const json& j, const ModelInfo& m, GenRequest* g) {
@@ -397,11 +411,8 @@ std::optional<ApiError> parse_kserve(const json& j, const ModelInfo& m, const Pa
 }  // namespace
 
 nlohmann::json parse_or_null(const std::string& body) {
-  try {
-    return json::parse(body, nullptr, /*allow_exceptions=*/false);
-  } catch (const json::exception&) {
-    return json(json::value_t::discarded);
-  }
+  auto j = config::parse_json(body, nullptr);
+  return j ? std::move(*j) : json(json::value_t::discarded);
 }
 
 bool parse_duration_s(const std::string& s, double* out) {
@@ -425,14 +436,12 @@ bool parse_duration_s(const std::string& s, double* out) {
 
 std::optional<ApiError> parse_request(ApiKind kind, const std::string& body, const ModelInfo& m,
                                       const ParseLimits& lim, ParsedRequest* out) {
-  // Exceptions even with allow_exceptions=false: nlohmann throws out_of_range on a number
-  // overflow ("1e400"). Any parse failure is a 400 naming where it happened.
-  json j;
-  try {
-    j = json::parse(body);
-  } catch (const json::exception& e) {
-    return bad_field("", std::string("the request body is not valid JSON: ") + e.what());
-  }
+  // Nesting is capped while parsing (config::kMaxJsonDepth): no later step recurses deeper.
+  config::JsonParseError perr;
+  auto parsed = config::parse_json(body, &perr);
+  if (!parsed)
+    return bad_field("", "the request body is not valid JSON: " + config::describe(perr));
+  const json& j = *parsed;
   if (!j.is_object())
     return bad_field("",
                      fmt::format("the request body must be a JSON object, got {}", type_name(j)));

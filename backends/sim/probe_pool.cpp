@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backends/sim/simulation.h"
+#include "engine/config/json_parse.h"
 #include "engine/config/scenario.h"
 
 namespace prima::sim {
@@ -129,7 +130,9 @@ std::vector<ProbeDone> ProbePool::wait() {
       d.tag = it->tag;
       try {
         if (it->out.empty()) throw std::runtime_error("no result");
-        d.metrics = plan::ProbeMetrics::from_json(config::Json::parse(it->out));
+        auto parsed = config::parse_json(it->out, nullptr);
+        if (!parsed) throw std::runtime_error("malformed result");
+        d.metrics = plan::ProbeMetrics::from_json(*parsed);
       } catch (const std::exception&) {
         d.metrics.ok = false;
         d.metrics.error =

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/config/json_parse.h"
+
 namespace prima::config {
 namespace {
 
@@ -106,25 +108,10 @@ bool parse_bandwidth_Bps(const std::string& s, double* out) {
 }
 
 Result<Json> parse_json_text(const std::string& text, const std::string& file) {
-  try {
-    return Json::parse(text, nullptr, true, /*ignore_comments=*/false);
-  } catch (const Json::parse_error& e) {
-    // Turn the byte offset into a line and column.
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    auto p = what.find("parse error");
-    if (p != std::string::npos) what = what.substr(p);
-    return invalid_argument(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                            ": malformed JSON: " + what);
-  }
+  JsonParseError e;
+  if (auto j = parse_json(text, &e)) return std::move(*j);
+  return invalid_argument(file + ":" + std::to_string(e.line) + ":" + std::to_string(e.column) +
+                          ": malformed JSON: " + e.message);
 }
 
 Result<Json> read_json_file(const std::string& path) {

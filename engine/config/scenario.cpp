@@ -4,6 +4,7 @@
 
 #include "engine/cluster/cluster_options.h"
 #include "engine/config/embedded.h"
+#include "engine/config/json_parse.h"
 #include "engine/sched/scheduler_options.h"
 
 namespace prima::config {
@@ -15,12 +16,8 @@ Status apply_set(Json* j, const std::string& assignment) {
     return invalid_argument("--set " + assignment + ": expected PATH=VALUE, e.g. seed=7 or " +
                             "deployment.parallel_strategy.tensor_parallel=8");
   const std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
-  Json value;
-  try {
-    value = Json::parse(text);
-  } catch (...) {
-    value = text;  // a bare word is a string
-  }
+  Json value = text;  // a bare word is a string
+  if (auto parsed = parse_json(text, nullptr)) value = std::move(*parsed);
   Json* cur = j;
   std::size_t start = 0;
   while (true) {

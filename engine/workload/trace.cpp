@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 
+#include "engine/config/json_parse.h"
 #include "engine/config/json_reader.h"
 
 namespace prima::workload {
@@ -187,15 +188,12 @@ Result<std::vector<TraceRecord>> parse_jsonl(std::istream& in, const std::string
   while (std::getline(in, line)) {
     ++lineno;
     if (trim(line).empty()) continue;
-    config::Json j;
-    try {
-      j = config::Json::parse(line);
-    } catch (const config::Json::parse_error& e) {
-      std::string what = e.what();
-      auto p = what.find("parse error");
-      return invalid_argument(
-          at(name, lineno) + "malformed JSON: " + (p == std::string::npos ? what : what.substr(p)));
-    }
+    config::JsonParseError perr;
+    auto parsed = config::parse_json(line, &perr);
+    if (!parsed)
+      return invalid_argument(at(name, lineno) + "malformed JSON: column " +
+                              std::to_string(perr.column) + ": " + perr.message);
+    config::Json j = std::move(*parsed);
     if (!j.is_object())
       return invalid_argument(at(name, lineno) + "expected a JSON object, got " +
                               config::describe(j));

@@ -134,6 +134,27 @@ TEST(BadInput, ValidateReportsEachFile) {
   EXPECT_NE(r.err.find("does not fit"), std::string::npos) << r.err;
 }
 
+// Nesting far deeper than the stack could take (it crashed the parser's callers) is refused
+// while parsing, with the limit named: in a scenario, in --set, in validate and in a trace.
+TEST(BadInput, DeeplyNestedJsonIsRefusedNotACrash) {
+  const std::string deep = std::string(50000, '[') + std::string(50000, ']');
+  auto p = write("deep.json", R"({"name": )" + deep + "}");
+  expect_bad(run_prima("simulate " + p + " -q"), {"deep.json:1:", "deeper than 64 levels"});
+  auto v = run_prima("validate " + p);
+  EXPECT_EQ(v.exit_code, 2) << v.err;
+  EXPECT_NE(v.err.find("deeper than 64 levels"), std::string::npos) << v.err;
+  auto dir = temp_dir("deeptrace");
+  std::ofstream(dir + "/t.jsonl")
+      << "{\"arrival_s\": 0, \"prompt_tokens\": 10, \"output_tokens\": 5}\n"
+      << "{\"x\": " << deep << "}\n";
+  std::ofstream(dir + "/s.json") << R"({"model": "llama-2-7b", "topology": "dgx_a100",
+      "workload": {"arrival": {"type": "trace", "format": "jsonl", "path": "t.jsonl"}}})";
+  expect_bad(run_prima("simulate " + dir + "/s.json -q"), {"t.jsonl:2", "deeper than 64"});
+  // A --set value that does not parse as JSON (too deep) is taken as a string: the field's
+  // own check then names it.
+  expect_bad(run_prima("simulate --set seed=" + std::string(100, '[') + " -q"), {"/seed"});
+}
+
 TEST(BadInput, ShippedScenariosAndTopologiesValidate) {
   auto r = run_prima(
       "validate " + source_path("scenarios/*.json") + " " + source_path("scenarios/bench/*.json") +

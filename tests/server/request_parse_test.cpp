@@ -101,6 +101,47 @@ TEST(RequestParse, ErrorsNameTheField) {
   }
 }
 
+// A hostile body: nesting far deeper than the stack could take is refused while parsing, on
+// every API; a prompt nests at most one list deep; bytes that are not UTF-8 give a 400 whose
+// error body can still be written.
+TEST(RequestParse, DeepNestingAndBadBytesAreBadRequests) {
+  const std::string deep = std::string(50000, '[') + "\"hello\"" + std::string(50000, ']');
+  for (ApiKind k : {ApiKind::kCompletion, ApiKind::kChat, ApiKind::kTgi, ApiKind::kKServe}) {
+    ParsedRequest p;
+    auto e = parse(k, R"({"model":"m","prompt":)" + deep + "}", &p);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->status, 400);
+    EXPECT_NE(e->message.find("deeper than 64 levels"), std::string::npos) << e->message;
+  }
+  struct Case {
+    std::string prompt, param, text;
+  };
+  const std::vector<Case> prompts = {{R"([[["hello"]]])", "prompt[0]", "'prompt[0][0]' must be"},
+                                     {R"([["hello"]])", "prompt[0]", "'prompt[0][0]' must be"},
+                                     {R"([[1,[2]]])", "prompt[0]", "'prompt[0][1]' must be"},
+                                     {R"([1,[2]])", "prompt", "batched"}};
+  for (const auto& c : prompts) {
+    ParsedRequest p;
+    auto e = parse(ApiKind::kCompletion, R"({"model":"m","prompt":)" + c.prompt + "}", &p);
+    ASSERT_TRUE(e) << c.prompt;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_EQ(e->param, c.param) << c.prompt;
+    EXPECT_NE(e->message.find(c.text), std::string::npos) << c.prompt << " -> " << e->message;
+  }
+  for (const std::string ok : {R"(["hello"])", R"([[5,6,7]])", R"([5,6,7])"}) {
+    ParsedRequest p;
+    auto e = parse(ApiKind::kCompletion, R"({"model":"m","prompt":)" + ok + "}", &p);
+    EXPECT_FALSE(e) << ok << " -> " << e->message;
+  }
+  ParsedRequest p;
+  auto e = parse(ApiKind::kCompletion, "{\"model\":\"m\",\"prompt\":\"\xff\xc3(\"}", &p);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 400);
+  EXPECT_NE(e->message.find("UTF-8"), std::string::npos) << e->message;
+  for (ErrorStyle st : {ErrorStyle::kOpenAI, ErrorStyle::kTgi, ErrorStyle::kKServe})
+    EXPECT_TRUE(nlohmann::json::accept(error_body(*e, st))) << error_body(*e, st);
+}
+
 TEST(RequestParse, KServeAndTgiBodies) {
   ParsedRequest p;
   ASSERT_FALSE(parse(ApiKind::kKServe,
