@@ -93,7 +93,17 @@ int cmd_serve(const Args& args) {
       "max-concurrent", po::value<int>(&so.max_concurrent)->default_value(256),
       "generation requests in progress at once; more get 429 with Retry-After")(
       "max-body-bytes", po::value<std::size_t>(&so.max_body_bytes)->default_value(1 << 20),
-      "largest request body; larger ones get 413")(
+      "largest request body, chunked or not; larger ones get 413")(
+      "max-header-bytes", po::value<std::size_t>(&so.max_header_bytes)->default_value(32768),
+      "largest request line + headers; larger ones get 431")(
+      "max-connections", po::value<int>(&so.max_connections)->default_value(10000),
+      "open connections at most (bounded by the open-file limit); more get 503 at once")(
+      "header-timeout", po::value<double>(&so.header_timeout_s)->default_value(10.0),
+      "seconds from a request's first byte to the end of its headers; later: 408")(
+      "body-timeout", po::value<double>(&so.body_timeout_s)->default_value(30.0),
+      "seconds from the end of the headers to the end of the body; later: 408")(
+      "idle-timeout", po::value<double>(&so.idle_timeout_s)->default_value(5.0),
+      "seconds a connection may wait for its next request (keep-alive)")(
       "default-max-tokens", po::value<int>(&so.default_max_tokens)->default_value(16),
       "output tokens of a request that does not say")(
       "max-tokens", po::value<int>(&so.max_tokens_cap)->default_value(0),

@@ -26,6 +26,15 @@ Status ServerOptions::validate() const {
     return invalid_argument(fmt::format("--max-tokens: {} must be >= 0", max_tokens_cap));
   if (threads < 0 || threads > 100000)
     return invalid_argument(fmt::format("--threads: {} must be in 0..100000", threads));
+  if (max_connections < 1)
+    return invalid_argument(fmt::format("--max-connections: {} must be >= 1", max_connections));
+  if (max_header_bytes < 1024)
+    return invalid_argument(fmt::format("--max-header-bytes: {} is below 1024", max_header_bytes));
+  for (auto [flag, v] :
+       {std::pair{"--header-timeout", header_timeout_s},
+        std::pair{"--body-timeout", body_timeout_s}, std::pair{"--idle-timeout", idle_timeout_s}})
+    if (!(v > 0 && v <= 3600))
+      return invalid_argument(fmt::format("{}: {} s must be > 0 and <= 3600", flag, v));
   return ok_status();
 }
 
@@ -49,9 +58,25 @@ HttpServer::~HttpServer() {
 
 void HttpServer::setup() {
   const int threads = opts_.threads > 0 ? opts_.threads : opts_.max_concurrent + 16;
-  svr_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  ConnectionLimits cl;
+  cl.worker_threads = threads;
+  cl.max_connections = opts_.max_connections;
+  cl.reactor.framing.max_body_bytes = opts_.max_body_bytes;
+  cl.reactor.framing.max_header_bytes = opts_.max_header_bytes;
+  cl.reactor.header_timeout_s = opts_.header_timeout_s;
+  cl.reactor.body_timeout_s = opts_.body_timeout_s;
+  cl.reactor.idle_timeout_s = opts_.idle_timeout_s;
+  svr_.set_connection_limits(cl);
+  svr_.error_body = [](int status, const std::string& path, const std::string& message) {
+    ApiError e;
+    e.status = status;
+    e.type = status == 503 ? "service_unavailable" : "invalid_request_error";
+    e.message = message;
+    return error_body(e, style_for_path(path));
+  };
   svr_.set_payload_max_length(opts_.max_body_bytes);
   svr_.set_keep_alive_max_count(1000);
+  svr_.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, opts_.idle_timeout_s)));
   svr_.set_read_timeout(30, 0);
   svr_.set_write_timeout(30, 0);
 
@@ -136,6 +161,8 @@ json HttpServer::health() const {
          {"ended", s.ended},
          {"admitted", guard_.in_use()},
          {"max_concurrent", guard_.capacity()},
+         {"connections", svr_.open_connections()},
+         {"max_connections", svr_.max_connections()},
          {"engine_time_s", s.now_s}};
   if (health_extra) health_extra(&j);
   return j;

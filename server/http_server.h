@@ -34,6 +34,11 @@ struct ServerOptions {
   int default_max_tokens = 16;           // when a request does not say
   int max_tokens_cap = 0;                // largest max_tokens (0: the model's context)
   int threads = 0;                       // HTTP worker threads (0: max_concurrent + 16)
+  int max_connections = 10000;           // open connections at most; more: 503 at once
+  std::size_t max_header_bytes = 32768;  // request line + headers; larger: 431
+  double header_timeout_s = 10;          // first byte -> end of headers; later: 408
+  double body_timeout_s = 30;            // end of headers -> end of body; later: 408
+  double idle_timeout_s = 5;             // keep-alive idle (and before the first byte)
   Status validate() const;
 };
 
@@ -54,6 +59,9 @@ class HttpServer {
   // Waits until no generation request is in progress, at most timeout_s; true when drained.
   bool wait_drained(double timeout_s);
   void stop();
+  // Connections open now, and the cap in force (once serving).
+  int open_connections() const { return svr_.open_connections(); }
+  int max_connections() const { return svr_.max_connections(); }
 
   // /health's body (also used by tests and logs).
   nlohmann::json health() const;
