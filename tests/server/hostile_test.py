@@ -14,7 +14,9 @@ server, holds its workers, or leaks a KV block or a connection slot.
 - 401 carries WWW-Authenticate;
 and after each, the same server process answers and returns to idle (every KV block free).
 
-usage: hostile_test.py PATH/TO/prima        (exit 0: pass, 1: failures)
+The hostile bodies run against the real backend too (SmolLM2) when its model file is given.
+
+usage: hostile_test.py PATH/TO/prima [MODEL.gguf]     (exit 0: pass, 1: failures)
 """
 import json
 import os
@@ -30,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serve_test  # noqa: E402  (the Server helper)
 
 DEEP = 50000
+MODEL = None  # the real backend's model file (HostileBodiesReal); None: skipped
 
 
 def exchange(port, data, timeout=15):
@@ -80,8 +83,12 @@ def p99(xs):
 
 class HostileBodies(unittest.TestCase):
     @classmethod
+    def start(cls):
+        return serve_test.Server("--speed", "20")
+
+    @classmethod
     def setUpClass(cls):
-        cls.srv = serve_test.Server("--speed", "20")
+        cls.srv = cls.start()
         cls.model = json.loads(cls.srv.request("GET", "/v1/models")[2])["data"][0]["id"]
 
     @classmethod
@@ -91,6 +98,10 @@ class HostileBodies(unittest.TestCase):
     def tearDown(self):
         self.assertIsNone(self.srv.proc.poll(), "the server died:\n" + self.srv.output())
         self.srv.wait_idle()
+        deadline = time.time() + 5  # no connection slot leaks: only /health's own stays open
+        while self.srv.health()["connections"] > 1:
+            self.assertLess(time.time(), deadline, self.srv.health())
+            time.sleep(0.05)
 
     def test_deep_nesting_on_every_api(self):
         deep = b"[" * DEEP + b'"hello"' + b"]" * DEEP
@@ -180,6 +191,22 @@ class HostileBodies(unittest.TestCase):
         s.sendall(body)
         self.assertEqual(read_response(s)[0], 200)
         s.close()
+
+
+class HostileBodiesReal(HostileBodies):
+    """The same bodies against `prima serve --backend real` (SmolLM2 on this CPU)."""
+
+    @classmethod
+    def start(cls):
+        return serve_test.Server("--model", MODEL, "--max-model-len", "512", "--max-num-seqs",
+                                 "2", backend="real", start_timeout=120)
+
+    @classmethod
+    def setUpClass(cls):
+        if not MODEL or not os.path.exists(MODEL):
+            raise unittest.SkipTest(f"the real backend's model file {MODEL} is missing "
+                                    "(scripts/fetch-model.sh)")
+        super().setUpClass()
 
 
 class Deadlines(unittest.TestCase):
@@ -320,7 +347,10 @@ class SlowClients(unittest.TestCase):
 
 
 def main():
+    global MODEL
     serve_test.PRIMA = sys.argv.pop(1)
+    if len(sys.argv) > 1 and sys.argv[1].endswith(".gguf"):
+        MODEL = sys.argv.pop(1)
     prog = unittest.main(exit=False, verbosity=2)
     sys.exit(0 if prog.result.wasSuccessful() else 1)
 
