@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -126,6 +127,80 @@ TEST(Sampler, DistributionFollowsTheSoftmax) {
   for (int pos = 0; pos < n; ++pos) ++count[sample_token(l.data(), 4, p, 1, pos, &scratch)];
   EXPECT_EQ(count[0] + count[1], 0);
   EXPECT_NEAR(count[2] / double(n), 3.0 / 7, 0.01);
+}
+
+// The sort-everything sampler the selection paths replace: candidates by descending logit
+// (ascending id on ties), top-k, softmax in double, nucleus cut, inverse CDF in that order.
+int reference_sample(const std::vector<float>& l, const SamplingParams& p, std::int64_t pos) {
+  std::vector<std::pair<float, int>> c;
+  for (int i = 0; i < static_cast<int>(l.size()); ++i) c.push_back({l[i], i});
+  std::sort(c.begin(), c.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
+  int k = p.top_k > 0 ? std::min<int>(p.top_k, c.size()) : static_cast<int>(c.size());
+  std::vector<double> prob(k);
+  double sum = 0;
+  for (int i = 0; i < k; ++i) sum += prob[i] = std::exp((c[i].first - c[0].first) / p.temperature);
+  if (p.top_p < 1.0) {
+    double cum = 0;
+    for (int i = 0; i < k; ++i)
+      if ((cum += prob[i] / sum) >= p.top_p) {
+        k = i + 1;
+        break;
+      }
+    sum = 0;
+    for (int i = 0; i < k; ++i) sum += prob[i];
+  }
+  const double u = sampling_uniform(p.seed, 1, pos) * sum;
+  double cum = 0;
+  for (int i = 0; i < k; ++i)
+    if (u < (cum += prob[i])) return c[i].second;
+  return c[k - 1].second;
+}
+
+// Top-k and top-p draw exactly the reference's tokens; a flat distribution makes the nucleus
+// thousands of tokens wide, so the candidate set grows through every size up to the whole
+// vocabulary.
+TEST(Sampler, SelectionPathsDrawTheFullSortsTokens) {
+  std::mt19937 rng(3);
+  for (double sd : {0.3, 1.0, 4.0}) {
+    std::normal_distribution<float> dist(0.f, static_cast<float>(sd));
+    std::vector<float> l(5000);
+    for (float& x : l) x = dist(rng);
+    l[17] = l[4000] = 6.f;  // a tie at the top
+    std::vector<std::pair<float, int>> scratch;
+    for (auto [k, top_p] : {std::pair{0, 0.9}, std::pair{0, 0.5}, std::pair{0, 0.999},
+                            std::pair{50, 1.0}, std::pair{50, 0.8}, std::pair{4999, 0.95}}) {
+      SamplingParams p;
+      p.temperature = 0.8;
+      p.seed = 11;
+      p.top_k = k;
+      p.top_p = top_p;
+      int same = 0;
+      for (int pos = 0; pos < 300; ++pos)
+        same += sample_token(l.data(), 5000, p, 1, pos, &scratch) == reference_sample(l, p, pos);
+      EXPECT_EQ(same, 300) << "sd " << sd << " top_k " << k << " top_p " << top_p;
+    }
+  }
+}
+
+// Plain temperature over a large vocabulary: each token's frequency follows the softmax.
+TEST(Sampler, PlainTemperatureFollowsTheSoftmaxOverALargeVocabulary) {
+  std::vector<float> l(3000, -4.f);
+  l[5] = 1.f;
+  l[2999] = 0.f;
+  l[1000] = 0.5f;
+  SamplingParams p;
+  p.temperature = 1.0;
+  p.seed = 21;
+  double z = 2997 * std::exp(-4.0) + std::exp(1.0) + 1 + std::exp(0.5);
+  std::map<int, int> count;
+  std::vector<std::pair<float, int>> scratch;
+  const int n = 40000;
+  for (int pos = 0; pos < n; ++pos) ++count[sample_token(l.data(), 3000, p, 1, pos, &scratch)];
+  EXPECT_NEAR(count[5] / double(n), std::exp(1.0) / z, 0.01);
+  EXPECT_NEAR(count[2999] / double(n), 1 / z, 0.01);
+  EXPECT_NEAR(count[1000] / double(n), std::exp(0.5) / z, 0.01);
 }
 
 }  // namespace
