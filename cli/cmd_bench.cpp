@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "engine/config/json_parse.h"
 #include "engine/config/json_reader.h"
 #include "engine/config/scenario.h"
 #include "engine/workload/trace.h"
@@ -43,6 +44,7 @@ examples:
   prima bench --scenario scenarios/seed_claims/seed001_llama2_13b_a100_node.json \
               --num-prompts 1000 --json          # the scenario's workload, seed and SLO
   prima bench --slo-ttft 200ms --slo-tpot 50ms   # goodput under an SLO
+  prima bench --temperature 0 --extra-body '{"seed": 7}'   # sampling fields in every request
 
 Without --request-rate or --concurrency every request is due at once (rate inf, as vllm bench
 serve), at most --max-concurrency (default 256) in flight; with a rate, at most 1024 by
@@ -136,6 +138,12 @@ int cmd_bench(const Args& args) {
       ("no-stream", "ask for whole answers (no TTFT/TPOT/ITL)")
       ("no-keep-alive", "open a new connection for every request")
       ("ignore-eos", "send \"ignore_eos\": true (OpenAI endpoints; vLLM's extension)")
+      ("temperature", po::value<double>(), "send this sampling temperature (0: greedy)")
+      ("top-p", po::value<double>(), "send this nucleus cut (0 < p <= 1)")
+      ("top-k", po::value<int>(), "send this top-k cut (-1 or 0: off)")
+      ("extra-body", po::value<std::string>(),
+       "a JSON object merged into every request body (TGI: into \"parameters\"), e.g. "
+       "'{\"seed\": 7, \"logit_bias\": {\"42\": -100}}'")
       ("slo-ttft", po::value<std::string>(), "SLO bound on TTFT (200ms)")
       ("slo-tpot", po::value<std::string>(), "SLO bound on TPOT (50ms)")
       ("slo-e2e", po::value<std::string>(), "SLO bound on E2E latency (2s)")
@@ -175,6 +183,29 @@ int cmd_bench(const Args& args) {
                "': expected completions, chat or tgi");
   co.body.stream = stream;
   co.body.ignore_eos = vm.count("ignore-eos") > 0;
+  if (vm.count("extra-body")) {
+    config::JsonParseError perr;
+    auto extra = config::parse_json(vm["extra-body"].as<std::string>(), &perr);
+    if (!extra) return bad("--extra-body: not JSON: " + config::describe(perr));
+    if (!extra->is_object())
+      return bad("--extra-body: expected a JSON object like '{\"seed\": 7}'");
+    co.body.extra = std::move(*extra);
+  }
+  if (vm.count("temperature")) {
+    const double t = vm["temperature"].as<double>();
+    if (!(t >= 0 && t <= 100)) return bad("--temperature must be between 0 and 100");
+    co.body.extra["temperature"] = t;
+  }
+  if (vm.count("top-p")) {
+    const double tp = vm["top-p"].as<double>();
+    if (!(tp > 0 && tp <= 1)) return bad("--top-p must be > 0 and <= 1");
+    co.body.extra["top_p"] = tp;
+  }
+  if (vm.count("top-k")) {
+    const int k = vm["top-k"].as<int>();
+    if (k < -1) return bad("--top-k must be -1, 0 (off) or a positive integer");
+    co.body.extra["top_k"] = k;
+  }
   co.keep_alive = !vm.count("no-keep-alive");
   if (vm.count("api-key"))
     co.api_key = vm["api-key"].as<std::string>();

@@ -99,6 +99,8 @@ std::string request_body(Endpoint e, const BodyOptions& o, const std::string& pr
       params["priority"] = priority_text(p.priority);
       if (p.sla_s > 0) params["sla"] = p.sla_s;
     }
+    if (o.extra.is_object())
+      for (auto it = o.extra.begin(); it != o.extra.end(); ++it) params[it.key()] = it.value();
     j = json{{"inputs", prompt}, {"parameters", params}};
     return j.dump();
   }
@@ -115,6 +117,8 @@ std::string request_body(Endpoint e, const BodyOptions& o, const std::string& pr
     j["priority"] = priority_text(p.priority);
     if (p.sla_s > 0) j["sla"] = p.sla_s;
   }
+  if (o.extra.is_object())
+    for (auto it = o.extra.begin(); it != o.extra.end(); ++it) j[it.key()] = it.value();
   return j.dump();
 }
 

@@ -10,6 +10,7 @@
 // Plain functions and a per-response ResponseReader (single-threaded, one per response).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,6 +30,10 @@ struct BodyOptions {
   std::string model;  // not sent to TGI
   bool stream = true;
   bool ignore_eos = false;  // OpenAI "ignore_eos" (vLLM's extension), for exact output lengths
+  // Fields merged into every request: at the top level for OpenAI, into "parameters" for TGI
+  // (sampling: "temperature", "top_p", "top_k", ...). Must be an object (or null: none). Its
+  // fields win over the benchmark's own.
+  nlohmann::json extra = nullptr;
 };
 
 // The JSON body for one request: `prompt` as text (a chat prompt becomes one user message).

@@ -55,6 +55,17 @@ TEST(Api, RequestBodies) {
   EXPECT_EQ(t["parameters"]["priority"], "high");
   EXPECT_EQ(t["parameters"]["sla"], 0.5);
   EXPECT_FALSE(t.contains("model"));
+  // Extra fields (prima bench --temperature/--top-p/--top-k/--extra-body): top level for
+  // OpenAI, into "parameters" for TGI; they win over the benchmark's own.
+  o.extra = json{{"temperature", 0}, {"seed", 7}, {"max_tokens", 2}};
+  json e = json::parse(request_body(Endpoint::kCompletions, o, "hi", planned(9)));
+  EXPECT_EQ(e["temperature"], 0);
+  EXPECT_EQ(e["seed"], 7);
+  EXPECT_EQ(e["max_tokens"], 2);
+  json et = json::parse(request_body(Endpoint::kTgi, o, "hi", planned(9)));
+  EXPECT_EQ(et["parameters"]["temperature"], 0);
+  EXPECT_EQ(et["parameters"]["seed"], 7);
+  EXPECT_FALSE(et.contains("temperature"));
 }
 
 TEST(Api, OpenAiCompletionStream) {

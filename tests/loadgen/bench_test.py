@@ -256,6 +256,11 @@ class BenchTest(unittest.TestCase):
             (["--scenario", "/nonexistent.json"], "nonexistent"),
             (["--scenario", SEED001, "--request-rate", "3"], "--scenario gives the workload"),
             (["--out", "/nonexistent/dir/x.json", "--model", "m"], "--out"),
+            (["--extra-body", "{oops"], "--extra-body: not JSON"),
+            (["--extra-body", "[1]"], "expected a JSON object"),
+            (["--temperature", "-1"], "--temperature"),
+            (["--top-p", "0"], "--top-p"),
+            (["--top-k", "-2"], "--top-k"),
         ]
         for args, msg in cases:
             with self.subTest(args=args):
