@@ -30,7 +30,7 @@ std::string SyntheticCodec::id_text(int id) const {
 std::vector<int> SyntheticCodec::prompt_ids(const GenRequest& g) const {
   if (!g.prompt_ids.empty()) return g.prompt_ids;  // sent as ids
   std::vector<int> ids(static_cast<std::size_t>(std::max(g.prompt_tokens, 0)));
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i % 32);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i);
   return ids;
 }
 

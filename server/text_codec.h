@@ -54,7 +54,7 @@ class TextCodec {
 // The sim backend's codec: prompt tokens = ceil(bytes / 4); a chat counts each message's
 // role plus 16 bytes of template and its content; output token i is token_text(i). It has
 // no vocabulary: its ids are synthetic, id k the word token_text(k) (TGI's output token i
-// has id i mod 32), and a prompt of n tokens reads as ids 0, 1, ..., n-1 (mod 32).
+// has id i mod 32), and a prompt of n tokens reads as ids 0, 1, ..., n-1 (its positions).
 class SyntheticCodec : public TextCodec {
  public:
   bool real() const override { return false; }

@@ -7,8 +7,8 @@
 // The ids are exactly the ones a completion (or chat completion) with that prompt is counted
 // and run with: the model's tokenizer and chat template on the real backend; on the sim
 // backend, which has no vocabulary, the synthetic ids of text_codec.h (a prompt of n tokens,
-// counted as completions count it, reads as ids 0..n-1 mod 32; id k reads back as the k-th
-// synthetic word). Options that would tokenize differently from a completion
+// counted as completions count it, reads as ids 0..n-1, its positions; id k reads back as
+// the synthetic word W[k mod 32]). Options that would tokenize differently from a completion
 // ("add_special_tokens": false, "add_generation_prompt": false, a custom chat template,
 // tools) are refused with 400 naming the field; errors are in OpenAI's shape.
 #include <fmt/format.h>
