@@ -4,10 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Python clients of the serving tests (tests/server/serve_test.py): the official openai package
-# and locust (Debian 12's system Python refuses plain pip installs: PEP 668).
-for pkg in openai locust; do
-  python3 -c "import $pkg" 2>/dev/null || python3 -m pip install -q "$pkg" 2>/dev/null ||
+# Python clients of the serving tests (tests/server/serve_test.py, clients_test.py): the
+# official openai package, locust, tritonclient[http] (with numpy) and text-generation (Debian
+# 12's system Python refuses plain pip installs: PEP 668). Each pair: module, package.
+for pair in openai:openai locust:locust 'tritonclient.http:tritonclient[http]' numpy:numpy \
+  text_generation:text-generation; do
+  mod=${pair%%:*} pkg=${pair#*:}
+  python3 -c "import $mod" 2>/dev/null || python3 -m pip install -q "$pkg" 2>/dev/null ||
     python3 -m pip install -q --break-system-packages "$pkg"
 done
 PRIMA_WERROR=1 bash scripts/build.sh

@@ -19,13 +19,24 @@ namespace {
 std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+// TGI's error_type vocabulary (its client maps validation, overloaded and generation to its
+// exceptions); other statuses are named plainly, so the client falls back on the status.
+const char* tgi_error_type(int status) {
+  if (status == 429 || status == 503) return "overloaded";
+  if (status >= 500) return "generation";
+  if (status == 400 || status == 413 || status == 422) return "validation";
+  if (status == 401 || status == 403) return "authentication";
+  if (status == 404) return "not_found";
+  return "invalid_request";
+}
 }  // namespace
 
 std::string error_body(const ApiError& e, ErrorStyle style) {
   using nlohmann::json;
   switch (style) {
     case ErrorStyle::kTgi:
-      return dump(json{{"error", e.message}, {"error_type", e.type}});
+      return dump(json{{"error", e.message}, {"error_type", tgi_error_type(e.status)}});
     case ErrorStyle::kKServe:
       return dump(json{{"error", e.message}});
     case ErrorStyle::kOpenAI:
@@ -46,9 +57,9 @@ void send_error(httplib::Response& res, const ApiError& e, ErrorStyle style) {
 }
 
 ErrorStyle style_for_path(const std::string& path) {
-  if (path.rfind("/v2/", 0) == 0) return ErrorStyle::kKServe;
-  if (path.rfind("/generate", 0) == 0) return ErrorStyle::kTgi;
-  return ErrorStyle::kOpenAI;
+  if (path == "/v2" || path.rfind("/v2/", 0) == 0) return ErrorStyle::kKServe;
+  if (path == "/" || path == "/info" || path.rfind("/generate", 0) == 0) return ErrorStyle::kTgi;
+  return ErrorStyle::kOpenAI;  // /v1/..., vLLM's /tokenize and /detokenize, the rest
 }
 
 }  // namespace prima::server

@@ -1,6 +1,7 @@
 // ApiError: an HTTP error answer (status, message naming the field, OpenAI type/param/code),
 // and its bodies in each API's style: OpenAI {"error": {"message", "type", "param", "code"}},
-// TGI {"error", "error_type"}, KServe v2 {"error"}. Plain values; thread-safe.
+// TGI {"error", "error_type"} (error_type from the status: "validation", "overloaded",
+// "generation", ...), KServe v2 {"error"}. Plain values; thread-safe.
 #pragma once
 
 #include <httplib.h>
@@ -23,7 +24,8 @@ enum class ErrorStyle { kOpenAI, kTgi, kKServe };
 std::string error_body(const ApiError& e, ErrorStyle style);
 // Sets status, JSON body and (429, 503) Retry-After on the response.
 void send_error(httplib::Response& res, const ApiError& e, ErrorStyle style);
-// The style of the API a path belongs to.
+// The style of the API a path belongs to: /v2, /v2/... KServe; /, /info, /generate... TGI;
+// everything else (/v1/..., /tokenize, /detokenize) OpenAI.
 ErrorStyle style_for_path(const std::string& path);
 
 }  // namespace prima::server

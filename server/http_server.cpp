@@ -82,7 +82,7 @@ void HttpServer::setup() {
 
   svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (auto e = guard_.check_auth(req)) {
-      send_error(res, *e, ErrorStyle::kOpenAI);
+      send_error(res, *e, style_for_path(req.path));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;

@@ -2,6 +2,8 @@
 // with "stream": true: chunks in OpenAI's schema, stream_options.include_usage, then
 // `data: [DONE]`), GET /v1/models. Responses carry the request's engine-time timings: the
 // x-prima-sim-* headers (non-streaming) and a "prima" object (the body, or the last chunk).
+// GET /v1/models/{id}: the served model, or 404 (code "model_not_found") for any other id.
+// vLLM's POST /tokenize and /detokenize: tokenize_api.cpp.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -18,6 +20,14 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+json model_json(const ServerContext& ctx) {
+  return {{"id", ctx.model.name},
+          {"object", "model"},
+          {"created", ctx.model.created},
+          {"owned_by", "prima"},
+          {"max_model_len", ctx.model.max_model_len}};
 }
 
 json usage_json(const StreamEnd& e) {
@@ -136,14 +146,23 @@ void add_openai_routes(httplib::Server& svr, ServerContext* ctx) {
     generate(ctx, ApiKind::kChat, req, res);
   });
   svr.Get("/v1/models", [ctx](const httplib::Request&, httplib::Response& res) {
-    json m{{"id", ctx->model.name},
-           {"object", "model"},
-           {"created", ctx->model.created},
-           {"owned_by", "prima"},
-           {"max_model_len", ctx->model.max_model_len}};
-    res.set_content(json{{"object", "list"}, {"data", json::array({m})}}.dump(),
+    res.set_content(json{{"object", "list"}, {"data", json::array({model_json(*ctx)})}}.dump(),
                     "application/json");
   });
+  // Model ids may hold '/' ("org/name"): the id is the rest of the path.
+  svr.Get(R"(/v1/models/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1].str();
+    if (id == ctx->model.name) return res.set_content(model_json(*ctx).dump(), "application/json");
+    ApiError e;
+    e.status = 404;
+    e.param = "model";
+    e.type = "NotFoundError";
+    e.code = "model_not_found";
+    e.message =
+        fmt::format("The model '{}' does not exist; this server serves '{}'", id, ctx->model.name);
+    send_error(res, e, ErrorStyle::kOpenAI);
+  });
+  add_tokenize_routes(svr, ctx);
 }
 
 }  // namespace prima::server

@@ -461,4 +461,9 @@ std::optional<ApiError> parse_request(ApiKind kind, const std::string& body, con
   return bad_field("", "unknown API");
 }
 
+std::optional<ApiError> encode_chat_messages(const nlohmann::json& body, const ModelInfo& m,
+                                             GenRequest* g) {
+  return parse_chat_messages(body, m, g);
+}
+
 }  // namespace prima::server

@@ -52,6 +52,11 @@ enum class ApiKind { kCompletion, kChat, kTgi, kKServe };
 std::optional<ApiError> parse_request(ApiKind kind, const std::string& body, const ModelInfo& m,
                                       const ParseLimits& lim, ParsedRequest* out);
 
+// The chat "messages" of `body` (an object), validated as for /v1/chat/completions and
+// encoded with the model's codec into g->prompt_tokens (and g->prompt_ids): vLLM's /tokenize.
+std::optional<ApiError> encode_chat_messages(const nlohmann::json& body, const ModelInfo& m,
+                                             GenRequest* g);
+
 // The body as JSON, or a discarded value when it does not parse (never throws).
 nlohmann::json parse_or_null(const std::string& body);
 

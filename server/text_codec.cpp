@@ -1,6 +1,8 @@
 // The sim backend's TextCodec (see text_codec.h).
 #include "server/text_codec.h"
 
+#include <algorithm>
+
 #include "server/synthetic_text.h"
 
 namespace prima::server {
@@ -19,6 +21,17 @@ std::optional<ApiError> SyntheticCodec::encode_chat(const std::vector<ChatTurn>&
 
 std::string SyntheticCodec::piece(int index, int) const {
   return token_text(index);
+}
+
+std::string SyntheticCodec::id_text(int id) const {
+  return token_text(id);
+}
+
+std::vector<int> SyntheticCodec::prompt_ids(const GenRequest& g) const {
+  if (!g.prompt_ids.empty()) return g.prompt_ids;  // sent as ids
+  std::vector<int> ids(static_cast<std::size_t>(std::max(g.prompt_tokens, 0)));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i);
+  return ids;
 }
 
 const TextCodec& synthetic_codec() {

@@ -8,7 +8,8 @@
 //  - piece(): the bytes of output token `index` (its position) with id `id` ("" for control
 //    tokens such as <|im_end|>);
 //  - stop_ids(): the ids that end generation (unless the request says ignore_eos);
-//  - check_ids(): token ids sent by a client are in the vocabulary.
+//  - check_ids(): token ids sent by a client are in the vocabulary;
+//  - id_text(), prompt_ids(): vLLM's /detokenize and /tokenize (tokenize_api.cpp).
 // Immutable; every member is thread-safe (called from HTTP threads and the engine's loop).
 #pragma once
 
@@ -44,10 +45,16 @@ class TextCodec {
     (void)path;
     return std::nullopt;
   }
+  // The bytes of token `id` on its own ("" for control tokens).
+  virtual std::string id_text(int id) const { return piece(0, id); }
+  // The ids of the prompt that encode() or encode_chat() put in `g`.
+  virtual std::vector<int> prompt_ids(const GenRequest& g) const { return g.prompt_ids; }
 };
 
 // The sim backend's codec: prompt tokens = ceil(bytes / 4); a chat counts each message's
-// role plus 16 bytes of template and its content; output token i is token_text(i).
+// role plus 16 bytes of template and its content; output token i is token_text(i). It has
+// no vocabulary: its ids are synthetic, id k the word token_text(k) (TGI's output token i
+// has id i mod 32), and a prompt of n tokens reads as ids 0, 1, ..., n-1 (its positions).
 class SyntheticCodec : public TextCodec {
  public:
   bool real() const override { return false; }
@@ -55,6 +62,8 @@ class SyntheticCodec : public TextCodec {
   std::optional<ApiError> encode_chat(const std::vector<ChatTurn>& msgs,
                                       GenRequest* g) const override;
   std::string piece(int index, int id) const override;
+  std::string id_text(int id) const override;
+  std::vector<int> prompt_ids(const GenRequest& g) const override;
 };
 
 // The codec used when a ServerContext / EngineBridge has none set.

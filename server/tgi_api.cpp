@@ -1,8 +1,13 @@
-// Text Generation Inference API: POST /generate ({"inputs", "parameters": {"max_new_tokens",
-// "details"}} -> {"generated_text"}) and POST /generate_stream (server-sent events, one per
-// token: {"index", "token": {"id", "text", "logprob", "special"}, "generated_text",
-// "details"}; the last one carries the whole text and the details). Token ids are the
-// model's (real backend), or the synthetic word's index in simulation.
+// Text Generation Inference API: POST / (TGI's compat route, what the text-generation client
+// posts to: /generate_stream when the body has "stream": true, else /generate with the answer
+// in a list), GET /info (the served model and limits, TGI's Info schema), POST /generate
+// ({"inputs", "parameters": {"max_new_tokens", "details"}} -> {"generated_text"}) and POST
+// /generate_stream (server-sent events, one per token: {"index", "token": {"id", "text", "logprob",
+// "special"}, "generated_text", "details"}; the last one carries the whole text and the details).
+// Token ids are the model's (real backend), or the synthetic word's index in simulation.
+#include <fmt/format.h>
+
+#include "server/json_body.h"
 #include "server/routes.h"
 #include "server/sse.h"
 
@@ -82,6 +87,48 @@ void generate(ServerContext* ctx, bool stream, const httplib::Request& req,
   res.set_content(body.dump(), "application/json");
 }
 
+// POST /: "stream" (a boolean, default false) picks the route; TGI answers the non-streaming
+// form as a list of one generation, as the Hugging Face inference API does.
+void compat_generate(ServerContext* ctx, const httplib::Request& req, httplib::Response& res) {
+  json j;
+  bool stream = false;
+  if (!parse_json_object(req.body, "the request body", &j)) {  // else generate() names the error
+    if (auto s = j.find("stream"); s != j.end() && !s->is_null()) {
+      if (!s->is_boolean())
+        return send_error(
+            res,
+            bad_field("stream", fmt::format("'stream' must be a boolean, got {}", brief_json(*s))),
+            ErrorStyle::kTgi);
+      stream = s->get<bool>();
+    }
+  }
+  generate(ctx, stream, req, res);
+  if (!stream && res.status < 300) res.set_content("[" + res.body + "]", "application/json");
+}
+
+// GET /info: TGI's Info. prima validates and tokenizes each request on its own HTTP thread
+// (validation_workers: as many as requests admitted at once); best_of and batched prompts
+// are not offered (max_best_of, max_client_batch_size: 1).
+json info_json(const ServerContext& ctx) {
+  const int total = ctx.model.max_model_len;
+  return {{"model_id", ctx.model.name},
+          {"model_sha", nullptr},
+          {"model_pipeline_tag", "text-generation"},
+          {"max_concurrent_requests", ctx.guard->capacity()},
+          {"max_best_of", 1},
+          {"max_stop_sequences", 16},
+          {"max_input_tokens", total > 0 ? total - 1 : 0},
+          {"max_input_length", total > 0 ? total - 1 : 0},
+          {"max_total_tokens", total},
+          {"validation_workers", ctx.guard->capacity()},
+          {"max_client_batch_size", 1},
+          {"router", "prima"},
+          {"version", "0.1.0"},
+          {"sha", nullptr},
+          {"docker_label", nullptr},
+          {"backend", ctx.backend}};
+}
+
 }  // namespace
 
 void add_tgi_routes(httplib::Server& svr, ServerContext* ctx) {
@@ -90,6 +137,12 @@ void add_tgi_routes(httplib::Server& svr, ServerContext* ctx) {
   });
   svr.Post("/generate_stream", [ctx](const httplib::Request& req, httplib::Response& res) {
     generate(ctx, true, req, res);
+  });
+  svr.Post("/", [ctx](const httplib::Request& req, httplib::Response& res) {
+    compat_generate(ctx, req, res);
+  });
+  svr.Get("/info", [ctx](const httplib::Request&, httplib::Response& res) {
+    res.set_content(info_json(*ctx).dump(), "application/json");
   });
 }
 

@@ -127,7 +127,7 @@ class RealServeTest(unittest.TestCase):
         self.assertEqual(json.loads(body)["generated_text"], want)
         code, body = SRV.curl(
             f"{SRV.base}/v2/models/{model_name()}/infer", "-H", "Content-Type: application/json",
-            "-d", json.dumps({"inputs": [{"name": "text", "shape": [1], "datatype": "BYTES",
+            "-d", json.dumps({"inputs": [{"name": "text_input", "shape": [1], "datatype": "BYTES",
                                           "data": ["Once upon a time"]}],
                               "parameters": {"max_tokens": 12}}))
         self.assertEqual(code, 200, body)

@@ -1,0 +1,62 @@
+// Bounded JSON bodies: objects parse, anything else (invalid JSON, invalid UTF-8, a number
+// out of range, a non-object, nesting past config::kMaxJsonDepth) is a 400 saying why; messages
+// never serialize a client's nesting.
+#include "server/json_body.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/config/json_parse.h"
+
+namespace prima::server {
+namespace {
+
+using nlohmann::json;
+
+TEST(JsonBody, ObjectsParse) {
+  json j;
+  ASSERT_FALSE(parse_json_object(R"({"a": [1, {"b": "c"}]})", "the body", &j));
+  EXPECT_EQ(j["a"][1]["b"], "c");
+}
+
+TEST(JsonBody, EverythingElseIsA400SayingWhy) {
+  json j;
+  const std::pair<std::string, std::string> cases[] = {
+      {"{", "not valid JSON"},
+      {"{\"a\": \"\xff\"}", "not valid JSON"},
+      {"{\"a\": 1e400}", "not valid JSON"},
+      {"[1]", "must be a JSON object, got array"},
+      {"\"s\"", "must be a JSON object, got string"},
+  };
+  for (const auto& [body, want] : cases) {
+    auto e = parse_json_object(body, "the body", &j);
+    ASSERT_TRUE(e) << body;
+    EXPECT_EQ(e->status, 400);
+    EXPECT_NE(e->message.find(want), std::string::npos) << e->message;
+    EXPECT_EQ(e->message.rfind("the body", 0), 0u) << e->message;
+  }
+}
+
+TEST(JsonBody, NestingIsCappedWhileParsing) {
+  json j;
+  auto nested = [](int depth) {
+    return "{\"a\":" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  EXPECT_FALSE(parse_json_object(nested(config::kMaxJsonDepth), "the body", &j));
+  auto e = parse_json_object(nested(config::kMaxJsonDepth + 1), "the body", &j);
+  ASSERT_TRUE(e);
+  EXPECT_NE(e->message.find("deeper than 64 levels"), std::string::npos) << e->message;
+  // 200,000 levels: refused at level 65, no stack overflow.
+  e = parse_json_object(nested(200000), "the body", &j);
+  ASSERT_TRUE(e);
+}
+
+TEST(JsonBody, BriefValuesNeverDumpContainers) {
+  EXPECT_EQ(brief_json(json(7)), "7");
+  EXPECT_EQ(brief_json(json("x")), "\"x\"");
+  EXPECT_EQ(brief_json(json::array({1, 2})), "array");
+  EXPECT_EQ(brief_json(json::object()), "object");
+  EXPECT_EQ(brief_json(json(std::string(100, 'y'))).size(), 40u);
+}
+
+}  // namespace
+}  // namespace prima::server
