@@ -4,10 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Python clients of the serving tests (tests/server/serve_test.py): the official openai package
-# and locust (Debian 12's system Python refuses plain pip installs: PEP 668).
-for pkg in openai locust; do
-  python3 -c "import $pkg" 2>/dev/null || python3 -m pip install -q "$pkg" 2>/dev/null ||
+# Python clients of the serving tests (tests/server/serve_test.py, fields_test.py): the official
+# openai package, locust and Hugging Face's text-generation client (Debian 12's system Python
+# refuses plain pip installs: PEP 668). Each entry is module:package.
+for mp in openai:openai locust:locust text_generation:text-generation; do
+  mod=${mp%%:*} pkg=${mp#*:}
+  python3 -c "import $mod" 2>/dev/null || python3 -m pip install -q "$pkg" 2>/dev/null ||
     python3 -m pip install -q --break-system-packages "$pkg"
 done
 PRIMA_WERROR=1 bash scripts/build.sh
