@@ -318,8 +318,68 @@ class RealSamplerTest(unittest.TestCase):
         self.assertNotEqual(freq, base)
 
 
+class PipelineParallelFieldsTest(unittest.TestCase):
+    """Real backend: with two pipeline stages (mpirun -np 2 --pp 2) the last stage samples and
+    sends the ids and the logprobs to the leader; the penalty histories and the bias travel in
+    the step message. The answer and its logprobs equal the single-process server's."""
+
+    def test_pp2_logprobs_and_penalties_equal_one_process(self):
+        import shutil
+        import signal
+        import subprocess
+        import tempfile
+        import time
+        if not REAL:
+            self.skipTest("real backend only")
+        if not shutil.which("mpirun"):
+            self.skipTest("mpirun (Debian openmpi-bin) is not installed")
+        kw = dict(model=model_name(), messages=[{"role": "user", "content": "Say hello."}],
+                  max_tokens=8, temperature=0, logprobs=True, top_logprobs=3,
+                  frequency_penalty=0.5, logit_bias={"28": -5},
+                  extra_body={"repetition_penalty": 1.3})
+        want = client().chat.completions.create(**kw).choices[0]
+        with tempfile.TemporaryDirectory() as d:
+            port_file = os.path.join(d, "port")
+            log = open(os.path.join(d, "log"), "w+")
+            proc = subprocess.Popen(
+                ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                 serve_test.PRIMA, "serve", "--backend", "real", "--model", MODEL_PATH,
+                 "--pp", "2", "--max-model-len", "256", "--max-num-seqs", "1",
+                 "--kernel-threads", "1", "--port", "0", "--port-file", port_file],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                deadline = time.time() + 120
+                while not os.path.exists(port_file):
+                    self.assertIsNone(proc.poll(), "mpirun exited early")
+                    self.assertLess(time.time(), deadline, "the PP server did not start")
+                    time.sleep(0.1)
+                import openai
+                with open(port_file) as f:
+                    port = int(f.read())
+                c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none",
+                                  max_retries=3, timeout=300)
+                got = c.chat.completions.create(**kw).choices[0]
+            finally:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                log.close()
+        self.assertEqual(got.message.content, want.message.content)
+        self.assertEqual(len(got.logprobs.content), len(want.logprobs.content))
+        for a, b in zip(got.logprobs.content, want.logprobs.content):
+            self.assertEqual(a.token, b.token)
+            self.assertAlmostEqual(a.logprob, b.logprob, places=5)
+            self.assertEqual([t.token for t in a.top_logprobs], [t.token for t in b.top_logprobs])
+
+
+MODEL_PATH = None
+
+
 def main():
-    global SRV, REAL
+    global SRV, REAL, MODEL_PATH
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
@@ -340,6 +400,7 @@ def main():
               "(python3 -m pip install text-generation)")
         return SKIP
     REAL = model is not None
+    MODEL_PATH = model
     if REAL:
         SRV = Server("--model", model, "--max-model-len", "1024", "--max-num-seqs", "4",
                      backend="real", start_timeout=120)
