@@ -367,7 +367,6 @@ std::optional<ApiError> parse_tgi_fields(const json& p, const ModelInfo& m, Pars
   if (auto e = get_int_in(p, "truncate", pre + "truncate", 1, 1ll << 30, &truncate)) return e;
   if (truncate && g.prompt_tokens > *truncate) {
     const int keep = static_cast<int>(*truncate);
-    out->truncated_from = g.prompt_tokens;
     if (!g.prompt_ids.empty()) g.prompt_ids.erase(g.prompt_ids.begin(), g.prompt_ids.end() - keep);
     g.prompt_tokens = keep;
   }

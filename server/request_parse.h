@@ -52,7 +52,6 @@ struct ParsedRequest {
   int top_n_tokens = 0;                // TGI: alternatives per token
   bool return_full_text = false;       // TGI: the prompt precedes generated_text
   std::string prompt_text;             // the prompt as text (echo, TGI)
-  int truncated_from = 0;              // TGI truncate: the prompt's length before (0: not cut)
 };
 
 enum class ApiKind { kCompletion, kChat, kTgi, kKServe };

@@ -98,8 +98,7 @@ TEST(RequestFields, TgiDetailsOptionsAndTruncate) {
   EXPECT_EQ(p.gen.sampling.logprobs, 2);
   EXPECT_EQ(p.prompt_text, "abcdefghijkl");
   EXPECT_EQ(p.gen.prompt_tokens, 2);  // 3 tokens (12 bytes / 4), the last 2 kept
-  EXPECT_EQ(p.truncated_from, 3);
-  ParsedRequest ids;  // token ids (a real tokenizer's) keep the last N
+  ParsedRequest ids;                  // token ids (a real tokenizer's) keep the last N
   GenRequest g;
   g.prompt_ids = {1, 2, 3, 4};
   g.prompt_tokens = 4;
