@@ -224,7 +224,6 @@ std::optional<ApiError> check_tgi(const json& j) {
                        "'parameters.watermark' is not implemented: send false or omit it");
   }
   const Refusal refused[] = {
-      {"typical_p", "typical decoding is not implemented: omit it (top_p and top_k are)"},
       {"grammar", "constrained decoding (JSON / regex grammars) is not implemented: omit it"},
       {"adapter_id", "LoRA adapters are not served: omit it"},
   };
@@ -364,6 +363,17 @@ std::optional<ApiError> parse_tgi_fields(const json& p, const ModelInfo& m, Pars
   out->top_n_tokens = static_cast<int>(top_n.value_or(0));
   // TGI reports every generated token's logprob (the stream's tokens, details.tokens).
   g.sampling.logprobs = out->top_n_tokens;
+  std::optional<double> typical;
+  if (auto e = get_number(p, "typical_p", pre + "typical_p", &typical)) return e;
+  if (typical) {
+    if (!(*typical > 0 && *typical <= 1))
+      return bad_field(
+          pre + "typical_p",
+          fmt::format("'parameters.typical_p' must be > 0 and <= 1 (1: off), got {}", *typical));
+    g.sampling.typical_p = *typical;
+    // A sampling field: TGI samples when one is given (at temperature 1 unless set).
+    if (g.sampling.temperature == 0 && !present(p, "temperature")) g.sampling.temperature = 1.0;
+  }
   if (auto e = get_int_in(p, "truncate", pre + "truncate", 1, 1ll << 30, &truncate)) return e;
   if (truncate && g.prompt_tokens > *truncate) {
     const int keep = static_cast<int>(*truncate);

@@ -4,14 +4,15 @@
 //  - check_fields(): a body's keys (OpenAI: the top level; TGI: the top level and
 //    "parameters") are either implemented, accepted for what they are, or refused: tools,
 //    tool_choice, functions, response_format other than {"type": "text"}, best_of > 1, suffix,
-//    grammar, typical_p, watermark: true, adapter_id, and any field this server does not know.
+//    grammar, watermark: true, adapter_id, and any field this server does not know.
 //  - parse_openai_fields(): logprobs (completions: 0..5 alternatives; chat: a boolean, with
 //    top_logprobs 0..20), echo (completions; not with logprobs: prompt logprobs are not
 //    computed), presence_penalty / frequency_penalty (-2..2), repetition_penalty (> 0),
 //    logit_bias ({"token id": -100..100}, ids in the vocabulary).
 //  - parse_tgi_fields(): details, decoder_input_details, top_n_tokens (0..20),
 //    return_full_text, truncate (keeps the last N prompt tokens), repetition_penalty,
-//    frequency_penalty. TGI reports every token's logprob, so its requests always ask for them.
+//    frequency_penalty, typical_p (0 < p <= 1; a sampling field, like TGI's). TGI reports every
+//    token's logprob, so its requests always ask for them.
 //  - parse_penalty_fields(): the penalties and logit_bias alone (KServe's "parameters").
 // Pure functions; thread-safe.
 #pragma once

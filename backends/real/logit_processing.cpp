@@ -44,6 +44,41 @@ void apply_logit_processing(float* logits, int vocab, const SamplingParams& p,
   }
 }
 
+void apply_typical(float* logits, int vocab, double temperature, double typical_p,
+                   std::vector<std::pair<float, int>>* scratch) {
+  if (!(typical_p < 1.0) || !(temperature > 0) || vocab <= 1) return;
+  // Log-probabilities at the temperature, the entropy, then the tokens by |surprisal -
+  // entropy| ascending; the first ones whose mass stays below typical_p, plus the one that
+  // reaches it, are kept (HF: last_ind = count(cumulative < mass), keep [0, last_ind]).
+  float mx = -INFINITY;
+  for (int i = 0; i < vocab; ++i)
+    if (logits[i] > mx) mx = logits[i];
+  if (!std::isfinite(mx)) return;
+  double sum = 0;
+  for (int i = 0; i < vocab; ++i)
+    if (std::isfinite(logits[i]))
+      sum += std::exp((static_cast<double>(logits[i]) - mx) / temperature);
+  const double lse = std::log(sum);
+  auto logp = [&](int i) { return (static_cast<double>(logits[i]) - mx) / temperature - lse; };
+  double entropy = 0;
+  for (int i = 0; i < vocab; ++i)
+    if (std::isfinite(logits[i])) entropy -= std::exp(logp(i)) * logp(i);
+  auto& c = *scratch;
+  c.clear();
+  for (int i = 0; i < vocab; ++i)
+    if (std::isfinite(logits[i]))
+      c.emplace_back(static_cast<float>(std::fabs(-logp(i) - entropy)), i);
+  std::sort(c.begin(), c.end());  // by deviation, then id
+  double cum = 0;
+  std::size_t keep = 0;  // count(cumulative < typical_p)
+  for (; keep < c.size(); ++keep) {
+    cum += std::exp(logp(c[keep].second));
+    if (!(cum < typical_p)) break;
+  }
+  keep = std::min(keep + 1, c.size());
+  for (std::size_t k = keep; k < c.size(); ++k) logits[c[k].second] = -INFINITY;
+}
+
 double log_sum_exp(const float* logits, int vocab) {
   float mx = -INFINITY;
   for (int i = 0; i < vocab; ++i)
@@ -76,7 +111,7 @@ int sample_row(float* logits, int vocab, const SamplingParams& p, const TokenHis
                std::uint64_t request, std::int64_t position, SampleScratch* scratch,
                TokenLogprobs* lp) {
   const bool want_lp = p.logprobs >= 0 && lp;
-  const bool process = !p.logit_bias.empty() || p.penalized();
+  const bool process = !p.logit_bias.empty() || p.penalized() || p.typical_p < 1.0;
   double lse = 0;
   // The raw logits the processing changes, to report the sampled token's raw logprob.
   std::vector<std::pair<int, float>> raw;
@@ -96,6 +131,7 @@ int sample_row(float* logits, int vocab, const SamplingParams& p, const TokenHis
             if (id >= 0 && id < vocab) raw.emplace_back(id, logits[id]);
     }
     apply_logit_processing(logits, vocab, p, h, &scratch->ids);
+    apply_typical(logits, vocab, p.temperature, p.typical_p, &scratch->pairs);
   }
   const int tok = sample_token(logits, vocab, p, request, position, &scratch->pairs);
   if (want_lp) {

@@ -1,7 +1,8 @@
 // Logit processing around the draw of one token (sampler.h draws): logit_bias and the
 // repetition / frequency / presence penalties applied to a row of logits in place, in vLLM's
-// order and semantics (SamplingParams); and the log-probabilities a request asks for, taken
-// from the raw row (before any processing), as vLLM reports them by default.
+// order and semantics (SamplingParams), then typical sampling's cut (Hugging Face's, before
+// sample_token's top-k / top-p); and the log-probabilities a request asks for, taken from the
+// raw row (before any processing), as vLLM reports them by default.
 //
 // sample_row() is what a rank calls per sampling row: raw log-probabilities, then the
 // processing, then sample_token(). Without bias, penalties or logprobs it is exactly
@@ -27,6 +28,11 @@ struct TokenHistory {
 // of [0, vocab) are ignored (the front end checks them against the vocabulary).
 void apply_logit_processing(float* logits, int vocab, const SamplingParams& p,
                             const TokenHistory& h, std::vector<int>* scratch);
+
+// Typical sampling's cut (SamplingParams::typical_p < 1): the logits of the tokens outside
+// the typical set at `temperature` become -infinity (at least one token stays).
+void apply_typical(float* logits, int vocab, double temperature, double typical_p,
+                   std::vector<std::pair<float, int>>* scratch);
 
 // log(sum(exp(logits))) in double, over the finite logits.
 double log_sum_exp(const float* logits, int vocab);

@@ -96,6 +96,7 @@ std::vector<std::uint8_t> encode_step(const StepInput& s) {
     w.put(q.sampling.presence_penalty);
     w.put(q.sampling.frequency_penalty);
     w.put(q.sampling.repetition_penalty);
+    w.put(q.sampling.typical_p);
     w.put(static_cast<std::int32_t>(q.sampling.logprobs));
     w.put(static_cast<std::uint32_t>(q.sampling.logit_bias.size()));
     for (const auto& [id, bias] : q.sampling.logit_bias) {
@@ -134,6 +135,7 @@ Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
     q.sampling.presence_penalty = r.get<double>();
     q.sampling.frequency_penalty = r.get<double>();
     q.sampling.repetition_penalty = r.get<double>();
+    q.sampling.typical_p = r.get<double>();
     q.sampling.logprobs = r.get<std::int32_t>();
     const auto nbias = r.get<std::uint32_t>();
     if (r.err.ok() && r.off + std::size_t(nbias) * 8 > bytes.size())

@@ -31,6 +31,10 @@ struct SamplingParams {
   double frequency_penalty = 0;
   double repetition_penalty = 1.0;
   std::vector<std::pair<int, float>> logit_bias{};  // (token id, bias), ids in the vocabulary
+  // Typical sampling (Meister et al. 2022, as Hugging Face's TypicalLogitsWarper): after the
+  // penalties, only the tokens whose surprisal is closest to the distribution's entropy (at
+  // the temperature), up to this much probability mass, can be drawn. 1: off.
+  double typical_p = 1.0;
   // Log-probabilities reported with each sampled token: -1 none; 0 the sampled token's;
   // n > 0 also the n most likely tokens (at most kMaxTopLogprobs). They are the model's raw
   // distribution (log-softmax of the logits before bias, penalties, temperature and cuts),

@@ -141,6 +141,11 @@ class OpenAILogprobsTest(unittest.TestCase):
         drawn = client().completions.create(model=model_name(), prompt="Hi", max_tokens=2)
         self.assertIsInstance(drawn.model_extra["prima"]["seed"], int)
 
+    def test_tgi_typical_p_is_accepted(self):
+        r = tg_generate("Hi", max_new_tokens=3, typical_p=0.9, seed=4)
+        self.assertEqual(r.details.generated_tokens, 3)
+        self.assertEqual(r.details.seed, 4)  # typical_p turns sampling on, as in TGI
+
     def test_penalties_and_logit_bias_are_accepted(self):
         r = client().completions.create(model=model_name(), prompt="Hi", max_tokens=3,
                                         presence_penalty=0.5, frequency_penalty=-0.5,
@@ -194,7 +199,7 @@ class RefusalTest(unittest.TestCase):
     def test_tgi_refusals_in_tgi_shape(self):
         for params, field in [({"watermark": True}, "parameters.watermark"),
                               ({"best_of": 2, "do_sample": True}, "parameters.best_of"),
-                              ({"typical_p": 0.5}, "parameters.typical_p"),
+                              ({"typical_p": 1.5}, "parameters.typical_p"),
                               ({"grammar": {"type": "json", "value": {}}}, "parameters.grammar"),
                               ({"top_n_tokens": 50}, "parameters.top_n_tokens")]:
             status, body = post("/generate", {"inputs": "Hi", "parameters": params})
@@ -307,6 +312,17 @@ class RealSamplerTest(unittest.TestCase):
         # logprobs are the raw distribution: the banned token is still the most likely one
         top = biased.logprobs.top_logprobs[0]
         self.assertGreater(max(top.values()), biased.logprobs.token_logprobs[0])
+
+    def test_a_tiny_typical_p_leaves_one_token_whatever_the_seed(self):
+        # Sampling at temperature 1: two seeds draw different texts, unless typical_p keeps a
+        # single candidate per position.
+        kw = dict(max_new_tokens=12, do_sample=True)
+        free = [tg_generate("My favourite food is", seed=s, **kw).generated_text for s in (1, 2)]
+        self.assertNotEqual(free[0], free[1])
+        cut = [tg_generate("My favourite food is", seed=s, typical_p=0.001, **kw)
+               for s in (1, 2)]
+        self.assertEqual(cut[0].generated_text, cut[1].generated_text)
+        self.assertEqual(cut[0].details.seed, 1)
 
     def test_repetition_penalty_changes_a_greedy_answer(self):
         kw = dict(model=model_name(), prompt="one one one one one one one", max_tokens=12,

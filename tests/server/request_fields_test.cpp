@@ -106,6 +106,14 @@ TEST(RequestFields, TgiDetailsOptionsAndTruncate) {
   ASSERT_FALSE(parse_tgi_fields(nlohmann::json{{"truncate", 3}}, model(), &ids));
   EXPECT_EQ(ids.gen.prompt_ids, (std::vector<int>{2, 3, 4}));
   EXPECT_EQ(ids.gen.prompt_tokens, 3);
+  ParsedRequest ty;  // typical_p is a sampling field: TGI samples (at temperature 1)
+  ASSERT_FALSE(parse(ApiKind::kTgi, R"({"inputs":"x","parameters":{"typical_p":0.9}})", &ty));
+  EXPECT_DOUBLE_EQ(ty.gen.sampling.typical_p, 0.9);
+  EXPECT_DOUBLE_EQ(ty.gen.sampling.temperature, 1.0);
+  ParsedRequest ty2;
+  ASSERT_FALSE(parse(ApiKind::kTgi,
+                     R"({"inputs":"x","parameters":{"typical_p":0.9,"temperature":0.5}})", &ty2));
+  EXPECT_DOUBLE_EQ(ty2.gen.sampling.temperature, 0.5);
   ParsedRequest d;  // TGI reports each token's logprob: asked for even without details
   ASSERT_FALSE(parse(ApiKind::kTgi, R"({"inputs":"x"})", &d));
   EXPECT_EQ(d.gen.sampling.logprobs, 0);
@@ -150,7 +158,8 @@ TEST(RequestFields, RefusedAndInvalidFieldsNameTheFieldAndWhatIsValid) {
       {ApiKind::kChat, kChat + R"(,"echo":true})", "echo", "not a field"},
       {ApiKind::kTgi, tgi + R"({"best_of":2}})", "parameters.best_of", "must be 1"},
       {ApiKind::kTgi, tgi + R"({"watermark":true}})", "parameters.watermark", "send false"},
-      {ApiKind::kTgi, tgi + R"({"typical_p":0.5}})", "parameters.typical_p", "not implemented"},
+      {ApiKind::kTgi, tgi + R"({"typical_p":1.5}})", "parameters.typical_p", "<= 1"},
+      {ApiKind::kTgi, tgi + R"({"typical_p":0}})", "parameters.typical_p", "> 0"},
       {ApiKind::kTgi, tgi + R"({"grammar":{"type":"json","value":{}}}})", "parameters.grammar",
        "not implemented"},
       {ApiKind::kTgi, tgi + R"({"top_n_tokens":21}})", "parameters.top_n_tokens", "0 to 20"},

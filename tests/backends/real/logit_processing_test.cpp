@@ -109,6 +109,39 @@ TEST(LogitProcessing, ReportedLogprobsAreTheRawDistributions) {
   EXPECT_EQ(lg.top.size(), static_cast<std::size_t>(SamplingParams::kMaxTopLogprobs));
 }
 
+// p = (0.5, 0.3, 0.2): entropy 1.029653; |surprisal - entropy| = 0.336506, 0.174320,
+// 0.579785, so the typical order is ids 1, 0, 2 with cumulative mass 0.3, 0.8, 1.0. Mass 0.5
+// keeps ids 1 and 0 (the first reaching it included), 0.2 keeps id 1 alone, 1.0 cuts nothing.
+TEST(LogitProcessing, TypicalCutMatchesTheHandComputedSet) {
+  const std::vector<float> base = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  std::vector<std::pair<float, int>> scratch;
+  std::vector<float> l = base;
+  apply_typical(l.data(), 3, 1.0, 0.5, &scratch);
+  EXPECT_EQ(l[0], base[0]);
+  EXPECT_EQ(l[1], base[1]);
+  EXPECT_EQ(l[2], -INFINITY);
+  l = base;
+  apply_typical(l.data(), 3, 1.0, 0.2, &scratch);
+  EXPECT_EQ(l[0], -INFINITY);
+  EXPECT_EQ(l[1], base[1]);
+  EXPECT_EQ(l[2], -INFINITY);
+  l = base;
+  apply_typical(l.data(), 3, 1.0, 1.0, &scratch);
+  EXPECT_EQ(l, base);
+  // Through sample_row: every draw is id 1, and the reported logprob is still the raw one.
+  SamplingParams p;
+  p.temperature = 1.0;
+  p.typical_p = 0.2;
+  p.logprobs = 0;
+  SampleScratch ss;
+  for (int pos = 0; pos < 50; ++pos) {
+    l = base;
+    TokenLogprobs lp;
+    ASSERT_EQ(sample_row(l.data(), 3, p, {}, 1, pos, &ss, &lp), 1);
+    EXPECT_NEAR(lp.logprob, std::log(0.3), 1e-6);
+  }
+}
+
 TEST(LogitProcessing, NothingAskedIsSampleTokenOnTheUntouchedRow) {
   std::mt19937 rng(3);
   std::normal_distribution<float> d(0.f, 2.f);
@@ -137,6 +170,7 @@ TEST(LogitProcessing, StepEncodingCarriesPenaltiesBiasLogprobsAndHistories) {
   q.sampling.presence_penalty = 0.5;
   q.sampling.frequency_penalty = -1;
   q.sampling.repetition_penalty = 1.3;
+  q.sampling.typical_p = 0.7;
   q.sampling.logit_bias = {{7, -100.f}, {9, 2.5f}};
   q.sampling.logprobs = 4;
   q.prompt_history = {1, 2};
@@ -148,6 +182,7 @@ TEST(LogitProcessing, StepEncodingCarriesPenaltiesBiasLogprobsAndHistories) {
   EXPECT_DOUBLE_EQ(r.sampling.presence_penalty, 0.5);
   EXPECT_DOUBLE_EQ(r.sampling.frequency_penalty, -1);
   EXPECT_DOUBLE_EQ(r.sampling.repetition_penalty, 1.3);
+  EXPECT_DOUBLE_EQ(r.sampling.typical_p, 0.7);
   EXPECT_EQ(r.sampling.logit_bias, q.sampling.logit_bias);
   EXPECT_EQ(r.sampling.logprobs, 4);
   EXPECT_EQ(r.prompt_history, q.prompt_history);
