@@ -49,6 +49,7 @@ class RealCodec : public server::TextCodec {
   }
 
   std::vector<int> stop_ids() const override { return tok_.eog_ids(); }
+  int vocab_size() const override { return tok_.vocab_size(); }
 
   std::optional<server::ApiError> check_ids(const std::vector<int>& ids,
                                             const std::string& path) const override {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/core/request.h"
 #include "engine/core/status.h"
 #include "engine/core/types.h"
 
@@ -107,6 +108,9 @@ struct StepResult {
   std::vector<double> stage_busy_s;
   // Real backend: sampled token ids per sequence in `seqs` order (-1 where none). Empty in sim.
   std::vector<int> tokens;
+  // Real backend: per sequence in `seqs` order, the sampled token's log-probabilities where
+  // its request asks for them (SamplingParams::logprobs); empty when no sequence does.
+  std::vector<TokenLogprobs> logprobs;
 };
 
 class Executor {

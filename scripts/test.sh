@@ -4,9 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-# Python clients of the serving tests (tests/server/serve_test.py, clients_test.py): the
-# official openai package, locust, tritonclient[http] (with numpy) and text-generation (Debian
-# 12's system Python refuses plain pip installs: PEP 668). Each pair: module, package.
+# Python clients of the serving tests (tests/server/serve_test.py, clients_test.py,
+# fields_test.py): the official openai package, locust, tritonclient[http] (with numpy) and
+# text-generation (Debian 12's system Python refuses plain pip installs: PEP 668). Each pair:
+# module, package.
 for pair in openai:openai locust:locust 'tritonclient.http:tritonclient[http]' numpy:numpy \
   text_generation:text-generation; do
   mod=${pair%%:*} pkg=${pair#*:}

@@ -1,11 +1,39 @@
 // EngineBridge: HTTP threads -> the engine's loop -> per-request token streams.
 #include "server/engine_bridge.h"
 
+#include <algorithm>
 #include <random>
 
 #include "server/text_codec.h"
 
 namespace prima::server {
+namespace {
+
+double unit_draw(std::uint64_t seed, std::uint64_t n) {  // splitmix64 -> [0, 1)
+  std::uint64_t z = seed + (n + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
+void synthetic_logprobs(std::uint64_t seed, int index, int top_n, const TextCodec& codec,
+                        StreamToken* t) {
+  // Output token i is synthetic word i % 32 (synthetic_text.h); it is the most likely token
+  // at its position, with logprob -2u (u uniform from the seed and i), and the k-th
+  // alternative is word (i + k) % 32, each 0.5 to 1.5 nats below the one before.
+  t->has_logprob = true;
+  double lp = -2.0 * unit_draw(seed, static_cast<std::uint64_t>(index));
+  t->logprob = static_cast<float>(lp);
+  t->top.clear();
+  for (int k = 0; k < top_n; ++k) {
+    const int word = index + k;
+    if (k > 0)
+      lp -= 0.5 + unit_draw(seed ^ 0x5bd1e995u, static_cast<std::uint64_t>(index) * 64 + k);
+    t->top.push_back({word % 32, codec.piece(word, word % 32), static_cast<float>(lp)});
+  }
+}
 
 EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn post,
                            const TextCodec* codec)
@@ -21,7 +49,10 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
     const int id = idx >= 0 && idx < static_cast<int>(s.output_ids.size()) ? s.output_ids[idx] : -1;
     std::shared_ptr<TokenStream> st;
     double last = -1;
-    StreamToken t{idx, id, rt_->now(), {}};
+    StreamToken t;
+    t.index = idx;
+    t.id = id;
+    t.time_s = rt_->now();
     bool stopped = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -32,8 +63,21 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
       st = e.stream;
       last = e.last_token_s;
       e.last_token_s = t.time_s;
-      t.text = e.text.push(codec_->piece(idx, id));
+      t.piece = codec_->piece(idx, id);
+      t.text = e.text.push(t.piece);
       stopped = e.text.stopped();
+    }
+    t.special = id >= 0 && std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end();
+    if (const int n = s.req.sampling.logprobs; n >= 0) {
+      if (id < 0) {
+        synthetic_logprobs(s.req.sampling.seed, idx, n, *codec_, &t);
+      } else {
+        t.has_logprob = true;
+        t.logprob = s.last_logprobs.logprob;
+        // piece(index, id) of the real codec reads the id only.
+        for (const auto& [alt, lp] : s.last_logprobs.top)
+          t.top.push_back({alt, codec_->piece(alt, alt), lp});
+      }
     }
     st->push(std::move(t));
     if (metrics_) metrics_->on_token(s.req.priority, last >= 0 ? rt_->now() - last : -1);
@@ -42,12 +86,14 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
   engine_->on_end = [this](const Sequence& s) {
     std::shared_ptr<TokenStream> st;
     std::string tail;
+    bool stop_sequence = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = streams_.find(s.req.id);
       if (it == streams_.end()) return;
       st = std::move(it->second.stream);
       if (s.outcome == Outcome::kCompleted) tail = it->second.text.flush();
+      stop_sequence = it->second.text.stopped();
       streams_.erase(it);
     }
     if (metrics_) metrics_->on_end(s);
@@ -61,6 +107,9 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
     e.prompt_tokens = s.req.prompt_tokens;
     e.output_tokens = s.num_generated;
     e.tail_text = std::move(tail);
+    e.seed = s.req.sampling.seed;
+    e.sampled = s.req.sampling.temperature > 0;
+    e.stop_sequence = stop_sequence;
     e.arrival_s = s.req.arrival_s;
     e.first_scheduled_s = s.first_scheduled_s;
     e.first_token_s = s.first_token_s;

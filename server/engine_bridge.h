@@ -48,6 +48,12 @@ struct EngineSnapshot {
 
 class TextCodec;
 
+// The sim backend's log-probabilities (it computes no distribution): a deterministic function
+// of the request's seed and the token's position, documented as synthetic in docs/serving.md.
+// Fills t->logprob and the top_n alternatives (the token itself first).
+void synthetic_logprobs(std::uint64_t seed, int index, int top_n, const TextCodec& codec,
+                        StreamToken* t);
+
 class EngineBridge {
  public:
   // post(fn) must run fn on the engine's loop (thread-safe).

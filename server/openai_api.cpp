@@ -1,13 +1,16 @@
 // OpenAI API: POST /v1/completions, POST /v1/chat/completions (JSON, or server-sent events
 // with "stream": true: chunks in OpenAI's schema, stream_options.include_usage, then
 // `data: [DONE]`), GET /v1/models. Responses carry the request's engine-time timings: the
-// x-prima-sim-* headers (non-streaming) and a "prima" object (the body, or the last chunk).
+// x-prima-sim-* headers (non-streaming) and a "prima" object (the body, or the last chunk) that
+// also holds the sampling seed used. Log-probabilities (logprobs, top_logprobs) and echo in
+// OpenAI's shapes (logprobs_json.h); the fields refused are in request_fields.h.
 // GET /v1/models/{id}: the served model, or 404 (code "model_not_found") for any other id.
 // vLLM's POST /tokenize and /detokenize: tokenize_api.cpp.
 #include <fmt/format.h>
 
 #include <chrono>
 
+#include "server/logprobs_json.h"
 #include "server/routes.h"
 #include "server/sse.h"
 
@@ -36,20 +39,42 @@ json usage_json(const StreamEnd& e) {
           {"total_tokens", e.prompt_tokens + e.output_tokens}};
 }
 
+// A choice's "logprobs": null unless the request asked (ParsedRequest; logprobs_json.h).
+json choice_logprobs(bool chat, const ParsedRequest& p, const std::vector<StreamToken>& toks,
+                     std::size_t* offset) {
+  if (p.gen.sampling.logprobs < 0) return nullptr;
+  return chat ? chat_logprobs(toks) : completion_logprobs(toks, offset);
+}
+
+// The "prima" object: timings, and the sampling seed used (drawn by the server when the
+// request gave none), so that a sampled answer can be reproduced.
+json prima_json(const StreamEnd& e) {
+  json j = timing_json(e);
+  j["seed"] = e.seed;
+  return j;
+}
+
 class OpenAIFormatter : public StreamFormatter {
  public:
-  OpenAIFormatter(bool chat, std::string id, std::string model, bool include_usage)
-      : chat_(chat), id_(std::move(id)), model_(std::move(model)), usage_(include_usage) {}
+  OpenAIFormatter(bool chat, std::string id, const ParsedRequest& p)
+      : chat_(chat), id_(std::move(id)), model_(p.model), usage_(p.include_usage), p_(p) {}
 
   std::string open() override {
-    if (!chat_) return "";
+    if (!chat_) {  // echo: the prompt comes first
+      if (!p_.echo) return "";
+      offset_ = utf8_length(valid_utf8(p_.prompt_text));
+      return sse_data(chunk(valid_utf8(p_.prompt_text), nullptr).dump());
+    }
     return sse_data(chunk({{"role", "assistant"}, {"content", ""}}, nullptr).dump());
   }
   std::string tokens(const std::vector<StreamToken>& toks) override {
     std::string out;
     for (const auto& t : toks) {
       const std::string& text = t.text;
-      out += sse_data((chat_ ? chunk({{"content", text}}, nullptr) : chunk(text, nullptr)).dump());
+      json c = chat_ ? chunk({{"content", text}}, nullptr) : chunk(text, nullptr);
+      if (p_.gen.sampling.logprobs >= 0)
+        c["choices"][0]["logprobs"] = choice_logprobs(chat_, p_, {t}, &offset_);
+      out += sse_data(c.dump());
     }
     return out;
   }
@@ -63,7 +88,7 @@ class OpenAIFormatter : public StreamFormatter {
       out += sse_data(json::parse(error_body(*err, ErrorStyle::kOpenAI)).dump());
     } else {
       json last = chat_ ? chunk(json::object(), e.finish_reason) : chunk("", e.finish_reason);
-      last["prima"] = timing_json(e);
+      last["prima"] = prima_json(e);
       out += sse_data(last.dump());
       if (usage_) {
         json u = base();
@@ -91,8 +116,8 @@ class OpenAIFormatter : public StreamFormatter {
       c["delta"] = delta_or_text;
     else {
       c["text"] = delta_or_text;
-      c["logprobs"] = nullptr;
     }
+    c["logprobs"] = nullptr;
     json j = base();
     j["choices"] = json::array({c});
     return j;
@@ -101,6 +126,8 @@ class OpenAIFormatter : public StreamFormatter {
   bool chat_;
   std::string id_, model_;
   bool usage_;
+  ParsedRequest p_;
+  std::size_t offset_ = 0;  // completions logprobs: text_offset of the next token
   std::int64_t created_ = unix_now();
 };
 
@@ -116,22 +143,26 @@ void generate(ServerContext* ctx, ApiKind kind, const httplib::Request& req,
   res.set_header("x-request-id", id);
   if (p.stream)
     return stream_sse(res, ctx->bridge, std::move(*sub),
-                      std::make_unique<OpenAIFormatter>(chat, id, p.model, p.include_usage));
+                      std::make_unique<OpenAIFormatter>(chat, id, p));
   std::vector<StreamToken> toks;
   const StreamEnd e = wait_for_end(*ctx, *sub, &toks);
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kOpenAI);
-  json choice{{"index", 0}, {"finish_reason", e.finish_reason}, {"logprobs", nullptr}};
+  const std::string prompt = p.echo ? valid_utf8(p.prompt_text) : "";
+  std::size_t offset = utf8_length(prompt);
+  json choice{{"index", 0},
+              {"finish_reason", e.finish_reason},
+              {"logprobs", choice_logprobs(chat, p, toks, &offset)}};
   if (chat)
     choice["message"] = {{"role", "assistant"}, {"content", output_text(toks, e)}};
   else
-    choice["text"] = output_text(toks, e);
+    choice["text"] = prompt + output_text(toks, e);
   json body{{"id", id},
             {"object", chat ? "chat.completion" : "text_completion"},
             {"created", unix_now()},
             {"model", p.model},
             {"choices", json::array({choice})},
             {"usage", usage_json(e)},
-            {"prima", timing_json(e)}};
+            {"prima", prima_json(e)}};
   set_timing_headers(res, e);
   res.set_content(body.dump(), "application/json");
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/config/json_parse.h"
+#include "server/request_fields.h"
 #include "server/text_codec.h"
 
 namespace prima::server {
@@ -315,6 +316,7 @@ std::optional<ApiError> parse_sampling(const json& j, const std::string& pre, Sa
 std::optional<ApiError> parse_openai(ApiKind kind, const json& j, const ModelInfo& m,
                                      const ParseLimits& lim, ParsedRequest* out) {
   if (auto e = check_model(j, m, true, &out->model)) return e;
+  if (auto e = check_fields(kind, j)) return e;
   GenRequest& g = out->gen;
   if (kind == ApiKind::kCompletion) {
     auto p = j.find("prompt");
@@ -324,6 +326,7 @@ std::optional<ApiError> parse_openai(ApiKind kind, const json& j, const ModelInf
     return e;
   }
   if (auto e = parse_sampling(j, "", SamplingDefault::kSample, &g)) return e;
+  if (auto e = parse_openai_fields(kind, j, m, out)) return e;
   std::optional<long long> n;
   if (auto e = get_int(j, "n", "n", &n)) return e;
   if (n && *n != 1) return bad_field("n", fmt::format("'n' must be 1, got {}", *n));
@@ -349,11 +352,13 @@ std::optional<ApiError> parse_openai(ApiKind kind, const json& j, const ModelInf
 std::optional<ApiError> parse_tgi(const json& j, const ModelInfo& m, const ParseLimits& lim,
                                   ParsedRequest* out) {
   out->model = m.name;
+  if (auto e = check_fields(ApiKind::kTgi, j)) return e;
   auto in = j.find("inputs");
   if (in == j.end() || in->is_null()) return bad_field("inputs", "missing required field 'inputs'");
   if (!in->is_string()) return wrong_type("inputs", "a string", *in);
   GenRequest& g = out->gen;
-  if (auto e = encode_text(in->get<std::string>(), "inputs", m, &g)) return e;
+  out->prompt_text = in->get<std::string>();
+  if (auto e = encode_text(out->prompt_text, "inputs", m, &g)) return e;
   std::optional<long long> max_new;
   auto params = j.find("parameters");
   if (params != j.end() && !params->is_null()) {
@@ -364,6 +369,9 @@ std::optional<ApiError> parse_tgi(const json& j, const ModelInfo& m, const Parse
     if (auto e = parse_sampling(*params, "parameters.", SamplingDefault::kGreedyUnlessAsked, &g))
       return e;
   }
+  if (auto e = parse_tgi_fields(params != j.end() && params->is_object() ? *params : json::object(),
+                                m, out))
+    return e;
   if (auto e = parse_qos(j, &g)) return e;
   return check_lengths(max_new, "parameters.max_new_tokens", m, lim, &g);
 }
@@ -403,6 +411,7 @@ std::optional<ApiError> parse_kserve(const json& j, const ModelInfo& m, const Pa
     if (auto e =
             parse_sampling(*params, "parameters.", SamplingDefault::kGreedyUnlessTemperature, &g))
       return e;
+    if (auto e = parse_penalty_fields(*params, "parameters.", m, &g)) return e;
   }
   if (auto e = parse_qos(j, &g)) return e;
   return check_lengths(max_tokens, "parameters.max_tokens", m, lim, &g);

@@ -12,6 +12,8 @@
 // OpenAI, in "parameters" for TGI and KServe. Defaults: OpenAI samples at temperature 1 (as
 // OpenAI does); TGI is greedy unless "do_sample" is true or a sampling field is given;
 // KServe is greedy unless "temperature" is given.
+// Beyond these: request_fields.h (logprobs, echo, penalties, logit_bias, TGI details, and the
+// fields refused).
 // Pure functions; thread-safe.
 #pragma once
 
@@ -43,6 +45,13 @@ struct ParsedRequest {
   GenRequest gen;
   bool stream = false;
   bool include_usage = false;  // OpenAI stream_options.include_usage
+  // Output options (request_fields.h). Log-probabilities are gen.sampling.logprobs.
+  bool echo = false;                   // OpenAI completions: the prompt precedes the text
+  bool details = false;                // TGI: "details" in the response
+  bool decoder_input_details = false;  // TGI: details.prefill lists the prompt's tokens
+  int top_n_tokens = 0;                // TGI: alternatives per token
+  bool return_full_text = false;       // TGI: the prompt precedes generated_text
+  std::string prompt_text;             // the prompt as text (echo, TGI)
 };
 
 enum class ApiKind { kCompletion, kChat, kTgi, kKServe };

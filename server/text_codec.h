@@ -8,6 +8,7 @@
 //  - piece(): the bytes of output token `index` (its position) with id `id` ("" for control
 //    tokens such as <|im_end|>);
 //  - stop_ids(): the ids that end generation (unless the request says ignore_eos);
+//  - vocab_size(): how many token ids there are (logit_bias is checked against it);
 //  - check_ids(): token ids sent by a client are in the vocabulary;
 //  - id_text(), prompt_ids(): vLLM's /detokenize and /tokenize (tokenize_api.cpp).
 // Immutable; every member is thread-safe (called from HTTP threads and the engine's loop).
@@ -38,6 +39,8 @@ class TextCodec {
                                               GenRequest* g) const = 0;
   virtual std::string piece(int index, int id) const = 0;
   virtual std::vector<int> stop_ids() const { return {}; }
+  // Token ids are 0 .. vocab_size() - 1 (0: no vocabulary, any id >= 0 is accepted).
+  virtual int vocab_size() const { return 0; }
   // `path` names the field in errors ("prompt").
   virtual std::optional<ApiError> check_ids(const std::vector<int>& ids,
                                             const std::string& path) const {

@@ -5,33 +5,87 @@
 // /generate_stream (server-sent events, one per token: {"index", "token": {"id", "text", "logprob",
 // "special"}, "generated_text", "details"}; the last one carries the whole text and the details).
 // Token ids are the model's (real backend), or the synthetic word's index in simulation.
+// "details": true gives TGI's Details (finish_reason, generated_tokens, seed, prefill, tokens
+// with logprobs, top_tokens when top_n_tokens > 0); return_full_text prepends the prompt; the
+// parameters implemented or refused are in request_fields.h.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "server/json_body.h"
+#include "server/logprobs_json.h"
 #include "server/routes.h"
 #include "server/sse.h"
+#include "server/text_codec.h"
 
 namespace prima::server {
 namespace {
 
 using nlohmann::json;
 
-json token_json(const StreamToken& t, const std::string& text) {
-  return {{"id", t.id >= 0 ? t.id : t.index % 32},
-          {"text", text},
-          {"logprob", 0.0},
-          {"special", false}};
+const TextCodec& codec_of(const ServerContext& ctx) {
+  return ctx.model.codec ? *ctx.model.codec : synthetic_codec();
 }
 
-json details_json(const StreamEnd& e) {
-  return {{"finish_reason", e.finish_reason == "length" ? "length" : "eos_token"},
+const char* finish_reason(const StreamEnd& e) {
+  if (e.finish_reason == "length") return "length";
+  return e.stop_sequence ? "stop_sequence" : "eos_token";
+}
+
+// The seed, as TGI reports it: only when sampling was on.
+json seed_json(const StreamEnd& e) {
+  return e.sampled ? json(e.seed) : json(nullptr);
+}
+
+json stream_details_json(const StreamEnd& e) {
+  return {{"finish_reason", finish_reason(e)},
           {"generated_tokens", e.output_tokens},
-          {"seed", nullptr},
+          {"seed", seed_json(e)},
+          {"input_length", e.prompt_tokens},
           {"prima", timing_json(e)}};
+}
+
+// The prompt's tokens for details.prefill (decoder_input_details): the model's ids and
+// pieces (real backend), or the prompt cut as the sim backend counts it (4 bytes a token,
+// ids 0, 1, ...). TGI cannot give the first token a logprob; prima computes none for the
+// prompt (docs/serving.md), so every prefill logprob is null.
+json prefill_json(const ParsedRequest& p, const TextCodec& codec) {
+  json out = json::array();
+  const GenRequest& g = p.gen;
+  if (!g.prompt_ids.empty()) {
+    for (int id : g.prompt_ids)
+      out.push_back({{"id", id}, {"text", valid_utf8(codec.piece(id, id))}, {"logprob", nullptr}});
+    return out;
+  }
+  const std::string& s = p.prompt_text;
+  const int n = std::max(1, static_cast<int>((s.size() + 3) / 4));
+  for (int i = std::max(0, n - g.prompt_tokens); i < n; ++i)
+    out.push_back(
+        {{"id", i}, {"text", valid_utf8(s.substr(std::size_t(i) * 4, 4))}, {"logprob", nullptr}});
+  return out;
+}
+
+json details_json(const ParsedRequest& p, const TextCodec& codec,
+                  const std::vector<StreamToken>& toks, const StreamEnd& e) {
+  json tokens = json::array(), top = json::array();
+  for (const auto& t : toks) {
+    tokens.push_back(tgi_token(t, t.piece));
+    if (p.top_n_tokens > 0) top.push_back(tgi_top_tokens(t));
+  }
+  json d{{"finish_reason", finish_reason(e)},
+         {"generated_tokens", e.output_tokens},
+         {"seed", seed_json(e)},
+         {"prefill", p.decoder_input_details ? prefill_json(p, codec) : json::array()},
+         {"tokens", std::move(tokens)},
+         {"prima", timing_json(e)}};
+  if (p.top_n_tokens > 0) d["top_tokens"] = std::move(top);
+  return d;
 }
 
 class TgiFormatter : public StreamFormatter {
  public:
+  explicit TgiFormatter(const ParsedRequest& p)
+      : top_n_(p.top_n_tokens), prefix_(p.return_full_text ? p.prompt_text : "") {}
   std::string tokens(const std::vector<StreamToken>& toks) override {
     std::string out;
     for (const auto& t : toks) {
@@ -44,19 +98,22 @@ class TgiFormatter : public StreamFormatter {
   std::string close(const StreamEnd& e) override {
     if (auto err = end_error(e)) return sse_data(error_body(*err, ErrorStyle::kTgi));
     if (!held_) return "";
-    return sse_data(
-        event(*held_, held_->text + e.tail_text, text_ + e.tail_text, details_json(e)).dump());
+    return sse_data(event(*held_, held_->text + e.tail_text,
+                          valid_utf8(prefix_ + text_ + e.tail_text), stream_details_json(e))
+                        .dump());
   }
 
  private:
-  static json event(const StreamToken& t, const std::string& token_text, const json& text,
-                    const json& details) {
+  json event(const StreamToken& t, const std::string& token_text, const json& text,
+             const json& details) const {
     return {{"index", t.index + 1},
-            {"token", token_json(t, token_text)},
-            {"top_tokens", nullptr},
+            {"token", tgi_token(t, token_text)},
+            {"top_tokens", top_n_ > 0 ? tgi_top_tokens(t) : json(nullptr)},
             {"generated_text", text},
             {"details", details}};
   }
+  int top_n_;
+  std::string prefix_;  // return_full_text: the prompt
   std::optional<StreamToken> held_;
   std::string text_;  // everything so far
 };
@@ -66,21 +123,16 @@ void generate(ServerContext* ctx, bool stream, const httplib::Request& req,
   ParsedRequest p;
   if (auto e = parse_request(ApiKind::kTgi, req.body, ctx->model, ctx->limits, &p))
     return send_error(res, *e, ErrorStyle::kTgi);
-  bool details = false;
-  {
-    json j = parse_or_null(req.body);
-    if (auto it = j.find("parameters"); it != j.end() && it->is_object())
-      if (auto d = it->find("details"); d != it->end() && d->is_boolean()) details = d->get<bool>();
-  }
   auto sub = admit_and_submit(*ctx, p, res, ErrorStyle::kTgi);
   if (!sub) return;
   if (stream)
-    return stream_sse(res, ctx->bridge, std::move(*sub), std::make_unique<TgiFormatter>());
+    return stream_sse(res, ctx->bridge, std::move(*sub), std::make_unique<TgiFormatter>(p));
   std::vector<StreamToken> toks;
   const StreamEnd e = wait_for_end(*ctx, *sub, &toks);
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kTgi);
-  json body{{"generated_text", output_text(toks, e)}};
-  if (details) body["details"] = details_json(e);
+  const std::string prefix = p.return_full_text ? p.prompt_text : "";
+  json body{{"generated_text", valid_utf8(prefix + output_text(toks, e))}};
+  if (p.details) body["details"] = details_json(p, codec_of(*ctx), toks, e);
   set_timing_headers(res, e);
   res.set_header("x-generated-tokens", std::to_string(e.output_tokens));
   res.set_header("x-prompt-tokens", std::to_string(e.prompt_tokens));

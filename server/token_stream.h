@@ -24,11 +24,26 @@
 
 namespace prima::server {
 
+// One of the most likely tokens at an output position (log-probabilities).
+struct TokenAlt {
+  int id = 0;
+  std::string piece;  // its bytes (may be part of a UTF-8 character)
+  float logprob = 0;
+};
+
 struct StreamToken {
-  int index = 0;      // 0-based position in the output
-  int id = -1;        // token id (real backend); -1 in simulation
-  double time_s = 0;  // engine time when it was produced
-  std::string text;   // output text released with this token (may be empty: held back)
+  int index = 0;         // 0-based position in the output
+  int id = -1;           // token id (real backend); -1 in simulation
+  double time_s = 0;     // engine time when it was produced
+  std::string text;      // output text released with this token (may be empty: held back)
+  std::string piece{};   // the token's own bytes ("" for control tokens; may split a character)
+  bool special = false;  // an end-of-generation token
+  // When the request asks for log-probabilities (SamplingParams::logprobs >= 0): the token's,
+  // and the most likely tokens at its position, most likely first. Real backend: the model's
+  // raw distribution; sim backend: synthetic (EngineBridge, docs/serving.md).
+  bool has_logprob = false;
+  float logprob = 0;
+  std::vector<TokenAlt> top{};
 };
 
 // How a request ended, with its engine-time timestamps (seconds; -1 when it never got there).
@@ -38,7 +53,10 @@ struct StreamEnd {
   std::string finish_reason;  // "length" or "stop" when completed
   int prompt_tokens = 0;
   int output_tokens = 0;
-  std::string tail_text;  // output text still held back when the request ended
+  std::string tail_text;       // output text still held back when the request ended
+  std::uint64_t seed = 0;      // the sampling seed used (the request's, or one drawn for it)
+  bool sampled = false;        // temperature > 0 (the seed mattered)
+  bool stop_sequence = false;  // completed at a stop string (finish_reason "stop")
   double arrival_s = 0, first_scheduled_s = -1, first_token_s = -1, finish_s = -1;
   double ttft_s() const { return first_token_s >= 0 ? first_token_s - arrival_s : -1; }
   double e2e_s() const { return finish_s >= 0 ? finish_s - arrival_s : -1; }

@@ -17,6 +17,7 @@
 
 #include "backends/real/comm/communicator.h"
 #include "backends/real/llama_forward.h"
+#include "backends/real/logit_processing.h"
 #include "backends/real/step_codec.h"
 
 namespace prima::real {
@@ -34,6 +35,13 @@ struct RankLayout {
 // possible, earlier stages take the remainder).
 std::pair<int, int> stage_layers(int layers, int pp, int stage);
 
+// What the last stage sampled for one step: an id per sequence (-1 where none), and the
+// log-probabilities per sequence when a sequence asks for them (else empty).
+struct SampledTokens {
+  std::vector<int> ids;
+  std::vector<TokenLogprobs> logprobs;
+};
+
 class RankRunner {
  public:
   // tp_group: the stage's TP communicator (null when tp == 1).
@@ -42,8 +50,8 @@ class RankRunner {
 
   // Leader: checks the step, sends it to the other ranks and runs stage 0's share.
   Status begin_step(const StepInput& s);
-  // Leader: the ids sampled by the oldest begun step (one per sequence, -1 where none).
-  Result<std::vector<int>> finish_step(const StepInput& s);
+  // Leader: what the oldest begun step sampled.
+  Result<SampledTokens> finish_step(const StepInput& s);
   // Leader, with no step in flight: every rank answers.
   Status ping();
   // Leader: tells the other ranks to return from run_worker (idempotent).
@@ -54,7 +62,7 @@ class RankRunner {
   const RankLayout& layout() const { return layout_; }
 
  private:
-  Status run_stage(const StepInput& s, std::vector<int>* tokens);
+  Status run_stage(const StepInput& s, SampledTokens* out);
   Status send_all(const StepInput& s);
 
   RankLayout layout_;
@@ -62,8 +70,8 @@ class RankRunner {
   LlamaForward fwd_;
   const LlamaWeights* w_;
   std::vector<float> x_, logits_;
-  std::vector<std::pair<float, int>> scratch_;
-  std::deque<std::vector<int>> done_tokens_;  // leader, pp == 1: results of begun steps
+  SampleScratch scratch_;
+  std::deque<SampledTokens> done_tokens_;  // leader, pp == 1: results of begun steps
   bool shut_down_ = false;
 };
 

@@ -42,6 +42,10 @@ StepInput RealExecutor::make_input(const StepPlan& step, int block_size) {
       q.blocks.assign(w.seq->blocks.begin(),
                       w.seq->blocks.begin() + std::min(need, w.seq->blocks.size()));
       q.sampling = w.seq->req.sampling;
+      if (w.samples && q.sampling.penalized()) {
+        if (q.sampling.repetition_penalty != 1.0) q.prompt_history = w.seq->req.prompt_ids;
+        q.output_history = w.seq->output_ids;
+      }
     }
     in.seqs.push_back(std::move(q));
   }
@@ -70,7 +74,7 @@ void RealExecutor::check_health(std::function<void(Status)> done) {
   cv_.notify_all();
 }
 
-void RealExecutor::finish(Job& job, Status st, std::vector<int> tokens) {
+void RealExecutor::finish(Job& job, Status st, SampledTokens tokens) {
   if (job.health) {
     rt_->post([f = std::move(job.health), st] { f(st); });
     return;
@@ -80,7 +84,8 @@ void RealExecutor::finish(Job& job, Status st, std::vector<int> tokens) {
   r.start_s = job.start_s;
   r.end_s = rt_->now();
   r.stage_busy_s.assign(pp_, r.end_s - r.start_s);
-  r.tokens = st.ok() ? std::move(tokens) : std::vector<int>(job.input.seqs.size(), -1);
+  r.tokens = st.ok() ? std::move(tokens.ids) : std::vector<int>(job.input.seqs.size(), -1);
+  if (st.ok()) r.logprobs = std::move(tokens.logprobs);
   rt_->post([f = std::move(job.done), r = std::move(r)] { f(r); });
 }
 

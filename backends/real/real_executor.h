@@ -41,7 +41,7 @@ class RealExecutor : public Executor {
     Time start_s = 0;
   };
   void loop();
-  void finish(Job& job, Status st, std::vector<int> tokens);
+  void finish(Job& job, Status st, SampledTokens tokens);
 
   Runtime* rt_;
   RankRunner* runner_;

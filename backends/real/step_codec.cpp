@@ -19,6 +19,12 @@ int StepInput::sampled_rows() const {
   return n;
 }
 
+bool StepInput::wants_logprobs() const {
+  for (const auto& s : seqs)
+    if (s.samples && s.sampling.logprobs >= 0) return true;
+  return false;
+}
+
 namespace {
 
 struct Writer {
@@ -87,8 +93,20 @@ std::vector<std::uint8_t> encode_step(const StepInput& s) {
     w.put(static_cast<std::int32_t>(q.sampling.top_k));
     w.put(q.sampling.top_p);
     w.put(q.sampling.seed);
+    w.put(q.sampling.presence_penalty);
+    w.put(q.sampling.frequency_penalty);
+    w.put(q.sampling.repetition_penalty);
+    w.put(q.sampling.typical_p);
+    w.put(static_cast<std::int32_t>(q.sampling.logprobs));
+    w.put(static_cast<std::uint32_t>(q.sampling.logit_bias.size()));
+    for (const auto& [id, bias] : q.sampling.logit_bias) {
+      w.put(static_cast<std::int32_t>(id));
+      w.put(bias);
+    }
     w.put_ints(q.tokens);
     w.put_ints(q.blocks);
+    w.put_ints(q.prompt_history);
+    w.put_ints(q.output_history);
   }
   return std::move(w.out);
 }
@@ -114,8 +132,23 @@ Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
     q.sampling.top_k = r.get<std::int32_t>();
     q.sampling.top_p = r.get<double>();
     q.sampling.seed = r.get<std::uint64_t>();
+    q.sampling.presence_penalty = r.get<double>();
+    q.sampling.frequency_penalty = r.get<double>();
+    q.sampling.repetition_penalty = r.get<double>();
+    q.sampling.typical_p = r.get<double>();
+    q.sampling.logprobs = r.get<std::int32_t>();
+    const auto nbias = r.get<std::uint32_t>();
+    if (r.err.ok() && r.off + std::size_t(nbias) * 8 > bytes.size())
+      return invalid_argument("step message: logit_bias of " + std::to_string(nbias) +
+                              " entries at byte " + std::to_string(r.off) + " runs past the end");
+    for (std::uint32_t k = 0; k < nbias && r.err.ok(); ++k) {
+      const int id = r.get<std::int32_t>();
+      q.sampling.logit_bias.emplace_back(id, r.get<float>());
+    }
     q.tokens = r.get_ints();
     q.blocks = r.get_ints();
+    q.prompt_history = r.get_ints();
+    q.output_history = r.get_ints();
     s.seqs.push_back(std::move(q));
   }
   if (!r.err.ok()) return r.err;

@@ -21,6 +21,9 @@ struct SeqInput {
   std::vector<int> blocks;  // block table covering positions [0, pos0 + n)
   bool samples = false;     // a token is sampled after the chunk's last position
   SamplingParams sampling;
+  // The tokens the penalties look at (filled only when sampling.penalized()): the prompt's
+  // ids when repetition_penalty != 1, and the ids generated so far.
+  std::vector<int> prompt_history{}, output_history{};
 };
 
 struct StepInput {
@@ -29,6 +32,8 @@ struct StepInput {
   std::vector<SeqInput> seqs;
   std::int64_t total_tokens() const;
   int sampled_rows() const;
+  // Whether a sampling sequence asks for log-probabilities (the last stage sends them back).
+  bool wants_logprobs() const;
 };
 
 std::vector<std::uint8_t> encode_step(const StepInput& s);

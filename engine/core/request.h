@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/types.h"
@@ -21,6 +22,37 @@ struct SamplingParams {
   int top_k = 0;           // 0: no top-k cut
   double top_p = 1.0;      // 1: no nucleus cut
   std::uint64_t seed = 0;  // per-request generator seed (same seed, same tokens)
+  // Logit processing before the draw, in vLLM's order and semantics: logit_bias is added to
+  // its tokens' logits; then repetition_penalty divides the positive (multiplies the
+  // negative) logits of every token in the prompt or the output so far; frequency_penalty is
+  // subtracted once per occurrence of a token in the output so far, presence_penalty once
+  // per token present in it.
+  double presence_penalty = 0;
+  double frequency_penalty = 0;
+  double repetition_penalty = 1.0;
+  std::vector<std::pair<int, float>> logit_bias{};  // (token id, bias), ids in the vocabulary
+  // Typical sampling (Meister et al. 2022, as Hugging Face's TypicalLogitsWarper): after the
+  // penalties, only the tokens whose surprisal is closest to the distribution's entropy (at
+  // the temperature), up to this much probability mass, can be drawn. 1: off.
+  double typical_p = 1.0;
+  // Log-probabilities reported with each sampled token: -1 none; 0 the sampled token's;
+  // n > 0 also the n most likely tokens (at most kMaxTopLogprobs). They are the model's raw
+  // distribution (log-softmax of the logits before bias, penalties, temperature and cuts),
+  // as vLLM reports by default.
+  int logprobs = -1;
+
+  static constexpr int kMaxTopLogprobs = 20;
+  // Whether the draw depends on the tokens seen so far (the sampler needs them).
+  bool penalized() const {
+    return presence_penalty != 0 || frequency_penalty != 0 || repetition_penalty != 1.0;
+  }
+};
+
+// A sampled token's log-probability and the most likely alternatives at its position
+// (SamplingParams::logprobs), from the real backend's sampler to the front end.
+struct TokenLogprobs {
+  float logprob = 0;
+  std::vector<std::pair<int, float>> top{};  // (id, log-probability), most likely first
 };
 
 struct Request {
@@ -74,6 +106,9 @@ struct alignas(64) Sequence {
   // Why a completed sequence ended: "length" (max_output_tokens) or "stop" (a stop id, or a
   // stop string found by the front end, which ends it early through ServingEngine).
   std::string finish_reason;
+  // Real backend, when req.sampling.logprobs >= 0: the last sampled token's log-probabilities
+  // (read by the engine's token event; replaced at each token).
+  TokenLogprobs last_logprobs;
 
   Time finish_s = -1;
 

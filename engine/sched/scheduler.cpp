@@ -552,6 +552,7 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
       if (i < sampled && result.tokens[i] >= 0) {
         const int tok = result.tokens[i];
         s->output_ids.push_back(tok);
+        if (i < result.logprobs.size()) s->last_logprobs = result.logprobs[i];
         stop =
             std::find(s->req.stop_ids.begin(), s->req.stop_ids.end(), tok) != s->req.stop_ids.end();
       }

@@ -193,9 +193,7 @@ class TextGenerationClientTest(unittest.TestCase):
         self.assertEqual(events[-1].generated_text, synthetic(4))
         self.assertEqual(events[-1].details.generated_tokens, 4)
 
-    # Needs TGI's details.tokens and details.prefill (the request-fields work of issue 24):
-    # remove this decorator when they are in; the test then passes as it is.
-    @unittest.expectedFailure
+    # The client's generate parses TGI's details.tokens and details.prefill.
     def test_generate(self):
         r = self.client.generate("What is deep learning?", max_new_tokens=7)
         self.assertEqual(r.generated_text, synthetic(7))
