@@ -55,11 +55,11 @@ int serve_sim(const ServeOptions& o) {
     cl.rt->post(std::move(fn));
     emu.wake();
   });
-  server::ServerMetrics metrics(sc->model.name);
-  bridge.set_metrics(&metrics, cl.recorder.get(), sc->plan.gpus_per_replica() * sc->plan.replicas);
   server::ModelInfo model;
   model.name = sc->model.name;
   model.max_model_len = sc->max_model_len > 0 ? sc->max_model_len : sc->model.max_context;
+  server::ServerMetrics metrics(model.name, model.max_model_len);
+  bridge.set_metrics(&metrics, cl.recorder.get(), sc->plan.gpus_per_replica() * sc->plan.replicas);
   const std::string banner =
       fmt::format("{} ({}) on {}, TP{} x PP{} x {} replica(s), simulated at {}x", model.name,
                   sc->name, sc->topology.name, sc->plan.tensor_parallel, sc->plan.pipeline_parallel,

@@ -136,7 +136,7 @@ int serve_real(const ServeOptions& o) {
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
   model.codec = &codec;
-  server::ServerMetrics metrics(model.name);
+  server::ServerMetrics metrics(model.name, model.max_model_len);
   bridge.set_metrics(&metrics, &rec, o.tp * o.pp);
 
   const std::string banner = fmt::format(

@@ -80,7 +80,7 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
       }
     }
     st->push(std::move(t));
-    if (metrics_) metrics_->on_token(s.req.priority, last >= 0 ? rt_->now() - last : -1);
+    if (metrics_) metrics_->on_token(s, last >= 0 ? rt_->now() - last : -1);
     if (stopped) engine_->finish_early(s.req.id);  // a stop string: ends as completed
   };
   engine_->on_end = [this](const Sequence& s) {

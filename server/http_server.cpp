@@ -39,7 +39,7 @@ Status ServerOptions::validate() const {
 }
 
 HttpServer::HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model,
-                       std::string backend, const ServerMetrics* metrics)
+                       std::string backend, ServerMetrics* metrics)
     : opts_(std::move(opts)),
       guard_(GuardOptions{opts_.api_key, opts_.max_concurrent}),
       metrics_(metrics) {
@@ -49,6 +49,7 @@ HttpServer::HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model
   ctx_.limits.default_max_tokens = opts_.default_max_tokens;
   ctx_.limits.max_tokens_cap = opts_.max_tokens_cap;
   ctx_.backend = std::move(backend);
+  ctx_.metrics = metrics;
   setup();
 }
 
@@ -81,6 +82,7 @@ void HttpServer::setup() {
   svr_.set_write_timeout(30, 0);
 
   svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    take_accounted(res);  // a new request: no mark from an earlier one on this thread
     if (auto e = guard_.check_auth(req)) {
       send_error(res, *e, style_for_path(req.path));
       return httplib::Server::HandlerResponse::Handled;
@@ -131,6 +133,15 @@ void HttpServer::setup() {
         }
         send_error(res, e, style_for_path(req.path));
       });
+
+  // After each answer (same worker thread as its handler): an API request that asked for work
+  // (POST) and got an error answer that admission and the engine did not account for is
+  // counted by its status.
+  svr_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    const bool accounted = take_accounted(res);
+    if (metrics_ && !accounted && req.method == "POST" && res.status >= 400)
+      metrics_->on_http_error(res.status);
+  });
 
   svr_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(health().dump(), "application/json");

@@ -44,9 +44,10 @@ struct ServerOptions {
 
 class HttpServer {
  public:
-  // `metrics` (borrowed; may be null) answers GET /metrics and /prima/metrics.
+  // `metrics` (borrowed; may be null) answers GET /metrics and /prima/metrics and counts the
+  // API requests refused (see server_context.h).
   HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model, std::string backend,
-             const ServerMetrics* metrics = nullptr);
+             ServerMetrics* metrics = nullptr);
   ~HttpServer();
 
   // Binds the listening socket; an error names the address.
@@ -74,7 +75,7 @@ class HttpServer {
   ServerOptions opts_;
   Guard guard_;
   ServerContext ctx_;
-  const ServerMetrics* metrics_;
+  ServerMetrics* metrics_;
   ConnectionServer svr_;
   int port_ = 0;
 };

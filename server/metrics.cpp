@@ -7,6 +7,9 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+#include <iterator>
+
 namespace prima::server {
 namespace {
 
@@ -18,10 +21,21 @@ const prometheus::Histogram::BucketBoundaries kItlBuckets = {
     0.1,   0.15,  0.2,  0.3,   0.4,  0.5,   0.75, 1.0,  2.5,  5.0};
 
 const char* kOutcomeNames[] = {"completed", "rejected", "failed", "cancelled"};
+const char* kRejectionNames[] = {"capacity",  "draining",     "invalid", "not_found",
+                                 "too_large", "unauthorized", "engine"};
+static_assert(std::size(kRejectionNames) == kNumRejections);
+
+bool is_cancellation(const Sequence& s) {
+  return s.reason == "client disconnected";
+}
 
 }  // namespace
 
-ServerMetrics::ServerMetrics(const std::string& model)
+const char* rejection_name(Rejection r) {
+  return kRejectionNames[static_cast<int>(r)];
+}
+
+ServerMetrics::ServerMetrics(const std::string& model, int max_model_len)
     : reg_(std::make_shared<prometheus::Registry>()) {
   using namespace prometheus;
   auto& ttft = BuildHistogram()
@@ -93,14 +107,37 @@ ServerMetrics::ServerMetrics(const std::string& model)
                       .Help("Sequences preempted to make room in the KV cache")
                       .Register(*reg_)
                       .Add(m);
+
+  auto& rejected = BuildCounter()
+                       .Name("prima:requests_rejected_total")
+                       .Help(
+                           "Requests refused without an answer, by reason (capacity: 429, "
+                           "draining: 503, invalid: 400, not_found: 404, too_large: 413/431, "
+                           "unauthorized: 401, engine: refused by the engine)")
+                       .Register(*reg_);
+  for (int r = 0; r < kNumRejections; ++r)
+    rejected_[r] = &rejected.Add({{"model_name", model}, {"reason", kRejectionNames[r]}});
+  auto& errored = BuildCounter()
+                      .Name("prima:requests_errored_total")
+                      .Help(
+                          "Requests that ended in an error, by reason (failed: the engine "
+                          "failed it; cancelled: the client went away; internal: a 5xx "
+                          "answer from the server itself)")
+                      .Register(*reg_);
+  errored_failed_ = &errored.Add({{"model_name", model}, {"reason", "failed"}});
+  errored_cancelled_ = &errored.Add({{"model_name", model}, {"reason", "cancelled"}});
+  errored_internal_ = &errored.Add({{"model_name", model}, {"reason", "internal"}});
+
+  vllm_ = std::make_unique<VllmMetrics>(*reg_, model, max_model_len);
 }
 
 ServerMetrics::~ServerMetrics() = default;
 
-void ServerMetrics::on_token(Priority p, double itl_s) {
-  PerPriority& pp = by_prio_[static_cast<int>(p)];
+void ServerMetrics::on_token(const Sequence& s, double itl_s) {
+  PerPriority& pp = by_prio_[static_cast<int>(s.req.priority)];
   pp.generation_tokens->Increment();
   if (itl_s >= 0) pp.itl->Observe(itl_s);
+  vllm_->on_token(s, itl_s);
 }
 
 void ServerMetrics::on_end(const Sequence& s) {
@@ -117,10 +154,45 @@ void ServerMetrics::on_end(const Sequence& s) {
     pp.e2e->Observe(s.finish_s - a);
   } else if (s.outcome == Outcome::kRejected) {
     o = 1;
-  } else if (s.reason == "client disconnected") {
+    rejected_[static_cast<int>(Rejection::kEngine)]->Increment();
+  } else if (is_cancellation(s)) {
     o = 3;
+    errored_cancelled_->Increment();
+  } else {
+    errored_failed_->Increment();
   }
   pp.outcomes[o]->Increment();
+  vllm_->on_end(s);
+}
+
+void ServerMetrics::on_refused(Rejection why, std::optional<Priority> p) {
+  rejected_[static_cast<int>(why)]->Increment();
+  if (p) by_prio_[static_cast<int>(*p)].outcomes[1]->Increment();
+}
+
+void ServerMetrics::on_http_error(int status) {
+  if (status >= 500) {
+    // 503 is the draining answer; any other 5xx is the server's own failure.
+    if (status == 503)
+      on_refused(Rejection::kDraining);
+    else
+      errored_internal_->Increment();
+    return;
+  }
+  switch (status) {
+    case 401:
+    case 403:
+      return on_refused(Rejection::kUnauthorized);
+    case 404:
+      return on_refused(Rejection::kNotFound);
+    case 413:
+    case 431:
+      return on_refused(Rejection::kTooLarge);
+    case 429:
+      return on_refused(Rejection::kCapacity);
+    default:
+      if (status >= 400) on_refused(Rejection::kInvalid);
+  }
 }
 
 void ServerMetrics::on_state(double now_s, int running, int waiting, double kv_usage,
@@ -128,10 +200,13 @@ void ServerMetrics::on_state(double now_s, int running, int waiting, double kv_u
   running_->Set(running);
   waiting_->Set(waiting);
   kv_->Set(kv_usage);
-  if (preemptions_total > preemptions_seen_) {
-    preemptions_->Increment(static_cast<double>(preemptions_total - preemptions_seen_));
+  const std::int64_t new_preemptions =
+      std::max<std::int64_t>(0, preemptions_total - preemptions_seen_);
+  if (new_preemptions > 0) {
+    preemptions_->Increment(static_cast<double>(new_preemptions));
     preemptions_seen_ = preemptions_total;
   }
+  vllm_->on_state(running, waiting, kv_usage, new_preemptions);
   if (util_mark_s_ < 0) {
     util_mark_s_ = now_s;
     util_mark_busy_ = busy_gpu_s_total;

@@ -1,5 +1,5 @@
 // ServerMetrics: the Prometheus metrics of `prima serve` (GET /metrics, /prima/metrics), on
-// prometheus-cpp, named like vLLM's with the prefix "prima:":
+// prometheus-cpp. prima's own families, named like vLLM's with the prefix "prima:":
 //   histograms  prima:time_to_first_token_seconds, prima:inter_token_latency_seconds,
 //               prima:e2e_request_latency_seconds, prima:request_queue_time_seconds
 //   counters    prima:prompt_tokens_total, prima:generation_tokens_total,
@@ -8,17 +8,25 @@
 //   gauges      prima:num_requests_running, prima:num_requests_waiting,
 //               prima:kv_cache_usage_perc (0..1), prima:gpu_utilization_perc (0..1, busy GPU
 //               time over the last second or more of engine time)
-// Per-request series are labelled {model, priority}; gauges {model}. Times are engine time
+// Per-request series are labelled {model, priority}; gauges {model}. Requests refused or
+// ended in error are also counted by reason, labelled {model_name, reason} as vLLM labels:
+//   prima:requests_rejected_total{reason=capacity|draining|invalid|not_found|too_large|
+//                                        unauthorized|engine}
+//   prima:requests_errored_total{reason=failed|cancelled|internal}
+// Beside them, vLLM's own names, labels and buckets (vllm_metrics.h). Times are engine time
 // (simulated seconds with the sim backend).
-// Thread-safety: the recording calls run on the engine's loop (through the EngineBridge);
-// text() may be called from any thread (prometheus-cpp metrics are thread-safe).
+// Thread-safety: on_token, on_end and on_state run on the engine's loop (through the
+// EngineBridge); on_refused, on_http_error and text() may be called from any thread
+// (prometheus-cpp metrics are thread-safe).
 #pragma once
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/core/request.h"
+#include "server/vllm_metrics.h"
 
 namespace prometheus {
 class Registry;
@@ -29,17 +37,40 @@ class Gauge;
 
 namespace prima::server {
 
+// Why a request was refused (prima:requests_rejected_total's reason label).
+enum class Rejection {
+  kCapacity,      // 429: --max-concurrent requests in progress
+  kDraining,      // 503: the server is shutting down
+  kInvalid,       // 400 and other 4xx: a body or field the API does not accept
+  kNotFound,      // 404: unknown model or route
+  kTooLarge,      // 413 / 431: body or headers over the limits
+  kUnauthorized,  // 401: missing or wrong API key
+  kEngine,        // the engine refused it (e.g. it can never fit the KV cache): 400
+};
+inline constexpr int kNumRejections = 7;
+const char* rejection_name(Rejection r);
+
 class ServerMetrics {
  public:
-  explicit ServerMetrics(const std::string& model);
+  // max_model_len: the served model's context (bounds vLLM's token-count buckets).
+  ServerMetrics(const std::string& model, int max_model_len);
   ~ServerMetrics();
 
   // Loop thread.
-  void on_token(Priority p, double itl_s);  // itl_s < 0: the first token
+  void on_token(const Sequence& s, double itl_s);  // itl_s < 0: the first token
   void on_end(const Sequence& s);
   // Engine state; preemptions and busy GPU-seconds are running totals.
   void on_state(double now_s, int running, int waiting, double kv_usage,
                 std::int64_t preemptions_total, double busy_gpu_s_total, int gpus);
+
+  // Any thread. A request refused before it reached the engine. With its priority (a valid
+  // request refused at admission), it also counts as prima:request_outcomes_total{outcome=
+  // "rejected"}; requests that could not be read have no priority and count by reason only.
+  void on_refused(Rejection why, std::optional<Priority> p = std::nullopt);
+  // Any thread. An API request answered with `status` >= 400 that neither admission nor the
+  // engine accounted for (see server_context.h): counted by the status's reason (5xx:
+  // prima:requests_errored_total{reason="internal"}). Other statuses are ignored.
+  void on_http_error(int status);
 
   // Any thread: the Prometheus text exposition format (version 0.0.4).
   std::string text() const;
@@ -55,6 +86,10 @@ class ServerMetrics {
   std::array<PerPriority, kNumPriorities> by_prio_;
   prometheus::Gauge *running_ = nullptr, *waiting_ = nullptr, *kv_ = nullptr, *gpu_ = nullptr;
   prometheus::Counter* preemptions_ = nullptr;
+  std::array<prometheus::Counter*, kNumRejections> rejected_{};
+  prometheus::Counter *errored_failed_ = nullptr, *errored_cancelled_ = nullptr,
+                      *errored_internal_ = nullptr;
+  std::unique_ptr<VllmMetrics> vllm_;
   std::int64_t preemptions_seen_ = 0;
   double util_mark_s_ = -1, util_mark_busy_ = 0;
 };

@@ -6,13 +6,34 @@
 #include "server/connection.h"
 
 namespace prima::server {
+namespace {
+
+// The answer of the request this worker thread is handling, once accounted for. Cleared by
+// the logger (take_accounted) and when the next request is routed (HttpServer's pre-routing).
+thread_local const httplib::Response* accounted_response = nullptr;
+
+}  // namespace
+
+void mark_accounted(const httplib::Response& res) {
+  accounted_response = &res;
+}
+
+bool take_accounted(const httplib::Response& res) {
+  const bool marked = accounted_response == &res;
+  accounted_response = nullptr;
+  return marked;
+}
 
 std::optional<Submitted> admit_and_submit(ServerContext& ctx, const ParsedRequest& p,
                                           httplib::Response& res, ErrorStyle style) {
   ApiError why;
   Submitted s;
   s.slot = ctx.guard->admit(&why);
+  mark_accounted(res);
   if (!s.slot) {
+    if (ctx.metrics)
+      ctx.metrics->on_refused(why.status == 429 ? Rejection::kCapacity : Rejection::kDraining,
+                              p.gen.priority);
     send_error(res, why, style);
     return std::nullopt;
   }

@@ -2,6 +2,10 @@
 // model and the parsing limits), and the steps common to every generation route: admit and
 // submit a parsed request, turn an engine rejection or failure into an ApiError, and report
 // a request's engine-time timings (x-prima-* headers, the "prima" JSON object).
+// Request accounting: every API request that asks for work and is not answered with success is
+// counted once in the metrics, by whoever knows why: admission (429, 503, counted here), the
+// engine's hooks (a submitted request's end), or else the HTTP server's logger, by the
+// answer's status (unparsable bodies, bad fields, unknown models, missing keys, 413s).
 // Thread-safety: the context is immutable once serving starts; its members are thread-safe.
 #pragma once
 
@@ -14,6 +18,7 @@
 #include "server/api_error.h"
 #include "server/engine_bridge.h"
 #include "server/guard.h"
+#include "server/metrics.h"
 #include "server/request_parse.h"
 
 namespace prima::server {
@@ -24,6 +29,7 @@ struct ServerContext {
   ModelInfo model;
   ParseLimits limits;
   std::string backend = "sim";
+  ServerMetrics* metrics = nullptr;  // may be null (no /metrics)
 };
 
 struct Submitted {
@@ -33,9 +39,17 @@ struct Submitted {
 };
 
 // Admits (429 when full, 503 when draining) and submits; on refusal sends the error on `res`
-// and returns nullopt.
+// and returns nullopt. Either way the request is accounted for (refused: counted now;
+// submitted: counted when it ends) and `res` is marked so (mark_accounted).
 std::optional<Submitted> admit_and_submit(ServerContext& ctx, const ParsedRequest& p,
                                           httplib::Response& res, ErrorStyle style);
+
+// Marks `res` as the answer of a request the metrics already count; the HTTP server's logger,
+// which runs after the handler on the same worker thread, asks take_accounted() and counts
+// the error answers that are not marked by their status. Handler threads only.
+void mark_accounted(const httplib::Response& res);
+// Whether `res` was marked on this thread (and clears the mark).
+bool take_accounted(const httplib::Response& res);
 
 // Waits for the end of a non-streaming request. Every 50 ms without an end it checks whether
 // the client closed its connection (peer_closed on the handler thread's connection socket);
