@@ -555,6 +555,62 @@ class MetricsTest(unittest.TestCase):
         for name in self.NAMES:
             self.assertIn(f"# TYPE {name} ", text.decode())
 
+    def test_vllm_names_count_requests_by_finish_reason_and_refusals_by_reason(self):
+        """vLLM's families (label model_name) count what the prima ones do; refused requests
+        are counted by reason."""
+        MAIN.wait_idle()
+        m = MAIN.health()["model"]
+        lab = f'engine="0",model_name="{m}"'
+        before, _ = metrics()
+        usage = []
+        for extra in ({"max_tokens": 5}, {"max_tokens": 8, "stop": [" tokens"]}):
+            code, _, data = MAIN.request("POST", "/v1/completions",
+                                         {"model": m, "prompt": "12345678", **extra})
+            self.assertEqual(code, 200, data)
+            usage.append(json.loads(data)["usage"])
+        for body, status in (("{not json", 400), ({"model": m, "prompt": "x", "max_tokens": 0},
+                                                    400), ({"model": "gpt-9", "prompt": "x"}, 404)):
+            self.assertEqual(MAIN.request("POST", "/v1/completions", body)[0], status)
+        MAIN.wait_idle()
+        after, text = metrics()
+
+        def delta(series):
+            return after.get(series, 0) - before.get(series, 0)
+
+        for reason in ("length", "stop"):
+            self.assertEqual(delta(f'vllm:request_success_total{{engine="0",'
+                                   f'finished_reason="{reason}",model_name="{m}"}}'), 1, reason)
+        prompt = sum(u["prompt_tokens"] for u in usage)
+        generated = sum(u["completion_tokens"] for u in usage)
+        self.assertEqual(delta(f"vllm:prompt_tokens_total{{{lab}}}"), prompt)
+        self.assertEqual(delta(f"vllm:request_prompt_tokens_sum{{{lab}}}"), prompt)
+        self.assertEqual(delta(f"vllm:request_generation_tokens_sum{{{lab}}}"), generated)
+        prima_generated = sum(delta(f'prima:generation_tokens_total{{model="{m}",priority="{p}"}}')
+                              for p in ("low", "normal", "high"))
+        self.assertEqual(delta(f"vllm:generation_tokens_total{{{lab}}}"), prima_generated)
+        self.assertGreaterEqual(prima_generated, 5 + 3)
+        for h in ("time_to_first_token_seconds", "e2e_request_latency_seconds",
+                  "request_queue_time_seconds", "request_prefill_time_seconds",
+                  "request_decode_time_seconds"):
+            self.assertEqual(delta(f"vllm:{h}_count{{{lab}}}"), 2, h)
+        self.assertGreaterEqual(delta(f"vllm:time_per_output_token_seconds_count{{{lab}}}"),
+                                4 + 2)
+        # vLLM's largest buckets, with vLLM's label order (model_name before le).
+        for h, le in (("time_to_first_token_seconds", "2560"),
+                      ("time_per_output_token_seconds", "80"),
+                      ("e2e_request_latency_seconds", "7680")):
+            self.assertIn(f'vllm:{h}_bucket{{{lab},le="{le}"}}', after, h)
+        for g in ("num_requests_running", "num_requests_waiting", "gpu_cache_usage_perc",
+                  "kv_cache_usage_perc"):
+            self.assertEqual(after[f"vllm:{g}{{{lab}}}"], 0, g)
+        self.assertIn(f"vllm:num_preemptions_total{{{lab}}}", after)
+        rejected = f'prima:requests_rejected_total{{model_name="{m}",reason='
+        self.assertEqual(delta(rejected + '"invalid"}'), 2)
+        self.assertEqual(delta(rejected + '"not_found"}'), 1)
+        self.assertEqual(delta(rejected + '"capacity"}'), 0)
+        self.assertEqual(delta(f'prima:requests_errored_total{{model_name="{m}",'
+                               f'reason="internal"}}'), 0)
+
     def test_promtool_accepts_the_exposition(self):
         import shutil
         if not shutil.which("promtool"):
@@ -606,6 +662,19 @@ class ProtectionTest(unittest.TestCase):
             srv.wait_idle()
             code, _, _ = srv.request("POST", "/v1/completions", body, auth)
             self.assertEqual(code, 200)
+            # /metrics (no key needed) counts the 429 and the three 401 POSTs by reason; the
+            # 429 is a rejected request of its priority.
+            _, _, text = srv.request("GET", "/metrics")
+            series = {l.rpartition(" ")[0]: float(l.rpartition(" ")[2])
+                      for l in text.decode().splitlines() if l and not l.startswith("#")}
+            rejected = f'prima:requests_rejected_total{{model_name="{m}",reason='
+            self.assertEqual(series[rejected + '"capacity"}'], 1)
+            self.assertEqual(series[rejected + '"unauthorized"}'], 3)
+            self.assertEqual(series[rejected + '"invalid"}'], 0)
+            self.assertEqual(series[f'prima:request_outcomes_total{{model="{m}",'
+                                    f'outcome="rejected",priority="normal"}}'], 1)
+            self.assertEqual(series[f'prima:requests_errored_total{{model_name="{m}",'
+                                    f'reason="cancelled"}}'], 2)  # the two closed streams
         finally:
             srv.stop()
 
