@@ -111,12 +111,13 @@ ServerMetrics::ServerMetrics(const std::string& model, int max_model_len)
   auto& rejected = BuildCounter()
                        .Name("prima:requests_rejected_total")
                        .Help(
-                           "Requests refused without an answer, by reason (capacity: 429, "
+                           "API requests refused with an error answer, by reason (capacity: 429, "
                            "draining: 503, invalid: 400, not_found: 404, too_large: 413/431, "
                            "unauthorized: 401, engine: refused by the engine)")
                        .Register(*reg_);
   for (int r = 0; r < kNumRejections; ++r)
-    rejected_[r] = &rejected.Add({{"model_name", model}, {"reason", kRejectionNames[r]}});
+    rejected_[r] = &rejected.Add(
+        {{"model_name", model}, {"reason", rejection_name(static_cast<Rejection>(r))}});
   auto& errored = BuildCounter()
                       .Name("prima:requests_errored_total")
                       .Help(
