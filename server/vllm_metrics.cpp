@@ -114,6 +114,9 @@ void VllmMetrics::on_token(const Sequence& s, double itl_s) {
 }
 
 void VllmMetrics::on_end(const Sequence& s) {
+  // vLLM refuses what it can never serve at its API, before its engine: such a request is in
+  // none of its families (prima counts it in prima:requests_rejected_total{reason="engine"}).
+  if (s.outcome == Outcome::kRejected) return;
   const std::string reason = vllm_finished_reason(s);
   (reason == "stop"     ? success_stop_
    : reason == "length" ? success_length_

@@ -53,6 +53,7 @@ class VllmMetrics {
   VllmMetrics(prometheus::Registry& reg, const std::string& model_name, int max_model_len);
 
   void on_token(const Sequence& s, double itl_s);  // itl_s < 0: the first token
+  // A request the engine rejected is not counted (vLLM refuses those before its engine).
   void on_end(const Sequence& s);
   // new_preemptions: preemptions since the previous call.
   void on_state(int running, int waiting, double kv_usage, std::int64_t new_preemptions);

@@ -100,6 +100,9 @@ TEST(ServerMetrics, VllmFamiliesHaveVllmNamesTheModelNameLabelAndCounts) {
   gone.outcome = Outcome::kFailed;
   gone.reason = "client disconnected";
   m.on_end(gone);
+  Sequence refused;  // rejected by the engine: vLLM would have refused it at its API
+  refused.outcome = Outcome::kRejected;
+  m.on_end(refused);
   m.on_state(0.0, 3, 4, 0.25, 5, 0.0, 2);
   m.on_state(1.0, 3, 4, 0.25, 7, 0.0, 2);
   const std::string t = m.text();
