@@ -68,7 +68,13 @@ void HttpServer::setup() {
   cl.reactor.body_timeout_s = opts_.body_timeout_s;
   cl.reactor.idle_timeout_s = opts_.idle_timeout_s;
   svr_.set_connection_limits(cl);
-  svr_.error_body = [](int status, const std::string& path, const std::string& message) {
+  // Called once for each request the connection layer refuses before any handler runs
+  // (framing: 413, 431, 400, 501; deadlines: 408; the connection cap: 503 with no path).
+  // Those whose request line names an API route count as refused requests, by status;
+  // timeouts do not (a client that stalls is a dropped connection, not a refused request).
+  svr_.error_body = [this](int status, const std::string& path, const std::string& message) {
+    if (metrics_ && !path.empty() && status != 408 && Guard::is_protected(path))
+      metrics_->on_http_error(status);
     ApiError e;
     e.status = status;
     e.type = status == 503 ? "service_unavailable" : "invalid_request_error";

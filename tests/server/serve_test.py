@@ -571,6 +571,9 @@ class MetricsTest(unittest.TestCase):
         for body, status in (("{not json", 400), ({"model": m, "prompt": "x", "max_tokens": 0},
                                                     400), ({"model": "gpt-9", "prompt": "x"}, 404)):
             self.assertEqual(MAIN.request("POST", "/v1/completions", body)[0], status)
+        # Over --max-body-bytes (1 MiB): refused by the connection layer before any handler.
+        big = json.dumps({"model": m, "prompt": "x" * (1 << 20)})
+        self.assertEqual(MAIN.request("POST", "/v1/completions", big)[0], 413)
         MAIN.wait_idle()
         after, text = metrics()
 
@@ -607,6 +610,7 @@ class MetricsTest(unittest.TestCase):
         rejected = f'prima:requests_rejected_total{{model_name="{m}",reason='
         self.assertEqual(delta(rejected + '"invalid"}'), 2)
         self.assertEqual(delta(rejected + '"not_found"}'), 1)
+        self.assertEqual(delta(rejected + '"too_large"}'), 1)
         self.assertEqual(delta(rejected + '"capacity"}'), 0)
         self.assertEqual(delta(f'prima:requests_errored_total{{model_name="{m}",'
                                f'reason="internal"}}'), 0)
