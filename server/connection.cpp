@@ -285,6 +285,7 @@ void ConnectionServer::start_workers() {
 }
 
 void ConnectionServer::stop_workers() {
+  std::lock_guard<std::mutex> lock(workers_mu_);
   if (reactor_) reactor_->stop();  // closes idle and arriving connections
   if (pool_) pool_->shutdown();    // requests in progress finish; their connections close
   pool_.reset();
@@ -303,7 +304,8 @@ std::string ConnectionServer::error_response(int status, const std::string& path
 }
 
 bool ConnectionServer::process_and_close_socket(socket_t sock) {
-  if (open_.fetch_add(1) >= cap_ || !reactor_) {
+  // Only this (the accepting) thread adds to open_: a refused connection is never counted.
+  if (open_.load() >= cap_ || !reactor_) {
     // Refused fast, on the accept thread: a short answer if the socket takes it, then close.
     const std::string r = error_response(503, "",
                                          "the server is at its limit of " + std::to_string(cap_) +
@@ -311,9 +313,9 @@ bool ConnectionServer::process_and_close_socket(socket_t sock) {
     [[maybe_unused]] ssize_t n = ::send(sock, r.data(), r.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
-    --open_;
     return false;
   }
+  ++open_;
   // Bound every blocking recv/send of the workers by the read/write timeouts.
   timeval rt{static_cast<time_t>(read_timeout_sec_), static_cast<suseconds_t>(read_timeout_usec_)};
   timeval wt{static_cast<time_t>(write_timeout_sec_),

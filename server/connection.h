@@ -26,6 +26,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "server/conn_reactor.h"
@@ -69,6 +70,7 @@ class ConnectionServer : public httplib::Server {
 
   ConnectionLimits lim_;
   int cap_ = 0;
+  std::mutex workers_mu_;  // stop_workers may run on the listening thread and the destructor
   std::unique_ptr<ConnReactor> reactor_;
   std::unique_ptr<httplib::ThreadPool> pool_;
   std::atomic<int> open_{0};

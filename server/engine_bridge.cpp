@@ -79,6 +79,9 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
           t.top.push_back({alt, codec_->piece(alt, alt), lp});
       }
     }
+    // The first token can reach its client before the slice ends and publishes: /health must
+    // already show what the request holds then (it is in the engine, its KV blocks taken).
+    if (idx == 0) publish();
     st->push(std::move(t));
     if (metrics_) metrics_->on_token(s, last >= 0 ? rt_->now() - last : -1);
     if (stopped) engine_->finish_early(s.req.id);  // a stop string: ends as completed

@@ -2,8 +2,9 @@
 // GenRequest and gets a TokenStream; the request is posted into the loop, enters the engine
 // at the loop's current time, and the engine's on_token / on_end hooks (installed here) fill
 // the stream. cancel() posts ServingEngine::cancel (a client went away). publish() runs on
-// the loop after each slice, and after each submit and cancel the loop takes in, and copies
-// the engine's gauges into a snapshot that any thread may read (/health, limits).
+// the loop after each slice, after each submit and cancel the loop takes in, and before a
+// request's first token is handed over, and copies the engine's gauges into a snapshot that
+// any thread may read (/health, limits).
 //
 // Thread-safety: submit, cancel, snapshot: any thread. The constructor, publish and the hooks:
 // the loop thread. Ownership: borrows the engine, the metrics and the post function's target;
