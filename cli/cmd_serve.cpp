@@ -60,10 +60,11 @@ int serve_sim(const ServeOptions& o) {
   model.max_model_len = sc->max_model_len > 0 ? sc->max_model_len : sc->model.max_context;
   server::ServerMetrics metrics(model.name, model.max_model_len);
   bridge.set_metrics(&metrics, cl.recorder.get(), sc->plan.gpus_per_replica() * sc->plan.replicas);
+  const nlohmann::json limits = engine_limits(*cl.engine);
   const std::string banner =
-      fmt::format("{} ({}) on {}, TP{} x PP{} x {} replica(s), simulated at {}x", model.name,
+      fmt::format("{} ({}) on {}, TP{} x PP{} x {} replica(s), simulated at {}x; {}", model.name,
                   sc->name, sc->topology.name, sc->plan.tensor_parallel, sc->plan.pipeline_parallel,
-                  sc->plan.replicas, eo.speed);
+                  sc->plan.replicas, eo.speed, describe_limits(limits));
   ServeLoop loop;
   loop.run = [&](const std::function<void()>& publish) { emu.run(publish); };
   loop.stop = [&] { emu.stop(); };
@@ -71,6 +72,7 @@ int serve_sim(const ServeOptions& o) {
     (*j)["sim_time_s"] = emu.sim_time_now();
     (*j)["speed"] = eo.speed;
     (*j)["sim_lag_ms"] = emu.lag_wall_s() * 1e3;
+    (*j)["limits"] = limits;
   });
 }
 

@@ -46,6 +46,12 @@ struct ServeLoop {
   std::function<void()> stop;  // any thread
 };
 
+// The limits the engine serves with (/health's "limits", the startup banner):
+// max_num_seqs, max_num_batched_tokens, block_size, max_model_len, kv_blocks (all replicas),
+// replicas.
+nlohmann::json engine_limits(const cluster::ServingEngine& e);
+std::string describe_limits(const nlohmann::json& limits);
+
 // Serves until a signal (then drains) or a failure. Returns the exit code.
 int run_server(const ServeOptions& o, server::EngineBridge* bridge, server::ServerMetrics* metrics,
                const server::ModelInfo& model, const std::string& banner, ServeLoop loop,

@@ -32,6 +32,21 @@ Status write_port_file(const std::string& path, int port) {
 
 }  // namespace
 
+nlohmann::json engine_limits(const cluster::ServingEngine& e) {
+  const auto& so = e.options().scheduler;
+  std::int64_t kv_blocks = 0;
+  for (const auto& r : e.replicas()) kv_blocks += r->kv().num_blocks();
+  return {{"max_num_seqs", so.max_num_seqs}, {"max_num_batched_tokens", so.max_num_batched_tokens},
+          {"block_size", so.block_size},     {"max_model_len", e.options().max_model_len},
+          {"kv_blocks", kv_blocks},          {"replicas", e.replicas().size()}};
+}
+
+std::string describe_limits(const nlohmann::json& l) {
+  return fmt::format("max-num-seqs {}, max-num-batched-tokens {}, {} KV blocks of {} tokens",
+                     l["max_num_seqs"].get<int>(), l["max_num_batched_tokens"].get<int>(),
+                     l["kv_blocks"].get<std::int64_t>(), l["block_size"].get<int>());
+}
+
 int run_server(const ServeOptions& o, server::EngineBridge* bridge, server::ServerMetrics* metrics,
                const server::ModelInfo& model, const std::string& banner, ServeLoop loop,
                std::function<void(nlohmann::json*)> health_extra) {

@@ -139,9 +139,10 @@ int serve_real(const ServeOptions& o) {
   server::ServerMetrics metrics(model.name, model.max_model_len);
   bridge.set_metrics(&metrics, &rec, o.tp * o.pp);
 
-  const std::string banner = fmt::format(
-      "{} ({}) on this CPU, TP{} x PP{}, {} KV blocks of {} tokens, context {}", model.name,
-      o.model_path, o.tp, o.pp, backend->num_kv_blocks(), backend->block_size(), ctx);
+  const nlohmann::json limits = engine_limits(engine);
+  const std::string banner =
+      fmt::format("{} ({}) on this CPU, TP{} x PP{}, context {}; {}", model.name, o.model_path,
+                  o.tp, o.pp, ctx, describe_limits(limits));
   ServeLoop loop;
   loop.run = [&](const std::function<void()>& publish) {
     // Gauges every 20 ms of wall time (the loop otherwise sleeps until work arrives).
@@ -157,6 +158,7 @@ int serve_real(const ServeOptions& o) {
     (*j)["model_file"] = o.model_path;
     (*j)["tp"] = o.tp;
     (*j)["pp"] = o.pp;
+    (*j)["limits"] = limits;
   });
   backend->shutdown();  // joins the executor's worker, releases the other ranks
   return rc;

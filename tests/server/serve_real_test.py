@@ -50,6 +50,11 @@ class RealServeTest(unittest.TestCase):
         self.assertEqual(model_name(), "SmolLM2-135M-Instruct.Q4_1")
         info = json.loads(SRV.request("GET", "/v1/models")[2])["data"][0]
         self.assertEqual(info["max_model_len"], 1024)
+        # The limits it serves with (--max-num-seqs 4, --max-model-len 1024), in /health.
+        lim = json.loads(SRV.request("GET", "/health")[2])["limits"]
+        self.assertEqual(lim["max_num_seqs"], 4)
+        self.assertEqual(lim["max_model_len"], 1024)
+        self.assertEqual(lim["replicas"], 1)
 
     def test_greedy_chat_equals_prima_generate(self):
         want, err = generate("--chat", "--prompt", CHAT_PROMPT, "--max-tokens", "24")

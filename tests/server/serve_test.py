@@ -160,6 +160,13 @@ class OpenAITest(unittest.TestCase):
         self.assertEqual(len(models), 1)
         self.assertEqual(models[0].owned_by, "prima")
 
+    def test_health_shows_the_limits_it_serves_with(self):
+        lim = MAIN.health()["limits"]
+        self.assertEqual(set(lim), {"max_num_seqs", "max_num_batched_tokens", "block_size",
+                                    "max_model_len", "kv_blocks", "replicas"})
+        self.assertEqual(lim["kv_blocks"], MAIN.health()["kv_blocks"])
+        self.assertIn(f"max-num-seqs {lim['max_num_seqs']}", MAIN.output())
+
     def test_completion(self):
         r = self.client.completions.create(model=self.model, prompt="Hello, world!", max_tokens=5)
         self.assertEqual(r.choices[0].text, synthetic(5))
