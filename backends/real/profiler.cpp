@@ -338,7 +338,7 @@ nlohmann::json profile_to_json(const ProfileResult& r) {
               {"source", "fitted by prima profile on " + r.model.name}};
   json hw = {{"name", r.hardware.name},
              {"source", r.hardware.source},
-             {"hbm", std::to_string(static_cast<long long>(r.hardware.hbm_bytes)) + "B"},
+             {"memory", std::to_string(static_cast<long long>(r.hardware.hbm_bytes)) + "B"},
              {"hbm_bandwidth", std::to_string(r.hardware.hbm_bw_Bps / 1e9) + "GB/s"},
              {"fp16_tflops", r.hardware.fp16_flops / 1e12}};
   json ops = json::array();

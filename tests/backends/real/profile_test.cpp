@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/perf/calibration.h"
+#include "engine/plan/topology.h"
 #include "kernels/cpu/packed.h"
 #include "tests/backends/real/model_fixture.h"
 #include "tests/support/run_prima.h"
@@ -41,6 +42,20 @@ TEST(Profile, WritesACalibrationTheSimulatorReads) {
 
   const auto j = read_json(out);
   EXPECT_EQ(j["hardware"]["name"], "testcpu");
+  // The hardware object is a topology's GPU as it is (docs/real-backend.md).
+  const config::Json topo = {{"name", "one-cpu"},
+                             {"gpu", j["hardware"]},
+                             {"nodes", 1},
+                             {"node",
+                              {{"gpus", 1},
+                               {"nvlink", {{"bandwidth", "1GB/s"}}},
+                               {"pcie", {{"bandwidth", "1GB/s"}}},
+                               {"nic", {{"bandwidth", "1GB/s"}}}}},
+                             {"fabric", {{"link", {{"bandwidth", "1GB/s"}}}}}};
+  const plan::Topology t = plan::parse_topology(config::JsonReader(topo, "topo"));
+  EXPECT_EQ(t.gpu.name, "testcpu");
+  EXPECT_GT(t.gpu.hbm_bytes, 0);
+  EXPECT_GT(t.gpu.hbm_bw_Bps, 0);
   EXPECT_GT(j["profile"]["read_bandwidth_GBps"].get<double>(), 0);
   int matmul_b1 = 0, matmul_b4 = 0, attention = 0;
   for (const auto& o : j["profile"]["operators"]) {
