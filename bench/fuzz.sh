@@ -10,8 +10,6 @@
 #   PRIMA_FUZZ_KEEP_GOING 1: keep fuzzing after a crash (libFuzzer -fork=1 -ignore_crashes=1),
 #                         collecting every crash of the run instead of stopping at the first
 #   PRIMA_JOBS            build jobs (default 2)
-#   PRIMA_FUZZ_IGNORE_UTF8_ERROR_BODY=1  request_parse_fuzz lets error messages that are not
-#                         UTF-8 pass (to look past issue 24's open bug; docs/fuzzing.md)
 # Each target's summary (executions, coverage, crashes) is printed at the end; a crash is
 # reproduced with `<build>/<target> <artifact>` and minimized with
 # `<build>/<target> -minimize_crash=1 -runs=10000 <artifact>` (docs/fuzzing.md).

@@ -57,7 +57,6 @@ bool ConnReactor::start(std::string* error) {
   ev.events = EPOLLIN;
   ev.data.fd = wakefd_;
   ::epoll_ctl(epfd_, EPOLL_CTL_ADD, wakefd_, &ev);
-  running_ = true;
   thread_ = std::thread([this] { run(); });
   return true;
 }
@@ -69,7 +68,6 @@ void ConnReactor::stop() {
     [[maybe_unused]] ssize_t n = ::write(wakefd_, &one, sizeof(one));
     thread_.join();
   }
-  running_ = false;
   take_incoming();  // closes them: stopping_
   for (auto& [sock, c] : conns_) close_conn(sock);
   conns_.clear();

@@ -72,8 +72,6 @@ class ConnReactor {
   // Connections held now (not counting those with a worker).
   std::size_t size() const { return held_.load(); }
 
-  const ReactorLimits& limits() const { return lim_; }
-
  private:
   void run();
   void take_incoming();
@@ -91,7 +89,7 @@ class ConnReactor {
   ClosedFn closed_;
   int epfd_ = -1, wakefd_ = -1;
   std::thread thread_;
-  std::atomic<bool> stopping_{false}, running_{false};
+  std::atomic<bool> stopping_{false};
   std::mutex mu_;
   std::vector<std::unique_ptr<PendingConn>> incoming_;           // guarded by mu_
   std::unordered_map<int, std::unique_ptr<PendingConn>> conns_;  // reactor thread only

@@ -63,12 +63,17 @@ bool better(const std::pair<float, int>& a, const std::pair<float, int>& b) {
   return a.first > b.first || (a.first == b.first && a.second < b.second);
 }
 
-// Softmax weights exp((l - mx) / T) of the whole vocabulary into w[i].first; their sum.
+// The sum of the softmax weights exp((l - mx) / T) of the whole vocabulary; each weight also
+// into (*w)[i].first when w is given.
 double weights(const float* logits, int vocab, float mx, double temperature,
                std::vector<std::pair<float, int>>* w) {
   const float inv_t = static_cast<float>(1.0 / temperature);
-  w->resize(vocab);
   double sum = 0;
+  if (!w) {
+    for (int i = 0; i < vocab; ++i) sum += std::exp((logits[i] - mx) * inv_t);
+    return sum;
+  }
+  w->resize(vocab);
   for (int i = 0; i < vocab; ++i) {
     const float e = std::exp((logits[i] - mx) * inv_t);
     (*w)[i].first = e;
@@ -147,7 +152,8 @@ int sample_token(const float* logits, int vocab, const SamplingParams& p, std::u
   }
   // Top-p alone: grow the sorted candidate set until its mass reaches top_p of the total.
   const float mx = max_logit(logits, vocab);
-  const double total = weights(logits, vocab, mx, p.temperature, &c);
+  const double total = weights(logits, vocab, mx, p.temperature, nullptr);
+  c.resize(vocab);
   for (int i = 0; i < vocab; ++i) c[i] = {logits[i], i};
   for (int k = std::min(64, vocab);; k = std::min(vocab, k * 4)) {
     select_best(c, k);

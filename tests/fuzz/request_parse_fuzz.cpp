@@ -7,10 +7,6 @@
 //    1 <= max_tokens <= the limit, prompt + output within the model's context, and the
 //    prompt's ids (when given) as many as its tokens.
 // Any violation aborts with what was wrong.
-// PRIMA_FUZZ_IGNORE_UTF8_ERROR_BODY=1 lets an error message that is not valid UTF-8 pass, to look
-// past the open bug of issue 24 (a JSON parse error quotes the raw bytes it stopped at, e.g. the
-// first byte of a two-byte character, and such a message cannot be written as a JSON error
-// body: the server answers 500) while it is being fixed; docs/fuzzing.md.
 // Single-threaded (libFuzzer calls it from one thread).
 #include <cstdint>
 #include <cstdio>
@@ -42,11 +38,6 @@ constexpr Api kApis[] = {{ApiKind::kCompletion, ErrorStyle::kOpenAI, "completion
                          {ApiKind::kTgi, ErrorStyle::kTgi, "tgi"},
                          {ApiKind::kKServe, ErrorStyle::kKServe, "kserve"}};
 
-const bool kIgnoreUtf8ErrorBody = [] {
-  const char* v = std::getenv("PRIMA_FUZZ_IGNORE_UTF8_ERROR_BODY");
-  return v && std::string(v) == "1";
-}();
-
 void check_error(const Api& api, const ApiError& e) {
   if (e.status < 400 || e.status > 499)
     fail(api.name, "status " + std::to_string(e.status) + " for a client's body: " + e.message);
@@ -54,9 +45,6 @@ void check_error(const Api& api, const ApiError& e) {
   std::string body;
   try {
     body = prima::server::error_body(e, api.style);
-  } catch (const nlohmann::json::type_error& x) {
-    if (kIgnoreUtf8ErrorBody && x.id == 316) return;  // 316: invalid UTF-8 in a string
-    fail(api.name, std::string("the error body cannot be written: ") + x.what());
   } catch (const std::exception& x) {
     fail(api.name, std::string("the error body cannot be written: ") + x.what());
   }
