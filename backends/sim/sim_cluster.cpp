@@ -88,7 +88,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
     c->injector =
         std::make_unique<FaultInjector>(c->platform.get(), c->rt.get(), sc.faults, sc.env, sc.seed);
   c->cost = std::make_unique<perf::CostModel>(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
-                                              sc.calibration.for_gpu(sc.topology.gpu.name),
+                                              perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
                                               sc.memory.kv_bytes_per_element);
   // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
   c->cost->set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);

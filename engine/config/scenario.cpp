@@ -91,6 +91,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
         s.calibration = *cal;
       } else {
         s.calibration = perf::parse_calibration(r.object("calibration"));
+        s.calibration.source = file + ": calibration";
       }
     }
     if (r.has("sim")) {

@@ -1,49 +1,185 @@
-// Calibration tables: parsing and lookup (calibration.h).
+// Calibration tables and hardware profiles: the parameter table, parsing, writing, the
+// built-in profiles and which parameters a run uses (calibration.h).
 #include "engine/perf/calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "engine/config/embedded.h"
+#include "engine/config/json_parse.h"
 
 namespace prima::perf {
 namespace {
 
+using E = Efficiency;
+using F = EfficiencyField;
+
+constexpr F kFields[] = {
+    {"gemm_compute", &E::gemm_compute, F::kShare, "GEMM: share of tensor peak at large M"},
+    {"gemm_m_half", &E::gemm_m_half, F::kCount, "GEMM: rows at which the compute share halves"},
+    {"gemm_memory", &E::gemm_memory, F::kShare, "GEMM: share of HBM bandwidth streaming weights"},
+    {"attention_compute", &E::attention_compute, F::kShare,
+     "prefill attention: share of 16-bit peak at long context"},
+    {"attention_seq_half", &E::attention_seq_half, F::kCount,
+     "prefill attention: context at which the share halves"},
+    {"attention_score_bytes", &E::attention_score_bytes, F::kCount,
+     "prefill attention: score-matrix bytes per attended pair and head (0: fused kernel)"},
+    {"attention_memory", &E::attention_memory, F::kShare,
+     "decode attention: share of HBM bandwidth reading the KV cache"},
+    {"elementwise_memory", &E::elementwise_memory, F::kShare,
+     "norms, RoPE, activations, sampling: share of HBM bandwidth"},
+    {"allreduce_bandwidth", &E::allreduce_bandwidth, F::kShare,
+     "ring all-reduce (Simple): share of link bandwidth"},
+    {"allreduce_latency_s", &E::allreduce_latency_s, F::kSeconds, "ring all-reduce: per hop"},
+    {"allreduce_base_s", &E::allreduce_base_s, F::kSeconds, "ring all-reduce: per collective"},
+    {"allreduce_ll_bandwidth", &E::allreduce_ll_bandwidth, F::kOptionalShare,
+     "ring all-reduce, low-latency protocol: share of link bandwidth (0: off)"},
+    {"allreduce_ll_latency_s", &E::allreduce_ll_latency_s, F::kSeconds,
+     "ring all-reduce, low-latency protocol: per hop"},
+    {"nvls_bandwidth", &E::nvls_bandwidth, F::kOptionalShare,
+     "NVLS all-reduce: share of link bandwidth (0: no NVLS)"},
+    {"nvls_latency_s", &E::nvls_latency_s, F::kSeconds, "NVLS all-reduce: per collective"},
+    {"oneshot_latency_s", &E::oneshot_latency_s, F::kSeconds,
+     "one-shot all-reduce: per collective (0: off)"},
+    {"oneshot_max_bytes", &E::oneshot_max_bytes, F::kCount,
+     "one-shot all-reduce: largest buffer it takes"},
+    {"p2p_latency_s", &E::p2p_latency_s, F::kSeconds, "pipeline send: per message"},
+    {"step_overhead_s", &E::step_overhead_s, F::kSeconds, "per step: scheduling and launch"},
+    {"seq_overhead_s", &E::seq_overhead_s, F::kSeconds, "per sequence in a step: host work"},
+    {"layer_overhead_s", &E::layer_overhead_s, F::kSeconds, "per layer: GPU kernel gaps"},
+    {"layer_launch_s", &E::layer_launch_s, F::kSeconds,
+     "per layer: host launch time, the least a layer takes"},
+    {"sampling_logit_s", &E::sampling_logit_s, F::kSeconds,
+     "host sampling: per sampled row and vocabulary entry"},
+};
+
+void read_field(const config::JsonReader& r, const F& f, Efficiency* e) {
+  double& v = e->*f.member;
+  switch (f.kind) {
+    case F::kShare:
+    case F::kOptionalShare:
+      v = r.fraction(f.name, v);
+      if (f.kind == F::kShare && v <= 0)
+        r.fail(f.name, "an efficiency share must be in (0, 1]; 0 would make time infinite");
+      break;
+    case F::kSeconds:
+      v = r.duration_s(f.name, v);
+      if (v < 0) r.fail(f.name, "a latency or overhead must be >= 0");
+      break;
+    case F::kCount:
+      v = r.non_negative_number(f.name, v);
+      break;
+  }
+}
+
 Efficiency parse_efficiency(const config::JsonReader& r, Efficiency e) {
-  e.gemm_compute = r.fraction("gemm_compute", e.gemm_compute);
-  e.gemm_memory = r.fraction("gemm_memory", e.gemm_memory);
-  e.attention_compute = r.fraction("attention_compute", e.attention_compute);
-  e.attention_memory = r.fraction("attention_memory", e.attention_memory);
-  e.elementwise_memory = r.fraction("elementwise_memory", e.elementwise_memory);
-  e.allreduce_bandwidth = r.fraction("allreduce_bandwidth", e.allreduce_bandwidth);
-  e.allreduce_latency_s = r.duration_s("allreduce_latency_s", e.allreduce_latency_s);
-  e.p2p_latency_s = r.duration_s("p2p_latency_s", e.p2p_latency_s);
-  e.step_overhead_s = r.duration_s("step_overhead_s", e.step_overhead_s);
-  e.layer_overhead_s = r.duration_s("layer_overhead_s", e.layer_overhead_s);
+  for (const F& f : kFields) read_field(r, f, &e);
   r.string("source", "");
   r.finish();
-  for (double share : {e.gemm_compute, e.gemm_memory, e.attention_compute, e.attention_memory,
-                       e.elementwise_memory, e.allreduce_bandwidth})
-    if (share <= 0) r.fail_here("efficiency shares must be in (0, 1]; 0 would make time infinite");
-  for (double s : {e.allreduce_latency_s, e.p2p_latency_s, e.step_overhead_s, e.layer_overhead_s})
-    if (s < 0) r.fail_here("latencies and overheads must be >= 0");
   return e;
 }
 
+Fidelity parse_fidelity(const config::JsonReader& r) {
+  Fidelity f;
+  f.calibration_data = r.string("calibration_data", "");
+  f.points = static_cast<int>(r.non_negative_integer("points", 0));
+  f.median_abs_error = r.number("median_abs_error", -1);
+  f.p90_abs_error = r.number("p90_abs_error", -1);
+  f.max_abs_error = r.number("max_abs_error", -1);
+  r.consume("per_point");  // the table behind the figures, for readers; not needed here
+  r.finish();
+  f.calibrated = f.points > 0;
+  return f;
+}
+
 }  // namespace
+
+std::span<const EfficiencyField> efficiency_fields() { return kFields; }
+
+const EfficiencyField* find_efficiency_field(const std::string& name) {
+  for (const F& f : kFields)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+std::string check_efficiency(const Efficiency& e) {
+  for (const F& f : kFields) {
+    const double v = e.*f.member;
+    if (!std::isfinite(v)) return fmt::format("{}: not a finite number", f.name);
+    switch (f.kind) {
+      case F::kShare:
+        if (v <= 0 || v > 1) return fmt::format("{}: {} is not a share in (0, 1]", f.name, v);
+        break;
+      case F::kOptionalShare:
+        if (v < 0 || v > 1) return fmt::format("{}: {} is not a share in [0, 1]", f.name, v);
+        break;
+      case F::kSeconds:
+      case F::kCount:
+        if (v < 0) return fmt::format("{}: {} is negative", f.name, v);
+        break;
+    }
+  }
+  return "";
+}
+
+std::string Fidelity::summary() const {
+  if (!calibrated) return "roofline only, uncalibrated";
+  std::string s = fmt::format("profile {}", profile.empty() ? std::string("(unnamed)") : profile);
+  if (median_abs_error >= 0)
+    s += fmt::format(": median error {:.1f}%, max {:.1f}% on {} points", median_abs_error * 100,
+                     max_abs_error * 100, points);
+  else
+    s += ": error not measured";
+  if (!calibration_data.empty()) s += " (" + calibration_data + ")";
+  return s;
+}
 
 const Efficiency& Calibration::for_gpu(const std::string& gpu) const {
   auto it = per_gpu.find(gpu);
   return it == per_gpu.end() ? defaults : it->second;
 }
 
+Profile parse_profile(const config::JsonReader& r) {
+  Profile p;
+  p.name = r.string("profile");
+  if (p.name.empty()) r.fail("profile", "expected the GPU name the profile calibrates");
+  p.description = r.string("description", "");
+  p.source = r.string("source", "");
+  if (auto e = r.optional_object("efficiency")) p.efficiency = parse_efficiency(*e, p.efficiency);
+  if (auto f = r.optional_object("fidelity")) p.fidelity = parse_fidelity(*f);
+  p.fidelity.profile = p.name;
+  p.fidelity.source = p.source;
+  if (r.has("gpu")) {
+    if (!r.value("gpu").is_object()) r.fail("gpu", "expected a topology GPU object");
+    p.gpu = r.value("gpu");
+  }
+  r.finish();
+  return p;
+}
+
 Calibration parse_calibration(const config::JsonReader& r) {
   Calibration c;
-  if (auto d = r.optional_object("defaults")) c.defaults = parse_efficiency(*d, c.defaults);
+  c.source = r.file();
+  if (r.has("profile") && r.value("profile").is_string()) {  // a hardware profile: its parameters for its GPU
+    Profile p = parse_profile(r);
+    c.per_gpu[p.name] = p.efficiency;
+    c.fidelity[p.name] = p.fidelity;
+    return c;
+  }
+  if (auto d = r.optional_object("defaults")) {
+    c.defaults = parse_efficiency(*d, c.defaults);
+    c.has_defaults = true;
+  }
   if (auto g = r.optional_object("gpus")) {
     for (auto it = g->json().begin(); it != g->json().end(); ++it)
       c.per_gpu[it.key()] = parse_efficiency(g->object(it.key()), c.defaults);
     g->finish();
   }
   r.string("source", "");
-  // Written by `prima profile` next to the efficiencies: informational here (the GPU object
-  // a topology may use, and the measurements the fit came from).
-  r.consume("hardware");
+  r.consume("hardware");  // older `prima profile` output: the GPU object and the measurements
   r.consume("profile");
   r.finish();
   return c;
@@ -59,6 +195,114 @@ Result<Calibration> load_calibration_file(const std::string& path) {
   });
   if (!st.ok()) return st;
   return c;
+}
+
+Result<Profile> load_profile_file(const std::string& path) {
+  auto j = config::read_json_file(path);
+  if (!j.ok()) return j.status();
+  Profile p;
+  Status st = config::to_status([&] {
+    if (!j->is_object()) throw config::ConfigError(path + ": expected a JSON object");
+    p = parse_profile(config::JsonReader(*j, path));
+  });
+  if (!st.ok()) return st;
+  return p;
+}
+
+config::Json efficiency_to_json(const Efficiency& e) {
+  config::Json j = config::Json::object();
+  for (const F& f : kFields) j[f.name] = e.*f.member;
+  return j;
+}
+
+config::Json fidelity_to_json(const Fidelity& f) {
+  config::Json j{{"profile", f.profile.empty() ? config::Json(nullptr) : config::Json(f.profile)},
+                 {"source", f.source},
+                 {"calibrated", f.calibrated},
+                 {"summary", f.summary()}};
+  if (f.calibrated) {
+    j["calibration_data"] = f.calibration_data;
+    j["points"] = f.points;
+    auto opt = [](double v) { return v >= 0 ? config::Json(v) : config::Json(nullptr); };
+    j["median_abs_error"] = opt(f.median_abs_error);
+    j["p90_abs_error"] = opt(f.p90_abs_error);
+    j["max_abs_error"] = opt(f.max_abs_error);
+  }
+  return j;
+}
+
+config::Json profile_to_json(const Profile& p) {
+  config::Json j{{"profile", p.name},
+                 {"description", p.description},
+                 {"source", p.source},
+                 {"efficiency", efficiency_to_json(p.efficiency)}};
+  config::Json f{{"calibration_data", p.fidelity.calibration_data},
+                 {"points", p.fidelity.points}};
+  if (p.fidelity.median_abs_error >= 0) f["median_abs_error"] = p.fidelity.median_abs_error;
+  if (p.fidelity.p90_abs_error >= 0) f["p90_abs_error"] = p.fidelity.p90_abs_error;
+  if (p.fidelity.max_abs_error >= 0) f["max_abs_error"] = p.fidelity.max_abs_error;
+  j["fidelity"] = f;
+  if (p.gpu) j["gpu"] = *p.gpu;
+  return j;
+}
+
+namespace {
+// Built-in profiles, parsed once on first use. An embedded profile that does not parse is a
+// build defect: the test BuiltinProfiles.AllParse checks every one.
+const std::map<std::string, Profile>& builtin_profiles() {
+  static const std::map<std::string, Profile> profiles = [] {
+    std::map<std::string, Profile> m;
+    for (const auto& f : config::embedded_files()) {
+      const std::string path = f.path;
+      if (path.rfind("topologies/profiles/", 0) != 0) continue;
+      auto j = config::parse_json_text(f.content, path);
+      if (!j.ok() || !j->is_object()) continue;
+      Status st = config::to_status([&] {
+        Profile p = parse_profile(config::JsonReader(*j, path));
+        m[p.name] = p;
+      });
+      (void)st;
+    }
+    return m;
+  }();
+  return profiles;
+}
+}  // namespace
+
+const Profile* builtin_profile(const std::string& gpu_name) {
+  const auto& m = builtin_profiles();
+  auto it = m.find(gpu_name);
+  return it == m.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> builtin_profile_names() {
+  std::vector<std::string> v;
+  for (const auto& [name, p] : builtin_profiles()) v.push_back(name);
+  return v;
+}
+
+Resolved resolve(const Calibration& c, const std::string& gpu_name) {
+  Resolved r;
+  auto it = c.per_gpu.find(gpu_name);
+  if (it != c.per_gpu.end() || c.has_defaults) {
+    r.efficiency = it != c.per_gpu.end() ? it->second : c.defaults;
+    auto f = c.fidelity.find(gpu_name);
+    if (f != c.fidelity.end() && it != c.per_gpu.end()) {
+      r.fidelity = f->second;
+    } else {
+      r.fidelity.profile = c.source;
+      r.fidelity.source = c.source;
+      r.fidelity.calibrated = true;  // the user's parameters; their error is not known here
+    }
+    return r;
+  }
+  if (const Profile* p = builtin_profile(gpu_name)) {
+    r.efficiency = p->efficiency;
+    r.fidelity = p->fidelity;
+    return r;
+  }
+  r.fidelity.source = "datasheet peaks and default efficiency shares";
+  return r;
 }
 
 }  // namespace prima::perf

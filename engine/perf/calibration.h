@@ -1,10 +1,16 @@
-// Calibration: efficiency factors that turn peak figures into achieved ones. Written by
-// `prima profile` from the real backend, read by the cost model. Defaults are conservative
-// public figures (see docs/cost-model.md). Plain values; thread-compatible.
+// Calibration: the parameters that turn a GPU's peak figures into achieved ones (efficiency
+// shares, latencies, host overheads), and hardware profiles: one file per hardware type
+// (topologies/profiles/*.json) holding those parameters, their sources and their measured
+// error. Written by `prima profile` (the machine it runs on) or fitted to published
+// measurements; read by the cost model. Every field and equation: docs/cost-model.md.
+// Plain values; thread-compatible.
 #pragma once
 
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "engine/config/json_reader.h"
 #include "engine/core/status.h"
@@ -12,26 +18,118 @@
 namespace prima::perf {
 
 struct Efficiency {
-  double gemm_compute = 0.75;  // share of peak tensor FLOP/s reached by large GEMMs
-  double gemm_memory = 0.85;   // share of HBM bandwidth reached streaming weights
+  // GEMMs: compute share of peak reached at M rows is gemm_compute * M / (M + gemm_m_half);
+  // weight and activation streaming reaches gemm_memory of HBM bandwidth.
+  double gemm_compute = 0.75;
+  double gemm_m_half = 0;
+  double gemm_memory = 0.85;
+  // Attention. Prefill: share of the 16-bit peak at context n is attention_compute * n / (n +
+  // attention_seq_half); a kernel that materialises the score matrix (not fused, not
+  // FlashAttention) also moves attention_score_bytes per attended pair and head. Decode:
+  // KV reads at attention_memory of HBM bandwidth.
   double attention_compute = 0.5;
+  double attention_seq_half = 0;
+  double attention_score_bytes = 0;
   double attention_memory = 0.75;
-  double elementwise_memory = 0.6;    // norms, RoPE, activations, residuals
-  double allreduce_bandwidth = 0.8;   // share of link bandwidth a ring all-reduce reaches
-  double allreduce_latency_s = 8e-6;  // per ring step (NCCL launch + hop)
-  double p2p_latency_s = 5e-6;        // pipeline send
-  double step_overhead_s = 1.5e-3;    // scheduling, sampling, kernel launches per step
-  double layer_overhead_s = 10e-6;    // kernel launches per layer
+  double elementwise_memory = 0.6;  // norms, RoPE, activations, residuals, sampling passes
+  // All-reduce, the fastest of the algorithms the profile enables (docs/cost-model.md):
+  // ring (Simple protocol), ring LL (low latency), NVLS (in-switch reduction), one-shot.
+  double allreduce_bandwidth = 0.8;      // ring Simple: share of link bandwidth
+  double allreduce_latency_s = 8e-6;     // ring Simple: per hop
+  double allreduce_base_s = 0;           // ring Simple: per collective
+  double allreduce_ll_bandwidth = 0;     // ring LL: share of link bandwidth (0: not used)
+  double allreduce_ll_latency_s = 0;     // ring LL: per hop
+  double nvls_bandwidth = 0;             // NVLS: share of link bandwidth (0: no NVLS)
+  double nvls_latency_s = 0;             // NVLS: per collective
+  double oneshot_latency_s = 0;          // one-shot: per collective (used when > 0)
+  double oneshot_max_bytes = 0;          // one-shot: largest buffer it takes
+  double p2p_latency_s = 5e-6;           // pipeline send
+  // Fixed and per-item costs of a step.
+  double step_overhead_s = 1.5e-3;  // per step: scheduling, launch of the step
+  double seq_overhead_s = 0;        // per sequence in the step: host work (schedule, inputs)
+  double layer_overhead_s = 10e-6;  // per layer, GPU side (kernel gaps)
+  double layer_launch_s = 0;        // per layer, host side: a layer never takes less
+  double sampling_logit_s = 0;      // per sampled row and vocabulary entry (host sampling)
+};
+
+// One parameter of Efficiency, by name: what the JSON key is, where the value lives, and its
+// kind, which sets how it is read and what is physical.
+struct EfficiencyField {
+  enum Kind {
+    kShare,          // in (0, 1]
+    kOptionalShare,  // in [0, 1]; 0 = the feature is absent
+    kSeconds,        // >= 0; JSON accepts "2ms"-style strings
+    kCount,          // >= 0 (tokens, bytes)
+  };
+  const char* name;
+  double Efficiency::*member;
+  Kind kind;
+  const char* what;  // one line: what it is (docs, --help, fit output)
+};
+std::span<const EfficiencyField> efficiency_fields();
+const EfficiencyField* find_efficiency_field(const std::string& name);
+// Empty when every value is physical, else the first offending key and why.
+std::string check_efficiency(const Efficiency& e);
+
+// How far a profile's predictions can be trusted: its measured error on the data it was
+// calibrated against (relative errors, |predicted - measured| / measured).
+struct Fidelity {
+  std::string profile;           // the profile's name; "" when none applies
+  std::string source;            // where its parameters come from
+  bool calibrated = false;       // false: roofline only (datasheet peaks, default shares)
+  std::string calibration_data;  // what the error was measured on
+  int points = 0;
+  double median_abs_error = -1;  // -1: not measured
+  double p90_abs_error = -1;
+  double max_abs_error = -1;
+  std::string summary() const;   // one line for printed summaries
+};
+
+// A hardware profile (topologies/profiles/<gpu>.json):
+// {"profile": name, "description", "source", "efficiency": {...}, "fidelity": {...},
+//  "gpu": {...}} — "gpu" (optional) is a topology GPU object (topologies/gpus.json's keys).
+struct Profile {
+  std::string name;  // GpuSpec::name it calibrates
+  std::string description;
+  std::string source;
+  Efficiency efficiency;
+  Fidelity fidelity;
+  std::optional<config::Json> gpu;  // the topology GPU object, when the profile carries one
 };
 
 struct Calibration {
   Efficiency defaults;
+  bool has_defaults = false;                  // "defaults" given (else the built-in shares)
   std::map<std::string, Efficiency> per_gpu;  // by GpuSpec::name
+  std::map<std::string, Fidelity> fidelity;   // by GpuSpec::name, from profiles
+  std::string source;                         // the file, or "inline"
+  bool empty() const { return !has_defaults && per_gpu.empty(); }
   const Efficiency& for_gpu(const std::string& gpu) const;
 };
 
-// {"defaults": {...}, "gpus": {"A100-SXM4-80GB": {...}}}; any field may be omitted.
+// Either a calibration table {"defaults": {...}, "gpus": {"A100-SXM4-80GB": {...}}} or a
+// profile ({"profile": ...}); any field may be omitted.
 Calibration parse_calibration(const config::JsonReader& r);
 Result<Calibration> load_calibration_file(const std::string& path);
+
+Profile parse_profile(const config::JsonReader& r);
+Result<Profile> load_profile_file(const std::string& path);
+config::Json profile_to_json(const Profile& p);
+config::Json efficiency_to_json(const Efficiency& e);
+config::Json fidelity_to_json(const Fidelity& f);
+
+// The profiles built into the binary (topologies/profiles/*.json), by GPU name; nullptr when
+// there is none for that GPU.
+const Profile* builtin_profile(const std::string& gpu_name);
+std::vector<std::string> builtin_profile_names();
+
+// The parameters a run uses for `gpu_name` and how far to trust them: the scenario's own
+// calibration when it names that GPU or gives defaults, else the built-in profile for that
+// GPU, else the default shares ("roofline only, uncalibrated").
+struct Resolved {
+  Efficiency efficiency;
+  Fidelity fidelity;
+};
+Resolved resolve(const Calibration& scenario_calibration, const std::string& gpu_name);
 
 }  // namespace prima::perf
