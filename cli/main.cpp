@@ -21,6 +21,8 @@ const std::vector<Command>& commands() {
       {"serve", "serve OpenAI, TGI and KServe v2 APIs over HTTP (--backend sim: emulator)",
        cmd_serve},
       {"bench", "load-test an HTTP server (OpenAI/TGI): TTFT, TPOT, ITL, E2E, goodput", cmd_bench},
+      {"calibrate", "check or fit a hardware profile against published measurements",
+       cmd_calibrate},
   };
   return kCommands;
 }

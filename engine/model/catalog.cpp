@@ -47,6 +47,15 @@ std::vector<Entry> build_catalog() {
   c.push_back({"llama-2-70b",
                dense("Llama-2-70B", "meta-llama/Llama-2-70b-hf config.json (69.0B, GQA 8 KV heads)",
                      80, 8192, 64, 8, 28672, 32000, 4096)});
+  {
+    // BLOOM: multi-head attention with ALiBi (no rotary), a GELU FFN of two 4h matrices.
+    ModelSpec m = dense("BLOOM-176B",
+                        "bigscience/bloom config.json (70 layers, hidden 14336, 112 heads, vocab "
+                        "250880; 176B parameters; biases not counted)",
+                        70, 14336, 112, 112, 4 * 14336, 250880, 2048, /*tied=*/true);
+    m.ffn_matrices = 2;
+    c.push_back({"bloom-176b", m});
+  }
   c.push_back({"llama-3-8b",
                dense("Llama-3-8B", "meta-llama/Meta-Llama-3-8B config.json (8.03B parameters)", 32,
                      4096, 32, 8, 14336, 128256, 8192)});
@@ -129,6 +138,9 @@ ModelSpec parse_model_object(const config::JsonReader& r) {
   m.head_dim =
       int_field(r, "head_dim", reshaped || m.head_dim == 0 ? derived_head_dim : m.head_dim);
   m.ffn = int_field(r, "ffn", m.ffn);
+  m.ffn_matrices = int_field(r, "ffn_matrices", m.ffn_matrices);
+  if (m.ffn_matrices != 2 && m.ffn_matrices != 3)
+    r.fail("ffn_matrices", "expected 3 (SwiGLU: gate, up, down) or 2 (GELU: up, down)");
   m.vocab = int_field(r, "vocab", m.vocab);
   m.tied_embeddings = r.boolean("tied_embeddings", m.tied_embeddings);
   m.max_context = int_field(r, "max_context", m.max_context);

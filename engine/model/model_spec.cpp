@@ -16,6 +16,8 @@ const char* quantization_name(Quantization q) {
       return "w8a8";
     case Quantization::kW4A16:
       return "w4a16";
+    case Quantization::kFP8:
+      return "fp8";
   }
   return "?";
 }
@@ -24,7 +26,8 @@ bool parse_quantization(const std::string& s, Quantization* out) {
   std::string l = s;
   for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (Quantization q :
-       {Quantization::kFP16, Quantization::kBF16, Quantization::kW8A8, Quantization::kW4A16}) {
+       {Quantization::kFP16, Quantization::kBF16, Quantization::kW8A8, Quantization::kW4A16,
+        Quantization::kFP8}) {
     if (l == quantization_name(q)) {
       *out = q;
       return true;
@@ -34,7 +37,7 @@ bool parse_quantization(const std::string& s, Quantization* out) {
 }
 
 std::vector<std::string> quantization_names() {
-  return {"fp16", "bf16", "w8a8", "w4a16"};
+  return {"fp16", "bf16", "w8a8", "w4a16", "fp8"};
 }
 
 double weight_bytes_per_param(Quantization q) {
@@ -49,12 +52,15 @@ double weight_bytes_per_param(Quantization q) {
     case Quantization::kW4A16:
       // 4-bit weights + one fp16 scale and one fp16 zero point per group of 128: 0.5 + 4/128.
       return 0.5 + 4.0 / 128.0;
+    case Quantization::kFP8:
+      // E4M3 weights with a per-tensor (or per-channel) scale: 1 byte per weight.
+      return 1;
   }
   return 2;
 }
 
 double gemm_activation_bytes(Quantization q) {
-  return q == Quantization::kW8A8 ? 1 : 2;
+  return q == Quantization::kW8A8 || q == Quantization::kFP8 ? 1 : 2;
 }
 
 double ModelSpec::qkv_params_per_layer() const {
@@ -87,13 +93,13 @@ double ModelSpec::expert_params() const {
 }
 
 double ModelSpec::ffn_params_per_layer(int layer) const {
-  if (is_dense_layer(layer)) return 3.0 * hidden * ffn;
+  if (is_dense_layer(layer)) return double(ffn_matrices) * hidden * ffn;
   const double router = static_cast<double>(hidden) * experts;
   return (experts + shared_experts) * expert_params() + router;
 }
 
 double ModelSpec::active_ffn_params_per_layer(int layer) const {
-  if (is_dense_layer(layer)) return 3.0 * hidden * ffn;
+  if (is_dense_layer(layer)) return double(ffn_matrices) * hidden * ffn;
   const double router = static_cast<double>(hidden) * experts;
   return (experts_per_token + shared_experts) * expert_params() + router;
 }

@@ -10,15 +10,15 @@
 
 namespace prima::model {
 
-enum class Quantization { kFP16, kBF16, kW8A8, kW4A16 };
+enum class Quantization { kFP16, kBF16, kW8A8, kW4A16, kFP8 };
 
-const char* quantization_name(Quantization q);  // "fp16", "bf16", "w8a8", "w4a16"
+const char* quantization_name(Quantization q);  // "fp16", "bf16", "w8a8", "w4a16", "fp8"
 bool parse_quantization(const std::string& s, Quantization* out);
 std::vector<std::string> quantization_names();
 
 // Bytes per weight element including scales (W4A16: group size 128, fp16 scale + zero).
 double weight_bytes_per_param(Quantization q);
-// Bytes per activation element (fp16/bf16: 2; w8a8 activations are int8 inside GEMMs: 1).
+// Bytes per activation element (fp16/bf16: 2; w8a8 and fp8 GEMM inputs are 8-bit: 1).
 double gemm_activation_bytes(Quantization q);
 
 struct ModelSpec {
@@ -29,7 +29,8 @@ struct ModelSpec {
   int heads = 0;
   int kv_heads = 0;
   int head_dim = 0;  // hidden / heads unless stated
-  int ffn = 0;       // dense FFN width (SwiGLU: gate, up, down)
+  int ffn = 0;       // dense FFN width
+  int ffn_matrices = 3;  // dense FFN weight matrices: 3 SwiGLU (gate, up, down), 2 GELU (up, down)
   int vocab = 0;
   bool tied_embeddings = false;
   int max_context = 4096;

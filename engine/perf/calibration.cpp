@@ -34,7 +34,7 @@ constexpr F kFields[] = {
     {"allreduce_bandwidth", &E::allreduce_bandwidth, F::kShare,
      "ring all-reduce (Simple): share of link bandwidth"},
     {"allreduce_latency_s", &E::allreduce_latency_s, F::kSeconds, "ring all-reduce: per hop"},
-    {"allreduce_base_s", &E::allreduce_base_s, F::kSeconds, "ring all-reduce: per collective"},
+    {"allreduce_base_s", &E::allreduce_base_s, F::kSeconds, "ring all-reduce (Simple): per collective"},
     {"allreduce_ll_bandwidth", &E::allreduce_ll_bandwidth, F::kOptionalShare,
      "ring all-reduce, low-latency protocol: share of link bandwidth (0: off)"},
     {"allreduce_ll_latency_s", &E::allreduce_ll_latency_s, F::kSeconds,

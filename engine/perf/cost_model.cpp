@@ -41,21 +41,24 @@ CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gp
   d.out_params = m_.attention_out_params_per_layer();
   d.out_w = d.out_params / tp * wb;
   d.out_act = heads * hd * ab + h * 2;
-  d.ffn_params = 3 * h * m_.ffn;
+  const double fm = m_.ffn_matrices;  // SwiGLU: gate, up, down; GELU: up, down
+  d.ffn_params = fm * h * m_.ffn;
   d.ffn_w = d.ffn_params / tp * wb;
-  d.ffn_act = h * ab + 3 * m_.ffn / tp * 2 + h * 2;
+  d.ffn_act = h * ab + fm * m_.ffn / tp * 2 + h * 2;
   d.heads = heads;
   d.hd = hd;
   d.attn_width = hd + m_.rope_dim + hd;
   d.kv_elems =
       mla ? m_.kv_elements_per_token_per_layer() : 2.0 * std::max(1.0, m_.kv_heads / tp) * hd;
-  d.elem_width = 12 * h + 3 * double(m_.ffn) / tp;
+  d.elem_width = 12 * h + fm * double(m_.ffn) / tp;
 }
 
 double CostModel::gemm_peak_flops() const {
   switch (q_) {
     case model::Quantization::kW8A8:
       return gpu_.int8_ops;
+    case model::Quantization::kFP8:  // check_plan refuses fp8 where fp8_flops is 0
+      return gpu_.fp8_flops > 0 ? gpu_.fp8_flops : gpu_.fp16_flops;
     case model::Quantization::kBF16:
       return gpu_.bf16_flops;
     case model::Quantization::kFP16:
@@ -86,26 +89,31 @@ inline double roof(double flops, double compute_div, double bytes, double memory
 }
 }  // namespace
 
-void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
+void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s,
+                          StageCost* c) const {
   // The model's part of every figure is in layer_ (constructor); what depends on the batch is
-  // computed here, in the same order as those expressions were written.
+  // computed here.
   const LayerConsts& d = layer_;
   const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens());
+  // GEMM compute share at T rows: gemm_compute x T / (T + gemm_m_half).
+  const double gemm_c = d.gemm_c * m_share(T);
   double t = 0;
   // 1. QKV projection (column parallel): a GEMM of `params` weights split over TP.
-  t += roof(2 * T * d.qkv_params / tp, d.gemm_c, d.qkv_w + T * d.qkv_act, d.gemm_m, c);
-  // 2. Attention core: QK^T and PV over attended pairs; reads the cached KV, writes the new.
+  t += roof(2 * T * d.qkv_params / tp, gemm_c, d.qkv_w + T * d.qkv_act, d.gemm_m, c);
+  // 2. Attention core: QK^T and PV over attended pairs; reads the cached KV, writes the new;
+  // an unfused kernel also writes and reads the score matrix.
   const double attn_flops = 2 * b.attended_pairs * d.heads * d.attn_width;
   const double attn_bytes = b.kv_tokens_read * d.kv_elems * kv_bytes_ + T * d.kv_elems * kv_bytes_ +
-                            T * d.heads * d.hd * 2 * 2;
-  t += roof(attn_flops, d.attn_c, attn_bytes, d.attn_m, c);
+                            T * d.heads * d.hd * 2 * 2 +
+                            b.attended_pairs * d.heads * eff_.attention_score_bytes;
+  t += roof(attn_flops, d.attn_c * seq_share(b), attn_bytes, d.attn_m, c);
   // 3. Attention output projection (row parallel).
-  t += roof(2 * T * d.out_params / tp, d.gemm_c, d.out_w + T * d.out_act, d.gemm_m, c);
-  // 4. FFN: dense SwiGLU, or the experts the batch routes to (+ shared experts and router).
-  // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the SwiGLU product.
+  t += roof(2 * T * d.out_params / tp, gemm_c, d.out_w + T * d.out_act, d.gemm_m, c);
+  // 4. FFN: dense (SwiGLU or GELU), or the experts the batch routes to (+ shared, router).
+  // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the FFN activation.
   double elem_width = d.elem_width;
   if (m_.is_dense_layer(layer)) {
-    t += roof(2 * T * d.ffn_params / tp, d.gemm_c, d.ffn_w + T * d.ffn_act, d.gemm_m, c);
+    t += roof(2 * T * d.ffn_params / tp, gemm_c, d.ffn_w + T * d.ffn_act, d.gemm_m, c);
   } else {
     const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
     const double ab = model::gemm_activation_bytes(q_);
@@ -117,11 +125,32 @@ void CostModel::add_layer(int layer, const BatchShape& b, StageCost* c) const {
     const double flops = 2 * T * k * m_.expert_params() / tp + 2 * T * router;
     const double bytes = experts_read * m_.expert_params() / tp * wb + router * 2 +
                          T * k * (h * ab + 3 * m_.expert_ffn / tp * 2 + h * 2);
-    t += roof(flops, d.gemm_c, bytes, d.gemm_m, c);
+    // Each expert's GEMM sees about T k / E rows, not T.
+    const double rows = T * m_.experts_per_token / std::max(1.0, experts_read);
+    t += roof(flops, d.gemm_c * m_share(std::max(1.0, rows)), bytes, d.gemm_m, c);
     elem_width = 12 * h + 3 * ffn_act_width / tp;
   }
   t += roof(0, 1, T * 2 * elem_width, d.elem_m, c);
-  c->compute_s += t + eff_.layer_overhead_s;
+  // A layer takes its GPU time plus kernel gaps, and with its all-reduces never less than
+  // the host needs to launch it (launch-bound steps without CUDA graphs).
+  c->compute_s += std::max(t + eff_.layer_overhead_s, eff_.layer_launch_s - layer_comm_s);
+}
+
+double CostModel::gemm_time_s(double m, double n, double k) const {
+  StageCost scratch;
+  const double bytes = n * k * model::weight_bytes_per_param(q_) +
+                       m * (k * model::gemm_activation_bytes(q_) + n * 2);
+  return roof(2 * m * n * k, layer_.gemm_c * m_share(m), bytes, layer_.gemm_m, &scratch);
+}
+
+double CostModel::m_share(double rows) const {
+  return eff_.gemm_m_half > 0 ? rows / (rows + eff_.gemm_m_half) : 1.0;
+}
+
+double CostModel::seq_share(const BatchShape& b) const {
+  if (!(eff_.attention_seq_half > 0) || b.tokens() <= 0) return 1.0;
+  const double keys = b.attended_pairs / static_cast<double>(b.tokens());  // per query
+  return keys / (keys + eff_.attention_seq_half);
 }
 
 namespace {
@@ -148,12 +177,17 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
   out.tensor_parallel = tp;
   out.overhead_s = 0;
   if (b.tokens() <= 0) return;
-  out.overhead_s = eff_.step_overhead_s;
+  out.overhead_s = eff_.step_overhead_s + eff_.seq_overhead_s * b.num_seqs;
   const double T = static_cast<double>(b.tokens()), h = m_.hidden;
   const int base = m_.layers / pp, extra = m_.layers % pp;
   int first = 0;
   StageCost dense_layer, moe_layer;
   bool have_dense = false, have_moe = false;
+  // The two all-reduces of a layer, when the TP link is known (set_tp_link).
+  const double layer_comm_s =
+      tp > 1 && tp_link_.bandwidth_Bps > 0
+          ? 2 * allreduce_time_s(T * h * 2, tp, tp_link_.bandwidth_Bps, tp_link_.latency_s)
+          : 0.0;
   for (int s = 0; s < pp; ++s) {
     StageCost& c = out.stages[s];
     const int n = base + (s < extra ? 1 : 0);
@@ -164,11 +198,11 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
     // stage's layers are one run of dense layers then one run of MoE layers.
     const int dense_end = m_.is_moe() ? std::clamp(m_.dense_layers, first, first + n) : first + n;
     if (dense_end > first && !have_dense) {
-      add_layer(first, b, &dense_layer);
+      add_layer(first, b, layer_comm_s, &dense_layer);
       have_dense = true;
     }
     if (first + n > dense_end && !have_moe) {
-      add_layer(dense_end, b, &moe_layer);
+      add_layer(dense_end, b, layer_comm_s, &moe_layer);
       have_moe = true;
     }
     add_layers(dense_layer, dense_end - first, &c);
@@ -186,8 +220,12 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
       if (b.sampled > 0) {
         const double S = static_cast<double>(b.sampled), v = m_.vocab;
         const double peak16 = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
-        c.compute_s += roofline(2 * S * h * v / tp, peak16, eff_.gemm_compute,
+        c.compute_s += roofline(2 * S * h * v / tp, peak16, eff_.gemm_compute * m_share(S),
                                 v * h / tp * 2 + S * (h * 2 + v / tp * 4), eff_.gemm_memory, &c);
+        // Sampling: softmax and draw read the fp32 logits twice on the GPU; host-side
+        // samplers (the CPU backend) pay per logit.
+        c.compute_s += roofline(0, 1, 1, S * v / tp * 4 * 2, eff_.elementwise_memory, &c);
+        out.overhead_s += S * v * eff_.sampling_logit_s;
       }
     }
   }  // KV swapping between GPU and host memory: each GPU moves its share over PCIe before the step.
@@ -196,9 +234,46 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
 }
 
 double CostModel::allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const {
-  if (p <= 1 || bytes <= 0) return 0;
-  return 2.0 * (p - 1) / p * bytes / (bw_Bps * eff_.allreduce_bandwidth) +
-         2.0 * (p - 1) * (lat_s + eff_.allreduce_latency_s);
+  return best_allreduce(bytes, p, bw_Bps, lat_s).seconds;
+}
+
+AllreduceChoice CostModel::best_allreduce(double bytes, int p, double bw_Bps, double lat_s) const {
+  AllreduceChoice best{AllreduceAlgo::kRing, 0};
+  if (p <= 1 || bytes <= 0) return best;
+  const double ring_bytes = 2.0 * (p - 1) / p * bytes, hops = 2.0 * (p - 1);
+  // Ring, Simple protocol: 2(p-1) hops, each moving 1/p of the buffer.
+  best.seconds = eff_.allreduce_base_s + hops * (lat_s + eff_.allreduce_latency_s) +
+                 ring_bytes / (bw_Bps * eff_.allreduce_bandwidth);
+  auto consider = [&](AllreduceAlgo a, double s) {
+    if (s < best.seconds) best = {a, s};
+  };
+  // Ring, low-latency protocol: same hops, cheaper per hop, a smaller share of the link.
+  if (eff_.allreduce_ll_bandwidth > 0)
+    consider(AllreduceAlgo::kRingLL, hops * (lat_s + eff_.allreduce_ll_latency_s) +
+                                         ring_bytes / (bw_Bps * eff_.allreduce_ll_bandwidth));
+  // NVLS: the switch reduces; each GPU sends its buffer once and reads the result once.
+  if (eff_.nvls_bandwidth > 0)
+    consider(AllreduceAlgo::kNvls,
+             eff_.nvls_latency_s + lat_s + bytes / (bw_Bps * eff_.nvls_bandwidth));
+  // One-shot (custom all-reduce): each GPU reads the p-1 other buffers in one step.
+  if (eff_.oneshot_latency_s > 0 && bytes <= eff_.oneshot_max_bytes)
+    consider(AllreduceAlgo::kOneShot, eff_.oneshot_latency_s + lat_s +
+                                          (p - 1) * bytes / (bw_Bps * eff_.allreduce_bandwidth));
+  return best;
+}
+
+const char* allreduce_algo_name(AllreduceAlgo a) {
+  switch (a) {
+    case AllreduceAlgo::kRing:
+      return "ring";
+    case AllreduceAlgo::kRingLL:
+      return "ring_ll";
+    case AllreduceAlgo::kNvls:
+      return "nvls";
+    case AllreduceAlgo::kOneShot:
+      return "oneshot";
+  }
+  return "?";
 }
 
 double CostModel::send_time_s(double bytes, double bw_Bps, double lat_s) const {

@@ -27,9 +27,16 @@ struct StageCost {
   double send_bytes = 0;       // activations sent to the next stage (0 for the last)
 };
 
+enum class AllreduceAlgo { kRing, kRingLL, kNvls, kOneShot };
+const char* allreduce_algo_name(AllreduceAlgo a);
+struct AllreduceChoice {
+  AllreduceAlgo algo;
+  double seconds;
+};
+
 struct StepCost {
   std::vector<StageCost> stages;
-  double overhead_s = 0;       // per-step fixed cost (scheduling, sampling, launches)
+  double overhead_s = 0;       // host: per step, per sequence, host sampling (not per stage)
   int tensor_parallel = 1;     // GPUs per stage (StageCost figures are per GPU)
   double total_flops() const;  // all GPUs of the replica
 };
@@ -46,13 +53,21 @@ class CostModel {
   void set_pcie_bandwidth_Bps(double bw) { pcie_bw_Bps_ = bw; }
   double pcie_bandwidth_Bps() const { return pcie_bw_Bps_; }
 
+  // The link TP all-reduces run on (NVLink within a node). When set, a launch-bound layer
+  // (eff.layer_launch_s) hides its all-reduces: the layer's compute_s is
+  // max(GPU time, layer_launch_s - the layer's analytic all-reduce time), so compute plus
+  // communication is never less than the launch time. Unset: the floor covers compute only.
+  void set_tp_link(const plan::LinkSpec& link) { tp_link_ = link; }
+
   StepCost step(const BatchShape& b) const;
   // The same into *out, reusing its storage (no allocation once warm).
   void step(const BatchShape& b, StepCost* out) const;
 
-  // Ring all-reduce of `bytes` over p ranks on links of bandwidth bw (each way) and latency
-  // lat: 2(p-1)/p * bytes / (bw * eff) + 2(p-1) * (lat + eff.allreduce_latency_s).
+  // All-reduce of `bytes` over p ranks on links of bandwidth bw (each way) and latency lat:
+  // the fastest of the algorithms the calibration enables (ring Simple, ring LL, NVLS,
+  // one-shot; equations in docs/cost-model.md).
   double allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const;
+  AllreduceChoice best_allreduce(double bytes, int p, double bw_Bps, double lat_s) const;
   // Point-to-point send: bytes / bw + lat + eff.p2p_latency_s.
   double send_time_s(double bytes, double bw_Bps, double lat_s) const;
 
@@ -65,6 +80,9 @@ class CostModel {
   const plan::ParallelPlan& plan() const { return p_; }
   const plan::GpuSpec& gpu() const { return gpu_; }
   const Efficiency& efficiency() const { return eff_; }
+  // One GEMM of an m x k input by k x n weights in this quantization (the roofline every
+  // projection uses): max(2mnk / (peak x gemm_compute x share(m)), bytes / (bw x gemm_memory)).
+  double gemm_time_s(double m, double n, double k) const;
   // Peak FLOP/s of the GEMM data type of the quantization on this GPU.
   double gemm_peak_flops() const;
 
@@ -76,6 +94,7 @@ class CostModel {
   Efficiency eff_;
   double kv_bytes_;
   double pcie_bw_Bps_ = 0;
+  plan::LinkSpec tp_link_{};
 
   // What a layer's cost takes from the model, GPU and plan alone, evaluated once (constructor)
   // as add_layer's expressions were written, so that every figure is the same to the last bit.
@@ -95,7 +114,11 @@ class CostModel {
   LayerConsts layer_{};
 
   // Compute cost of one transformer layer (index `layer`) on one GPU for batch b.
-  void add_layer(int layer, const BatchShape& b, StageCost* c) const;
+  void add_layer(int layer, const BatchShape& b, double layer_comm_s, StageCost* c) const;
+  // GEMM compute share at `rows` rows relative to large GEMMs (gemm_m_half).
+  double m_share(double rows) const;
+  // Prefill attention share at the batch's mean keys per query (attention_seq_half).
+  double seq_share(const BatchShape& b) const;
   // Roofline time of one operator; also accumulates flops and bytes into c.
   double roofline(double flops, double peak, double eff_c, double bytes, double eff_m,
                   StageCost* c) const;

@@ -61,6 +61,9 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   if (max_batch_tokens < 0 || min_kv_tokens < 0)
     return invalid_argument("max_batch_tokens and min_kv_tokens must be >= 0");
   PRIMA_RETURN_IF_ERROR(place(p, t).status());
+  if (q == model::Quantization::kFP8 && !(t.gpu.fp8_flops > 0))
+    return invalid_argument("quantization fp8 needs FP8 tensor cores; " + t.gpu.name +
+                            " has none (fp8_tflops 0): use w8a8 or fp16");
 
   const int tp = p.tensor_parallel, pp = p.pipeline_parallel, per_stage = m.layers / pp;
   MemoryFit f;

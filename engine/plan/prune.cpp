@@ -50,7 +50,9 @@ double roofline_capacity_rps(const config::Scenario& sc) {
   if (sc.workload.arrival.type == workload::ArrivalType::kTrace)
     return std::numeric_limits<double>::infinity();
   perf::CostModel cm(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
-                     perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency, sc.memory.kv_bytes_per_element);
+                     perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
+                     sc.memory.kv_bytes_per_element);
+  if (sc.plan.tensor_parallel <= sc.topology.node.gpus) cm.set_tp_link(sc.topology.node.nvlink);
   const int b = sc.scheduler.max_num_seqs;
   BatchShape shape;
   shape.num_seqs = b;

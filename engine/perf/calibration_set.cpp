@@ -1,0 +1,142 @@
+// Loading and predicting the calibration set (calibration_set.h).
+#include "engine/perf/calibration_set.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/perf/cost_model.h"
+
+namespace prima::perf {
+namespace {
+
+using config::JsonReader;
+
+CalibrationPoint parse_point(const JsonReader& r) {
+  CalibrationPoint p;
+  p.id = r.string("id");
+  p.source = r.string("source", "");
+  const std::string kind = r.one_of("kind", {"step", "allreduce", "gemm", "stream"});
+  p.kind = kind == "step"        ? CalibrationPoint::kStep
+           : kind == "allreduce" ? CalibrationPoint::kAllreduce
+           : kind == "gemm"      ? CalibrationPoint::kGemm
+                                 : CalibrationPoint::kStream;
+  auto gpu = plan::gpu_by_name(r.string("gpu"));
+  if (!gpu.ok()) r.fail("gpu", gpu.status().message());
+  p.gpu = *gpu;
+  const JsonReader link = r.object("link");
+  p.link.bandwidth_Bps = link.bandwidth_Bps("bandwidth");
+  p.link.latency_s = link.duration_s("latency", 0);
+  link.finish();
+  if (p.kind == CalibrationPoint::kStep) {
+    p.model = model::parse_model(r, "model");
+    const std::string q = r.one_of("quantization", model::quantization_names(), "fp16");
+    model::parse_quantization(q, &p.quantization);
+    p.tensor_parallel = static_cast<int>(r.positive_integer("tensor_parallel"));
+    p.prefill = r.one_of("phase", {"prefill", "decode"}) == "prefill";
+    p.batch = static_cast<int>(r.positive_integer("batch"));
+    if (p.prefill)
+      p.tokens = static_cast<int>(r.positive_integer("tokens"));
+    else
+      p.context = static_cast<int>(r.positive_integer("context"));
+    p.measured_s = r.duration_s("measured");
+  } else if (p.kind == CalibrationPoint::kGemm) {
+    const std::string q = r.one_of("quantization", model::quantization_names(), "fp16");
+    model::parse_quantization(q, &p.quantization);
+    p.m = r.positive_number("m");
+    p.n = r.positive_number("n");
+    p.k = r.positive_number("k");
+    p.measured_s = 2 * p.m * p.n * p.k / (r.positive_number("tflops") * 1e12);
+  } else if (p.kind == CalibrationPoint::kStream) {
+    p.bytes = 2e9;  // a 1 GB copy: read and write
+    p.measured_s = p.bytes / r.bandwidth_Bps("bandwidth");
+  } else {
+    p.ranks = static_cast<int>(r.positive_integer("ranks"));
+    if (p.ranks < 2) r.fail("ranks", "an all-reduce needs at least 2 ranks");
+    p.bytes = r.bytes("bytes");
+    if (r.has("busbw")) {  // nccl-tests: busbw = algbw x 2(p-1)/p
+      const double busbw = r.bandwidth_Bps("busbw");
+      p.measured_s = p.bytes * 2.0 * (p.ranks - 1) / p.ranks / busbw;
+    } else {
+      p.measured_s = r.duration_s("measured");
+    }
+  }
+  if (!(p.measured_s > 0)) r.fail("measured", "expected a positive time");
+  r.finish();
+  return p;
+}
+
+}  // namespace
+
+Result<std::vector<CalibrationPoint>> load_calibration_points(const std::string& path) {
+  auto j = config::read_json_file(path);
+  if (!j.ok()) return j.status();
+  std::vector<CalibrationPoint> pts;
+  Status st = config::to_status([&] {
+    if (!j->is_object()) throw config::ConfigError(path + ": expected a JSON object");
+    JsonReader r(*j, path);
+    r.string("description", "");
+    for (const auto& p : r.objects("points")) pts.push_back(parse_point(p));
+    r.finish();
+  });
+  if (!st.ok()) return st;
+  return pts;
+}
+
+double predict_point(const CalibrationPoint& p, const Efficiency& e) {
+  plan::ParallelPlan plan;
+  if (p.kind == CalibrationPoint::kAllreduce) {
+    plan.tensor_parallel = p.ranks;
+    const CostModel cm(model::ModelSpec{}, model::Quantization::kFP16, p.gpu, plan, e);
+    return cm.allreduce_time_s(p.bytes, p.ranks, p.link.bandwidth_Bps, p.link.latency_s);
+  }
+  if (p.kind == CalibrationPoint::kGemm)
+    return CostModel(model::ModelSpec{}, p.quantization, p.gpu, plan, e).gemm_time_s(p.m, p.n, p.k);
+  if (p.kind == CalibrationPoint::kStream) return p.bytes / (p.gpu.hbm_bw_Bps * e.gemm_memory);
+  plan.tensor_parallel = p.tensor_parallel;
+  CostModel cm(p.model, p.quantization, p.gpu, plan, e);
+  cm.set_tp_link(p.link);
+  BatchShape b;
+  for (int i = 0; i < p.batch; ++i) {
+    if (p.prefill)
+      b.add(p.tokens, p.tokens, true, true);
+    else
+      b.add(1, p.context, false, true);
+  }
+  return cm.step_time_s(b, p.link, p.link);
+}
+
+void summarize_errors(std::vector<double> errors, Fidelity* f) {
+  f->points = static_cast<int>(errors.size());
+  if (errors.empty()) return;
+  for (double& x : errors) x = std::fabs(x);
+  std::sort(errors.begin(), errors.end());
+  auto q = [&](double p) {  // linear interpolation between order statistics
+    const double i = p * (errors.size() - 1);
+    const std::size_t lo = static_cast<std::size_t>(std::floor(i));
+    const std::size_t hi = std::min(errors.size() - 1, lo + 1);
+    return errors[lo] + (errors[hi] - errors[lo]) * (i - lo);
+  };
+  f->median_abs_error = q(0.5);
+  f->p90_abs_error = q(0.9);
+  f->max_abs_error = errors.back();
+  f->calibrated = true;
+}
+
+Evaluation evaluate_points(const std::vector<CalibrationPoint>& points, const std::string& gpu,
+                           const std::function<Efficiency(const std::string&)>& params) {
+  Evaluation ev;
+  std::vector<double> errors;
+  for (const auto& p : points) {
+    if (!gpu.empty() && p.gpu.name != gpu) continue;
+    PointResult r;
+    r.point = &p;
+    r.predicted_s = predict_point(p, params(p.gpu.name));
+    r.error = (r.predicted_s - p.measured_s) / p.measured_s;
+    errors.push_back(r.error);
+    ev.points.push_back(r);
+  }
+  summarize_errors(errors, &ev.fidelity);
+  return ev;
+}
+
+}  // namespace prima::perf
