@@ -83,7 +83,9 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
     s.env = faults::parse_env(r);
     if (r.has("calibration")) {
       const Json& c = r.value("calibration");
-      if (c.is_string()) {
+      if (c.is_string() && c.get<std::string>() == "roofline") {
+        s.calibration.roofline_only = true;
+      } else if (c.is_string()) {
         std::string p = c.get<std::string>();
         if (!fs::path(p).is_absolute()) p = (fs::path(base_dir) / p).string();
         auto cal = perf::load_calibration_file(p);

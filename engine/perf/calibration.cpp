@@ -296,7 +296,7 @@ Resolved resolve(const Calibration& c, const std::string& gpu_name) {
     }
     return r;
   }
-  if (const Profile* p = builtin_profile(gpu_name)) {
+  if (const Profile* p = c.roofline_only ? nullptr : builtin_profile(gpu_name)) {
     r.efficiency = p->efficiency;
     r.fidelity = p->fidelity;
     return r;

@@ -103,6 +103,7 @@ struct Calibration {
   std::map<std::string, Efficiency> per_gpu;  // by GpuSpec::name
   std::map<std::string, Fidelity> fidelity;   // by GpuSpec::name, from profiles
   std::string source;                         // the file, or "inline"
+  bool roofline_only = false;  // "calibration": "roofline": default shares, no built-in profile
   bool empty() const { return !has_defaults && per_gpu.empty(); }
   const Efficiency& for_gpu(const std::string& gpu) const;
 };

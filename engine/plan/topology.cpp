@@ -226,6 +226,7 @@ std::vector<std::string> topology_names() {
     if (p.rfind(prefix, 0) != 0 || p.size() <= prefix.size() + suffix.size()) continue;
     if (p.compare(p.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
     if (p == kGpusFile) continue;
+    if (p.find('/', prefix.size()) != std::string::npos) continue;  // profiles/: not topologies
     names.push_back(p.substr(prefix.size(), p.size() - prefix.size() - suffix.size()));
   }
   return names;

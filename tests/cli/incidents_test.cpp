@@ -72,7 +72,7 @@ TEST(Incidents, LongContextOomFixedByAContextLimit) {
   const IncidentRun& sym = p.sym;
   const IncidentRun& fix = p.fix;
   // Symptom: long documents exhaust the KV cache and everyone waits behind them.
-  EXPECT_DOUBLE_EQ(sym.report["kv_cache"]["peak_usage"].get<double>(), 1.0);
+  EXPECT_GT(sym.report["kv_cache"]["peak_usage"].get<double>(), 0.99);  // within a few blocks
   EXPECT_GT(e2e_p99(sym.report), 5 * e2e_p99(fix.report));
   // Fix: documents over the limit are refused at admission, with the reason.
   EXPECT_GT(fix.report["requests"]["rejected"].get<long>(), 0);

@@ -100,7 +100,9 @@ TEST(CostModel, HandComputedSmallDecodeBatch) {
   const double t_embed = T * h * 4 / (bw * e.elementwise_memory);
   const double t_head =
       roof(2 * T * h * V, e.gemm_compute, V * h * 2 + T * (h * 2 + V * 4), e.gemm_memory);
-  const double expected = 32 * layer + 2 * t_embed + t_head;
+  // Sampling: softmax and draw read the fp32 logits twice.
+  const double t_sample = T * V * 4 * 2 / (bw * e.elementwise_memory);
+  const double expected = 32 * layer + 2 * t_embed + t_head + t_sample;
 
   const StepCost c = cm.step(b);
   ASSERT_EQ(c.stages.size(), 1u);
