@@ -112,9 +112,10 @@ fitted model predicts every step. FILE is a hardware profile (docs/real-backend.
 fitted "efficiency", the "gpu" object of this CPU for a topology, the "fidelity" (the
 fitted model's median, p90 and max error on the measured steps) and the "measurements".
 A scenario uses it as  "calibration": "FILE"  with a topology whose gpu is FILE's "gpu".
---topology-out and --scenario-out write both: a one-node, one-device topology and a scenario
-of the profiled model served as prima serve --backend real serves it by default (its limits
-and KV cache), so that prima simulate on it is the simulated twin of this machine.
+--topology-out writes a one-node, one-device topology of this machine; --scenario-out a
+scenario of the profiled model on it, served as prima serve --backend real serves it by
+default (its limits and KV cache) and calibrated by FILE: prima simulate on it is the
+simulated twin of this machine.
 
 examples:
   prima profile --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out out/cpu/profile.json \
