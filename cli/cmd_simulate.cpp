@@ -40,6 +40,9 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, 
               r["deployment"]["tensor_parallel"].get<int>(),
               r["deployment"]["pipeline_parallel"].get<int>(),
               r["deployment"]["replicas"].get<int>());
+  // How far to trust the figures below: the cost model's calibration and its measured error.
+  if (r.contains("fidelity"))
+    std::printf("  fidelity   %s\n", r["fidelity"]["summary"].get<std::string>().c_str());
   std::printf("  requests   submitted %lld  completed %lld  rejected %lld  failed %lld\n",
               q["submitted"].get<long long>(), q["completed"].get<long long>(),
               q["rejected"].get<long long>(), q["failed"].get<long long>());

@@ -40,11 +40,21 @@ std::string command_of(const plan::PlanSpec& spec, const Json& sets) {
   return cmd;
 }
 
+// The ranked table's column: the median error of the cost model on the configuration's GPU
+// type, or why there is none.
+std::string error_column(const Json& plan, const std::string& gpu) {
+  const Json& f = plan.contains("fidelity") ? plan["fidelity"] : Json::object();
+  if (!f.contains(gpu) || !f[gpu].value("calibrated", false)) return "uncal.";
+  const Json& m = f[gpu].value("median_abs_error", Json());
+  return m.is_number() ? fmt::format("{:.1f}%", m.get<double>() * 100) : "unknown";
+}
+
 }  // namespace
 
 Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfig>& searched,
-                     const std::vector<PrunedConfig>& pruned, std::int64_t simulations,
-                     double wall_s, std::size_t total_configs) {
+                     const std::vector<PrunedConfig>& pruned,
+                     const std::map<std::string, perf::Fidelity>& fidelity,
+                     std::int64_t simulations, double wall_s, std::size_t total_configs) {
   Json ranked = Json::array(), failed = Json::array();
   std::vector<std::pair<double, Json>> failed_sorted;
   for (const auto& s : searched) {
@@ -130,6 +140,9 @@ Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfi
   j["name"] = spec.name;
   j["scenario"] = spec.scenario_path.empty() ? Json("inline") : Json(spec.scenario_path);
   j["slo"] = plan::slo_json(spec.slo);
+  Json fid = Json::object();
+  for (const auto& [gpu, f] : fidelity) fid[gpu] = perf::fidelity_to_json(f);
+  j["fidelity"] = fid;
   j["rate"] = {{"min_rps", spec.rate.min_rps},
                {"max_rps", spec.rate.max_rps > 0 ? Json(spec.rate.max_rps) : Json()},
                {"tolerance", spec.rate.tolerance},
@@ -155,15 +168,18 @@ void print_plan_summary(const Json& p, const std::string& out_dir) {
       p["wall_seconds"].get<double>(), p["configs_per_minute"].get<double>());
   const Json& r = p["ranked"];
   if (!r.empty()) {
-    std::printf("  %-4s %-52s %10s %12s %10s\n", "rank", "configuration", "max req/s",
-                "goodput/GPU", "$/Mtok");
+    std::printf("  %-4s %-52s %10s %12s %10s %9s\n", "rank", "configuration", "max req/s",
+                "goodput/GPU", "$/Mtok", "model err");
     for (std::size_t i = 0; i < r.size() && i < 10; ++i) {
       const auto& e = r[i];
-      std::printf("  %-4zu %-52s %10.3f %12.4f %10s\n", i + 1, e["key"].get<std::string>().c_str(),
-                  e["max_rate_rps"].get<double>(), e["goodput_per_gpu"].get<double>(),
-                  e["cost_per_million_tokens"].is_null()
-                      ? "-"
-                      : fmt::format("{:.2f}", e["cost_per_million_tokens"].get<double>()).c_str());
+      const std::string cost =
+          e["cost_per_million_tokens"].is_null()
+              ? "-"
+              : fmt::format("{:.2f}", e["cost_per_million_tokens"].get<double>());
+      std::printf("  %-4zu %-52s %10.3f %12.4f %10s %9s\n", i + 1,
+                  e["key"].get<std::string>().c_str(), e["max_rate_rps"].get<double>(),
+                  e["goodput_per_gpu"].get<double>(), cost.c_str(),
+                  error_column(p, e["config"].value("gpu", "")).c_str());
     }
     if (r.size() > 10) std::printf("  ... %zu more in plan.json\n", r.size() - 10);
   } else {
@@ -176,6 +192,10 @@ void print_plan_summary(const Json& p, const std::string& out_dir) {
       std::printf("  %-52s %s\n", f[i]["key"].get<std::string>().c_str(), why.c_str());
     }
   }
+  // How far to trust the rates above, per GPU type of the space.
+  if (p.contains("fidelity"))
+    for (const auto& [gpu, f] : p["fidelity"].items())
+      std::printf("  fidelity   %s: %s\n", gpu.c_str(), f["summary"].get<std::string>().c_str());
   std::map<std::string, int> kinds;
   for (const auto& x : p["pruned"]) ++kinds[x["kind"].get<std::string>()];
   if (!kinds.empty()) {

@@ -100,7 +100,9 @@ int run_plan(const PlanRunOptions& o) {
   if (!spec_r.ok()) return fail(kExitBadInput, spec_r.status().message());
   const plan::PlanSpec& spec = *spec_r;
 
-  // The base scenario must parse with the probe overrides, and take an arrival rate.
+  // The base scenario must parse with the probe overrides, and take an arrival rate. Its
+  // calibration is every configuration's (the search does not change it).
+  perf::Calibration calibration;
   {
     const Json& arr = spec.scenario.contains("workload") && spec.scenario["workload"].is_object()
                           ? spec.scenario["workload"].value("arrival", Json::object())
@@ -120,6 +122,7 @@ int run_plan(const PlanRunOptions& o) {
       return fail(kExitBadInput, sc.status().message() +
                                      " (the plan's base scenario, with "
                                      "the probe's rate and duration set)");
+    calibration = sc->calibration;
     if (sc->workload.arrival.type == workload::ArrivalType::kTrace && spec.rate.max_rps <= 0)
       return fail(kExitBadInput, spec.file +
                                      ": /rate/max_rps: needed with a trace workload (there is no "
@@ -129,6 +132,12 @@ int run_plan(const PlanRunOptions& o) {
   auto list = plan::enumerate_configs(spec);
   if (!list.ok()) return fail(kExitBadInput, list.status().message());
   const std::size_t total_configs = list->configs.size() + list->skipped.size();
+  // How far the cost model can be trusted on each GPU type of the space.
+  std::map<std::string, perf::Fidelity> fidelity;
+  for (const auto& c : list->configs)
+    fidelity.emplace(c.gpu, perf::resolve(calibration, c.gpu).fidelity);
+  for (const auto& s : list->skipped)
+    fidelity.emplace(s.config.gpu, perf::resolve(calibration, s.config.gpu).fidelity);
 
   std::vector<PrunedConfig> pruned;
   for (const auto& s : list->skipped) pruned.push_back({s.config, "invalid", s.reason});
@@ -281,7 +290,7 @@ int run_plan(const PlanRunOptions& o) {
     return kExitOk;
   }
   const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  Json out = build_plan_json(spec, to_search, pruned, prog.sims, wall_s, total_configs);
+  Json out = build_plan_json(spec, to_search, pruned, fidelity, prog.sims, wall_s, total_configs);
   {
     std::ofstream f(dir + "/plan.json");
     f << out.dump(2) << "\n";

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "engine/config/json_reader.h"
+#include "engine/perf/calibration.h"
 #include "engine/plan/plan_spec.h"
 #include "engine/plan/rate_search.h"
 #include "engine/plan/search_space.h"
@@ -40,11 +42,13 @@ struct PrunedConfig {
   std::string kind, reason;
 };
 
-// Builds plan.json (plan_output.cpp).
+// Builds plan.json (plan_output.cpp). `fidelity`: how far the cost model can be trusted on
+// each GPU type of the space (perf::resolve of the base scenario's calibration), by GPU name.
 config::Json build_plan_json(const plan::PlanSpec& spec,
                              const std::vector<SearchedConfig>& searched,
-                             const std::vector<PrunedConfig>& pruned, std::int64_t simulations,
-                             double wall_s, std::size_t total_configs);
+                             const std::vector<PrunedConfig>& pruned,
+                             const std::map<std::string, perf::Fidelity>& fidelity,
+                             std::int64_t simulations, double wall_s, std::size_t total_configs);
 // Prints the ranking (or the closest candidates) to stdout.
 void print_plan_summary(const config::Json& plan, const std::string& out_dir);
 

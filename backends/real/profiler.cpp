@@ -1,9 +1,13 @@
 // Profiler (profiler.h): measurement loops, the machine probes and the calibration fit.
 #include "backends/real/profiler.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -12,6 +16,7 @@
 #include "backends/real/kv_store.h"
 #include "backends/real/llama_forward.h"
 #include "backends/real/llama_weights.h"
+#include "engine/metrics/summary.h"
 #include "engine/perf/cost_model.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
@@ -125,7 +130,7 @@ BatchShape shape_of(const StepInput& st) {
 }
 
 double predict(const ProfileResult& r, const perf::Efficiency& e, const BatchShape& b) {
-  perf::CostModel cm(r.model, model::Quantization::kW4A16, r.hardware, plan::ParallelPlan{}, e);
+  perf::CostModel cm(r.model, r.quantization, r.hardware, plan::ParallelPlan{}, e);
   plan::LinkSpec none;
   none.bandwidth_Bps = 1e12;
   return cm.step_time_s(b, none, none);
@@ -163,6 +168,8 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   auto w = LlamaWeights::bind(*fx.file, fx.cfg, ShardSpec{}, opts.repack);
   if (!w.ok()) return w.status();
   fx.w = std::move(*w);
+  r.model_file = opts.model_path;
+  r.repeats = opts.repeats;
   r.threads = opts.threads > 0 ? opts.threads
                                : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   fx.pool = std::make_unique<kernels::ThreadPool>(r.threads);
@@ -325,22 +332,55 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   return r;
 }
 
+perf::Fidelity step_fidelity(const ProfileResult& r) {
+  perf::Fidelity f;
+  std::vector<double> errors;
+  int fitted = 0;
+  for (const auto& s : r.steps) {
+    if (s.seconds <= 0) continue;
+    errors.push_back(std::abs(s.predicted_s - s.seconds) / s.seconds);
+    fitted += s.fitted;
+  }
+  f.calibration_data = fmt::format("prima profile forward steps on {}, {} of the {} fitted",
+                                   r.model.name, fitted, errors.size());
+  f.points = static_cast<int>(errors.size());
+  f.calibrated = f.points > 0;
+  if (f.calibrated) {
+    const metrics::Summary e = metrics::summarize(errors);
+    f.median_abs_error = e.p50;
+    f.p90_abs_error = e.p90;
+    f.max_abs_error = e.max;
+  }
+  return f;
+}
+
+perf::Profile to_profile(const ProfileResult& r) {
+  perf::Profile p;
+  p.name = r.hardware.name;
+  p.description = fmt::format("{}: the real CPU backend ({} threads, {} kernels) as a device",
+                              r.cpu, r.threads, r.isa);
+  p.source = fmt::format(
+      "prima profile: {} ({}) on {}, {} threads, {} kernels, median of {} runs; efficiency "
+      "fitted to the measured steps; read bandwidth measured; peak = cpu MHz x 32 FP32 "
+      "FLOP/cycle x threads",
+      std::filesystem::path(r.model_file).filename().string(), r.model.name, r.cpu, r.threads,
+      r.isa, r.repeats);
+  p.efficiency = r.efficiency;
+  p.fidelity = step_fidelity(r);
+  p.fidelity.profile = p.name;
+  p.fidelity.source = p.source;
+  p.gpu = config::Json{{"name", r.hardware.name},
+                       {"source", r.hardware.source},
+                       {"memory", fmt::format("{}B", static_cast<long long>(r.hardware.hbm_bytes))},
+                       {"hbm_bandwidth", fmt::format("{:.3f}GB/s", r.hardware.hbm_bw_Bps / 1e9)},
+                       {"fp16_tflops", r.hardware.fp16_flops / 1e12},
+                       {"bf16_tflops", r.hardware.bf16_flops / 1e12},
+                       {"int8_tops", r.hardware.int8_ops / 1e12}};
+  return p;
+}
+
 nlohmann::json profile_to_json(const ProfileResult& r) {
   using nlohmann::json;
-  const perf::Efficiency& e = r.efficiency;
-  json eff = {{"gemm_compute", e.gemm_compute},
-              {"gemm_memory", e.gemm_memory},
-              {"attention_compute", e.attention_compute},
-              {"attention_memory", e.attention_memory},
-              {"elementwise_memory", e.elementwise_memory},
-              {"step_overhead_s", e.step_overhead_s},
-              {"layer_overhead_s", e.layer_overhead_s},
-              {"source", "fitted by prima profile on " + r.model.name}};
-  json hw = {{"name", r.hardware.name},
-             {"source", r.hardware.source},
-             {"memory", std::to_string(static_cast<long long>(r.hardware.hbm_bytes)) + "B"},
-             {"hbm_bandwidth", std::to_string(r.hardware.hbm_bw_Bps / 1e9) + "GB/s"},
-             {"fp16_tflops", r.hardware.fp16_flops / 1e12}};
   json ops = json::array();
   for (const auto& o : r.ops)
     ops.push_back({{"op", o.op},
@@ -359,19 +399,20 @@ nlohmann::json profile_to_json(const ProfileResult& r) {
                      {"predicted_s", s.predicted_s},
                      {"ratio", s.predicted_s / s.seconds},
                      {"fitted", s.fitted}});
-  return {{"source", "prima profile of " + r.model.name + " on " + r.cpu},
-          {"gpus", {{r.hardware.name, eff}}},
-          {"hardware", hw},
-          {"profile",
-           {{"cpu", r.cpu},
-            {"kernels", r.isa},
-            {"threads", r.threads},
-            {"read_bandwidth_GBps", r.mem_bw_Bps / 1e9},
-            {"peak_gflops", r.peak_flops / 1e9},
-            {"dispatch_us", r.dispatch_s * 1e6},
-            {"model", r.model.name},
-            {"operators", ops},
-            {"steps", steps}}}};
+  json j = perf::profile_to_json(to_profile(r));
+  j["measurements"] = {{"cpu", r.cpu},
+                       {"kernels", r.isa},
+                       {"threads", r.threads},
+                       {"repeats", r.repeats},
+                       {"read_bandwidth_GBps", r.mem_bw_Bps / 1e9},
+                       {"peak_gflops", r.peak_flops / 1e9},
+                       {"dispatch_us", r.dispatch_s * 1e6},
+                       {"model", r.model.name},
+                       {"model_file", r.model_file},
+                       {"quantization", model::quantization_name(r.quantization)},
+                       {"operators", ops},
+                       {"steps", steps}};
+  return j;
 }
 
 }  // namespace prima::real

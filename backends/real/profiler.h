@@ -11,6 +11,8 @@
 // (gemm_memory, gemm_compute, attention_memory) are solved by bisection so that the model's
 // step time equals the measured one on three calibration steps; layer_overhead_s is the
 // measured pool dispatch cost per layer. Other steps are predicted and compared (validation).
+// The result is written as a hardware profile (perf::Profile): the fitted parameters, the
+// topology GPU object of this CPU, and the fitted model's error on every measured step.
 // Single-threaded driver; not reentrant.
 #pragma once
 
@@ -33,7 +35,7 @@ struct ProfileOptions {
   std::vector<int> batches{1, 2, 4, 8, 16, 32, 64, 128};
   std::vector<int> contexts{128, 512, 1024, 2048};
   int repeats = 5;
-  std::string name;     // hardware name in the calibration (default "cpu:<model name>")
+  std::string name;     // hardware name of the profile (default "cpu:<model name>")
   bool repack = false;  // measure the packed-weight kernels (RealBackendOptions::repack)
 };
 
@@ -60,6 +62,10 @@ struct ProfileResult {
   std::string cpu;
   std::string isa;
   int threads = 0;
+  int repeats = 0;
+  std::string model_file;  // as given
+  // The format the cost model prices the GGUF's 4-bit weights as (fit and predictions).
+  model::Quantization quantization = model::Quantization::kW4A16;
   double mem_bw_Bps = 0;
   double peak_flops = 0;
   double dispatch_s = 0;  // one empty parallel_for
@@ -74,9 +80,19 @@ struct ProfileResult {
 Result<ProfileResult> run_profile(const ProfileOptions& opts,
                                   const std::function<void(const std::string&)>& progress);
 
-// The calibration file `prima profile --out` writes: {"source", "gpus": {name: efficiency},
-// "hardware": the GPU object a topology can use, "profile": the measurements}. Readable by
-// perf::load_calibration_file (a scenario's "calibration").
+// How well the fitted cost model predicts the measured steps: |predicted - measured| /
+// measured over every step (the fitted ones included, as calibration_data says).
+perf::Fidelity step_fidelity(const ProfileResult& r);
+
+// The hardware profile of this machine: name, description, source (what was measured),
+// the fitted efficiency, the fidelity above and the topology GPU object ("gpu": name,
+// memory, hbm_bandwidth, fp16_tflops, bf16_tflops, int8_tops).
+perf::Profile to_profile(const ProfileResult& r);
+
+// The file `prima profile --out` writes: perf::profile_to_json(to_profile(r)) plus
+// "measurements" (machine figures, operator timings, each step with its prediction), which
+// perf::parse_profile skips. Readable by perf::load_profile_file and, as a scenario's
+// "calibration", by perf::load_calibration_file.
 nlohmann::json profile_to_json(const ProfileResult& r);
 
 }  // namespace prima::real

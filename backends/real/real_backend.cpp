@@ -106,10 +106,7 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   PRIMA_ASSIGN_OR_RETURN(weights_, LlamaWeights::bind(*file_, config_, sh, o.repack));
 
   // KV blocks: the same number on every rank (sized for the largest stage).
-  const int max_len = o.max_model_len > 0 ? std::min(o.max_model_len, config_.context_length)
-                                          : config_.context_length;
-  const std::int64_t need =
-      std::int64_t(o.max_num_seqs) * ((max_len + o.block_size - 1) / o.block_size);
+  const std::int64_t need = default_kv_blocks(o, config_.context_length);
   const int stage_layers_max = (config_.layers + o.pp - 1) / o.pp;
   const double per_block =
       stage_layers_max *
@@ -139,6 +136,12 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
 }
 
 }  // namespace
+
+std::int64_t default_kv_blocks(const RealBackendOptions& o, int context_length) {
+  const int max_len =
+      o.max_model_len > 0 ? std::min(o.max_model_len, context_length) : context_length;
+  return std::int64_t(o.max_num_seqs) * ((max_len + o.block_size - 1) / o.block_size);
+}
 
 Result<std::unique_ptr<RealBackend>> RealBackend::open(const RealBackendOptions& opts) {
   auto b = std::make_unique<RealBackendImpl>();

@@ -10,6 +10,7 @@
 // run_worker(), which executes the leader's steps until it shuts down.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,11 @@ struct RealBackendOptions {
   // see repacked(). The CLI packs unless --no-repack.
   bool repack = false;
 };
+
+// The KV blocks a backend of these options allocates for a model of `context_length` tokens
+// when kv_cache_bytes asks for no more: max_num_seqs sequences of max_model_len (0: the
+// model's context) tokens, in blocks of block_size.
+std::int64_t default_kv_blocks(const RealBackendOptions& o, int context_length);
 
 class RealBackend {
  public:

@@ -11,6 +11,7 @@
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/incidents.h"
 #include "engine/metrics/report.h"
+#include "engine/perf/calibration.h"
 #include "engine/perf/cost_model.h"
 #include "engine/workload/workload.h"
 
@@ -299,6 +300,8 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   in.gpus = rec.gpus();
   in.gpu_hbm_bytes = sc.topology.gpu.hbm_bytes;
   in.wall_seconds = out.wall_seconds;
+  in.fidelity = OJson::parse(
+      perf::fidelity_to_json(perf::resolve(sc.calibration, sc.topology.gpu.name).fidelity).dump());
   in.extra = extra_sections(sc, fit, kv_blocks, engine, samples ? kv_usage_sum / samples : 0.0,
                             samples ? fragmentation_sum / samples : 0.0);
   cluster_sections(copts, engine, rec, max_capped_from, &in.extra);

@@ -67,6 +67,7 @@ OJson build_report(const Recorder& rec, const ReportInputs& in) {
   j["scenario"] = in.scenario;
   j["seed"] = in.seed;
   j["simulated_seconds"] = in.simulated_seconds;
+  if (!in.fidelity.is_null()) j["fidelity"] = in.fidelity;
   j["requests"] = OJson{{"submitted", rec.submitted()},
                         {"completed", completed},
                         {"rejected", rec.count(Outcome::kRejected)},

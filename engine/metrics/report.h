@@ -32,7 +32,10 @@ struct ReportInputs {
   double gpu_hbm_bytes = 0;
   double wall_seconds = 0;
   std::vector<GpuLabel> gpu_labels;  // the deployment's GPUs (per-GPU utilization)
-  nlohmann::ordered_json extra;      // more sections (plan, kv, model...) merged at the top level
+  // How far the figures can be trusted: the cost model's calibration and its measured error
+  // (perf::fidelity_to_json), written near the top of the report; null: not written.
+  nlohmann::ordered_json fidelity;
+  nlohmann::ordered_json extra;  // more sections (plan, kv, model...) merged at the top level
 };
 
 // Whether a completed request met the SLO (and its own TTFT "sla").

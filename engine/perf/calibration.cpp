@@ -156,6 +156,7 @@ Profile parse_profile(const config::JsonReader& r) {
     if (!r.value("gpu").is_object()) r.fail("gpu", "expected a topology GPU object");
     p.gpu = r.value("gpu");
   }
+  r.consume("measurements");  // what `prima profile` measured, for readers; not needed here
   r.finish();
   return p;
 }
