@@ -296,9 +296,7 @@ int cmd_calibrate(const Args& args) {
     for (const auto& r : ev.points) ids.insert(r.point->source);
     std::string src;
     for (const auto& s : ids) src += (src.empty() ? "" : ", ") + s;
-    fitted.fidelity.calibration_data = fmt::format(
-        "{} points of {} ({}; ../shared/data/published-calibration.md)", ev.fidelity.points,
-        points_file, src);
+    fitted.fidelity.calibration_data = src + " in " + points_file;
     fitted.fidelity.points = ev.fidelity.points;
     fitted.fidelity.median_abs_error = ev.fidelity.median_abs_error;
     fitted.fidelity.p90_abs_error = ev.fidelity.p90_abs_error;
