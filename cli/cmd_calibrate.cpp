@@ -39,6 +39,7 @@ with the fitted values and its error on the points ("fidelity").
 examples:
   prima calibrate                                  # every point, built-in profiles
   prima calibrate --gpu H100-SXM5-80GB --json
+  prima calibrate --roofline                       # what the default shares predict
   prima calibrate --gpu A100-SXM4-80GB --set layer_launch_s=0.4ms
   prima calibrate --gpu H100-SXM5-80GB --profile my_h100.json
   prima calibrate --gpu H100-SXM5-80GB --fit gemm_compute,step_overhead_s,seq_overhead_s \
@@ -102,6 +103,7 @@ int cmd_calibrate(const Args& args) {
       "calibration set (JSON points)")("gpu", po::value<std::string>(),
                                        "only this GPU's points (required with --fit)")(
       "profile", po::value<std::string>(), "profile file to use for its GPU")(
+      "roofline", "the default shares for every GPU (no built-in profiles)")(
       "sources", po::value<std::string>(), "only points of these source IDs (e.g. C1,C8)")(
       "set", po::value<std::vector<std::string>>()->composing(), "KEY=VALUE parameter override")(
       "fit", po::value<std::string>(), "comma-separated parameters to fit")(
@@ -144,7 +146,8 @@ int cmd_calibrate(const Args& args) {
   std::map<std::string, perf::Profile> profile_of;
   for (const auto& p : *points) {
     if (base.count(p.gpu.name)) continue;
-    const perf::Profile* bp = perf::builtin_profile(p.gpu.name);
+    const perf::Profile* bp =
+        vm.count("roofline") ? nullptr : perf::builtin_profile(p.gpu.name);
     base[p.gpu.name] = bp ? bp->efficiency : perf::Efficiency{};
     if (bp) profile_of[p.gpu.name] = *bp;
   }
