@@ -16,8 +16,10 @@
 #include "backends/real/kv_store.h"
 #include "backends/real/llama_forward.h"
 #include "backends/real/llama_weights.h"
+#include "backends/real/sampler.h"
 #include "engine/metrics/summary.h"
 #include "engine/perf/cost_model.h"
+#include "engine/perf/nelder_mead.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
@@ -193,7 +195,11 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   r.isa = std::string(kernels::kernel_isa()) + (fx.w->repacked() ? "+packed" : "");
   r.model = model_spec_of(*fx.file, fx.cfg);
   r.mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats);
-  r.peak_flops = (mhz > 0 ? mhz * 1e6 : 2e9) * 32.0 * r.threads;
+  // The matmuls multiply 8-bit quantized activations by 4/8-bit weights in int8 dot products:
+  // one 512-bit VNNI instruction per cycle is 64 multiply-adds (128 ops), AVX-VNNI and AVX2
+  // half that.
+  const bool avx512 = std::string(kernels::kernel_isa()).find("avx512") != std::string::npos;
+  r.peak_flops = (mhz > 0 ? mhz * 1e6 : 2e9) * (avx512 ? 128.0 : 64.0) * r.threads;
   r.dispatch_s = median_time(opts.repeats * 20, [&] {
     fx.pool->parallel_for(r.threads, [](std::int64_t, std::int64_t, int) {});
   });
@@ -202,8 +208,8 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
 
   r.hardware.name = opts.name.empty() ? "cpu:" + r.cpu : opts.name;
   r.hardware.source =
-      "prima profile: read bandwidth measured; peak = cpu MHz x 32 FP32 "
-      "FLOP/cycle (AVX2 FMA) x threads";
+      "prima profile: read bandwidth measured; peak = cpu MHz x int8 dot-product ops per "
+      "cycle (128 AVX-512 VNNI, else 64) x threads";
   r.hardware.hbm_bytes = host_memory_bytes();
   r.hardware.hbm_bw_Bps = r.mem_bw_Bps;
   r.hardware.fp16_flops = r.peak_flops;
@@ -309,8 +315,25 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
              std::to_string(t * 1e3) + " ms");
   }
 
-  // Fit: gemm_memory on the short decode, gemm_compute on the prefill, attention_memory on the
-  // long decode; twice, since each step involves all three a little.
+  // Host sampling at the server's default (temperature 1, no top-k/top-p cut): its time per
+  // logit is the cost model's sampling_logit_s.
+  {
+    std::vector<float> logits(fx.cfg.vocab);
+    for (float& v : logits) v = 4 * U(rng);
+    SamplingParams sp;
+    sp.temperature = 1.0;
+    std::vector<std::pair<float, int>> scratch;
+    std::int64_t pos = 0;
+    const double t = median_time(opts.repeats * 20, [&] {
+      (void)sample_token(logits.data(), fx.cfg.vocab, sp, 1, ++pos, &scratch);
+    });
+    r.sampling_s = t;
+    progress("sampling (temperature 1): " + std::to_string(t * 1e6) + " us per token");
+  }
+
+  // Fit every measured step at once (Nelder-Mead on the mean squared log error): GEMM shares
+  // and the rows where the compute share halves, KV-read share, per-step and per-sequence
+  // costs. Kernel gaps come from the measured pool dispatch; sampling from its measurement.
   perf::Efficiency e;
   e.step_overhead_s = 0;
   // Matmul and attention pool jobs per layer: QKV, attention, output, gate+up, down
@@ -318,17 +341,57 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   e.layer_overhead_s = 5 * r.dispatch_s;
   e.allreduce_latency_s = 0;
   e.p2p_latency_s = 0;
+  e.sampling_logit_s = 0;  // the measured steps compute logits but do not sample
   std::vector<BatchShape> bs;
   for (const Shape& s : shapes) bs.push_back(shape_of(make_step(fx, s.seqs, s.n, s.ctx)));
-  for (int round = 0; round < 2; ++round) {
-    fit(r, &e, &perf::Efficiency::gemm_memory, bs[0], r.steps[0].seconds);
-    fit(r, &e, &perf::Efficiency::gemm_compute, bs[1], r.steps[1].seconds);
-    fit(r, &e, &perf::Efficiency::attention_memory, bs[2], r.steps[2].seconds);
+  struct Param {
+    double perf::Efficiency::*field;
+    perf::FitBounds bounds;
+    double start;
+  };
+  const std::vector<Param> params = {
+      {&perf::Efficiency::gemm_compute, {0.01, 1}, 0.5},
+      {&perf::Efficiency::gemm_m_half, {0, 256}, 4},
+      {&perf::Efficiency::gemm_memory, {0.05, 1}, 0.5},
+      {&perf::Efficiency::attention_memory, {0.01, 1}, 0.3},
+      {&perf::Efficiency::attention_compute, {0.01, 1}, 0.3},
+      {&perf::Efficiency::step_overhead_s, {0, 0.01}, 1e-4},
+      {&perf::Efficiency::seq_overhead_s, {0, 0.005}, 1e-5},
+  };
+  auto with = [&](const std::vector<double>& x) {
+    perf::Efficiency f = e;
+    for (std::size_t i = 0; i < params.size(); ++i) f.*(params[i].field) = x[i];
+    return f;
+  };
+  auto objective = [&](const std::vector<double>& x) {
+    const perf::Efficiency f = with(x);
+    double sum = 0;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const double l = std::log(predict(r, f, bs[i]) / r.steps[i].seconds);
+      sum += l * l;
+    }
+    return sum / shapes.size();
+  };
+  std::vector<double> x0;
+  std::vector<perf::FitBounds> bounds;
+  for (const auto& p : params) {
+    x0.push_back(p.start);
+    bounds.push_back(p.bounds);
   }
-  e.attention_compute = std::min(1.0, e.gemm_compute * 1.0);
+  perf::FitResult best;
+  for (int round = 0; round < 6; ++round) {  // restarts rebuild a collapsed simplex
+    best = perf::nelder_mead(objective, round ? best.x : x0, bounds, 600, 1e-14);
+  }
+  e = with(best.x);
   e.elementwise_memory = e.gemm_memory;
+  e.sampling_logit_s = r.sampling_s / fx.cfg.vocab;
   r.efficiency = e;
-  for (std::size_t i = 0; i < shapes.size(); ++i) r.steps[i].predicted_s = predict(r, e, bs[i]);
+  for (auto& s : r.steps) s.fitted = true;
+  // The steps were timed without sampling; predict them the same way.
+  perf::Efficiency no_sampling = e;
+  no_sampling.sampling_logit_s = 0;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    r.steps[i].predicted_s = predict(r, no_sampling, bs[i]);
   return r;
 }
 
@@ -361,8 +424,8 @@ perf::Profile to_profile(const ProfileResult& r) {
                               r.cpu, r.threads, r.isa);
   p.source = fmt::format(
       "prima profile: {} ({}) on {}, {} threads, {} kernels, median of {} runs; efficiency "
-      "fitted to the measured steps; read bandwidth measured; peak = cpu MHz x 32 FP32 "
-      "FLOP/cycle x threads",
+      "fitted to the measured steps; read bandwidth measured; peak = cpu MHz x int8 "
+      "dot-product ops per cycle x threads",
       std::filesystem::path(r.model_file).filename().string(), r.model.name, r.cpu, r.threads,
       r.isa, r.repeats);
   p.efficiency = r.efficiency;

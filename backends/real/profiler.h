@@ -3,14 +3,15 @@
 //
 // What it measures (median of `repeats` runs after a warm-up, on a ThreadPool of `threads`):
 //   - the machine: memory read bandwidth (all threads streaming a 512 MiB buffer) and the
-//     nominal FP32 FMA peak (cpu MHz x 32 FLOP/cycle x threads);
+//     nominal int8 dot-product peak the quantized matmuls run at (cpu MHz x 128 ops/cycle with
+//     AVX-512 VNNI, else 64, x threads); one token's host sampling at temperature 1;
 //   - operators over batch sizes: every linear layer of layer 0 and the LM head (matmul), and
 //     RMSNorm / RoPE / SwiGLU; attention over context lengths (decode and a prefill chunk);
 //   - whole forward steps: decode batches at several contexts and prefill chunks.
-// The fit: with the cost model of engine/perf (roofline per operator), the efficiency shares
-// (gemm_memory, gemm_compute, attention_memory) are solved by bisection so that the model's
-// step time equals the measured one on three calibration steps; layer_overhead_s is the
-// measured pool dispatch cost per layer. Other steps are predicted and compared (validation).
+// The fit: with the cost model of engine/perf, gemm_compute, gemm_m_half, gemm_memory,
+// attention_memory, attention_compute, step_overhead_s and seq_overhead_s are fitted to every
+// measured step at once (Nelder-Mead, mean squared log error); layer_overhead_s is the measured
+// pool dispatch cost per layer, sampling_logit_s the measured sampling time per logit.
 // The result is written as a hardware profile (perf::Profile): the fitted parameters, the
 // topology GPU object of this CPU, and the fitted model's error on every measured step.
 // Single-threaded driver; not reentrant.
@@ -71,6 +72,7 @@ struct ProfileResult {
   double dispatch_s = 0;  // one empty parallel_for
   model::ModelSpec model;
   plan::GpuSpec hardware;
+  double sampling_s = 0;  // one token sampled at temperature 1 over the vocabulary
   perf::Efficiency efficiency;
   std::vector<OpTiming> ops;
   std::vector<StepTiming> steps;
