@@ -147,12 +147,13 @@ Result<NelderMeadResult> nelder_mead(const Objective& f, const std::vector<doubl
   order();
   double f_at_restart = std::numeric_limits<double>::infinity();
   while (res.iterations < opts.max_iterations) {
-    // Restart a converged or shrunken simplex while restarts remain and the last one (if any)
-    // found lower ground; else a converged simplex is done, and a small one crawls on.
+    // A converged or shrunken simplex restarts while restarts remain and the last restart (if
+    // any) gained more than 0.1%; else a converged simplex ends the search and a small one
+    // crawls on.
     const bool done = converged();
-    const bool worth_restart =
-        res.restarts < opts.restarts && f_at_restart - s[0].f > opts.f_tolerance;
-    if ((done || small()) && worth_restart) {
+    const bool gained = !std::isfinite(f_at_restart) ||
+                        f_at_restart - s[0].f > 1e-3 * std::abs(f_at_restart) + opts.f_tolerance;
+    if ((done || small()) && res.restarts < opts.restarts && gained) {
       ++res.restarts;
       f_at_restart = s[0].f;
       if (Status st = build(s[0]); !st.ok()) break;  // cannot move from here: keep the best

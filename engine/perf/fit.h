@@ -42,10 +42,10 @@ struct NelderMeadOptions {
   double x_tolerance = 1e-4;
   // A simplex can collapse before the minimum, in a long narrow valley (two parameters that
   // trade off against each other) or on a rough objective (a simulation's discrete events):
-  // it shrinks and then crawls. When it has converged or shrunk to 1/100 of the first simplex,
-  // start again from the best point with a fresh first simplex, up to this many times while
-  // iterations remain and the previous restart found lower ground (f improved by more than
-  // f_tolerance); otherwise a converged simplex ends the search.
+  // it converges early, or shrinks and crawls. When it has converged or shrunk to 1/100 of the
+  // first simplex's size, start again from the best point with a fresh first simplex, up to
+  // this many times while iterations remain and the previous restart gained more than 0.1% of
+  // f; otherwise a converged simplex ends the search (and a small one goes on).
   int restarts = 0;
   std::function<void(const NelderMeadIteration&)> on_iteration;  // optional
 };
