@@ -23,6 +23,7 @@
 #include "engine/workload/trace.h"
 #include "loadgen/client.h"
 #include "loadgen/output.h"
+#include "loadgen/request_log.h"
 #include "loadgen/runner.h"
 #include "loadgen/schedule.h"
 #include "loadgen/stats.h"
@@ -44,6 +45,8 @@ examples:
   prima bench --scenario scenarios/seed_claims/seed001_llama2_13b_a100_node.json \
               --num-prompts 1000 --json          # the scenario's workload, seed and SLO
   prima bench --slo-ttft 200ms --slo-tpot 50ms   # goodput under an SLO
+  prima bench --request-rate 5 --num-prompts 300 --save-requests run.jsonl
+  prima replay --measured run.jsonl --scenario S.json   # the simulator against this run
   prima bench --temperature 0 --extra-body '{"seed": 7}'   # sampling fields in every request
 
 Without --request-rate or --concurrency every request is due at once (rate inf, as vllm bench
@@ -151,6 +154,9 @@ int cmd_bench(const Args& args) {
       ("api-key", po::value<std::string>(), "send 'Authorization: Bearer KEY' (default $PRIMA_API_KEY)")
       ("timeout", po::value<std::string>()->default_value("600s"), "per-request read timeout")
       ("out", po::value<std::string>(), "write the JSON result to this file")
+      ("save-requests", po::value<std::string>(),
+       "write every request (arrival, lengths, TTFT, TPOT, ITL, E2E, status) to this JSONL "
+       "file, for prima replay")
       ("json", "print the JSON result on stdout (the table goes to stderr)")
       ("quiet,q", "no progress lines");
   // clang-format on
@@ -310,10 +316,15 @@ int cmd_bench(const Args& args) {
     max_workers = spec.arrival.users;  // one connection per user: never more in flight
   }
 
-  std::ofstream out_file;
+  std::ofstream out_file, requests_file;
   if (vm.count("out")) {  // fail before the run, not after it
     out_file.open(vm["out"].as<std::string>());
     if (!out_file) return bad("--out " + vm["out"].as<std::string>() + ": cannot write");
+  }
+  if (vm.count("save-requests")) {
+    requests_file.open(vm["save-requests"].as<std::string>());
+    if (!requests_file)
+      return bad("--save-requests " + vm["save-requests"].as<std::string>() + ": cannot write");
   }
 
   // The model: asked from the server when not given (this also checks it is up).
@@ -399,6 +410,12 @@ int cmd_bench(const Args& args) {
   if (out_file.is_open() && !(out_file << json).flush()) {
     std::fprintf(stderr, "prima bench: --out %s: cannot write\n",
                  vm["out"].as<std::string>().c_str());
+    return kExitFailure;
+  }
+  if (requests_file.is_open() &&
+      !(requests_file << loadgen::request_log(info, run->requests)).flush()) {
+    std::fprintf(stderr, "prima bench: --save-requests %s: cannot write\n",
+                 vm["save-requests"].as<std::string>().c_str());
     return kExitFailure;
   }
   if (st.completed == 0) {

@@ -19,7 +19,7 @@
 #include "engine/config/json_reader.h"
 #include "engine/perf/calibration.h"
 #include "engine/perf/calibration_set.h"
-#include "engine/perf/nelder_mead.h"
+#include "engine/perf/fit.h"
 
 namespace po = boost::program_options;
 
@@ -80,7 +80,7 @@ bool parse_value(const perf::EfficiencyField& f, const std::string& v, double* o
   }
 }
 
-perf::FitBounds default_bounds(const perf::EfficiencyField& f) {
+perf::FitBound default_bounds(const perf::EfficiencyField& f) {
   switch (f.kind) {
     case perf::EfficiencyField::kShare:
       return {0.01, 1.0};
@@ -183,7 +183,7 @@ int cmd_calibrate(const Args& args) {
     if (gpu.empty()) return bad("--fit needs --gpu: a profile is fitted for one GPU type");
     if (!vm.count("out")) return bad("--fit needs --out FILE: the profile to write");
     std::vector<const perf::EfficiencyField*> fields;
-    std::vector<perf::FitBounds> bounds;
+    std::vector<perf::FitBound> bounds;
     for (const auto& name : split(vm["fit"].as<std::string>())) {
       const perf::EfficiencyField* f = perf::find_efficiency_field(name);
       if (!f) return bad("--fit: unknown parameter '" + name + "' (see docs/cost-model.md)");
@@ -251,29 +251,24 @@ int cmd_calibrate(const Args& args) {
       }
       return x;
     };
-    auto descend = [&](std::vector<double> x, int budget) {
-      perf::FitResult r;
-      r.x = std::move(x);
-      int evaluations = 0, done = 0;
-      for (int round = 0; round < 4 && done < budget; ++round) {
-        r = perf::nelder_mead(objective, r.x, bounds, budget - done, 1e-14);
-        evaluations += r.evaluations;
-        done += r.iterations + 1;
-      }
-      r.evaluations = evaluations;
-      r.iterations = done;
-      return r;
+    auto descend = [&](const std::vector<double>& x, int budget) {
+      perf::NelderMeadOptions o;
+      o.max_iterations = budget;
+      o.restarts = 4;
+      o.f_tolerance = 1e-14;
+      auto r = perf::nelder_mead(objective, x, bounds, o);
+      return r.ok() ? *r : perf::NelderMeadResult{x, objective(x), 0, 1, false, 0};
     };
     const int starts = vm["starts"].as<int>();
-    perf::FitResult res = descend(x0, iterations);
+    perf::NelderMeadResult res = descend(x0, iterations);
     int evaluations = res.evaluations;
     for (int k = 0; k < starts; ++k) {
-      perf::FitResult r = descend(random_start(), iterations);
+      perf::NelderMeadResult r = descend(random_start(), iterations);
       evaluations += r.evaluations;
-      if (r.value < res.value) res = r;
+      if (r.f < res.f) res = r;
       if ((k + 1) % 10 == 0 || k + 1 == starts)
         std::fprintf(stderr, "fit: %d/%d starts, rms log error %.4f\n", k + 1, starts,
-                     std::sqrt(res.value));
+                     std::sqrt(res.f));
     }
     res.evaluations = evaluations;
     base[gpu] = with(res.x);

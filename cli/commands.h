@@ -18,6 +18,7 @@ int cmd_profile(const Args& args);
 int cmd_serve(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_calibrate(const Args& args);
+int cmd_replay(const Args& args);
 
 struct Command {
   const char* name;

@@ -23,6 +23,8 @@ const std::vector<Command>& commands() {
       {"bench", "load-test an HTTP server (OpenAI/TGI): TTFT, TPOT, ITL, E2E, goodput", cmd_bench},
       {"calibrate", "check or fit a hardware profile against published measurements",
        cmd_calibrate},
+      {"replay", "replay a measured run on the simulator and compare (--fit: calibrate)",
+       cmd_replay},
   };
   return kCommands;
 }
@@ -44,7 +46,8 @@ static void usage(std::FILE* out) {
       "  mpirun -np 3 prima generate --model M.gguf --prompt Hi --tp 3\n"
       "  prima profile --model models/SmolLM2-135M-Instruct.Q4_1.gguf --out cal.json\n"
       "  prima serve --backend sim --port 8000   # the emulator over HTTP\n"
-      "  prima bench --url http://127.0.0.1:8000 --request-rate 20 --num-prompts 200\n\n"
+      "  prima bench --url http://127.0.0.1:8000 --request-rate 20 --num-prompts 200\n"
+      "  prima replay --measured run.jsonl --scenario my_server.json --fit\n\n"
       "Run 'prima COMMAND --help' for a command's options.\n");
 }
 

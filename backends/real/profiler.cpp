@@ -19,7 +19,7 @@
 #include "backends/real/sampler.h"
 #include "engine/metrics/summary.h"
 #include "engine/perf/cost_model.h"
-#include "engine/perf/nelder_mead.h"
+#include "engine/perf/fit.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/ops.h"
@@ -346,7 +346,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   for (const Shape& s : shapes) bs.push_back(shape_of(make_step(fx, s.seqs, s.n, s.ctx)));
   struct Param {
     double perf::Efficiency::*field;
-    perf::FitBounds bounds;
+    perf::FitBound bounds;
     double start;
   };
   const std::vector<Param> params = {
@@ -373,16 +373,18 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
     return sum / shapes.size();
   };
   std::vector<double> x0;
-  std::vector<perf::FitBounds> bounds;
+  std::vector<perf::FitBound> bounds;
   for (const auto& p : params) {
     x0.push_back(p.start);
     bounds.push_back(p.bounds);
   }
-  perf::FitResult best;
-  for (int round = 0; round < 6; ++round) {  // restarts rebuild a collapsed simplex
-    best = perf::nelder_mead(objective, round ? best.x : x0, bounds, 600, 1e-14);
-  }
-  e = with(best.x);
+  perf::NelderMeadOptions nm;
+  nm.max_iterations = 3000;
+  nm.restarts = 6;  // a collapsed simplex is rebuilt around the best point
+  nm.f_tolerance = 1e-14;
+  auto best = perf::nelder_mead(objective, x0, bounds, nm);
+  if (!best.ok()) return best.status();
+  e = with(best->x);
   e.elementwise_memory = e.gemm_memory;
   e.sampling_logit_s = r.sampling_s / fx.cfg.vocab;
   r.efficiency = e;

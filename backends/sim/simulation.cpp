@@ -189,6 +189,7 @@ Result<SimulationOutput> run_simulation(const config::Scenario& sc, const Simula
   metrics::Recorder& rec = *cl->recorder;
   SimulationOutput out;
   out.fit = fit;
+  if (opts.on_token) engine.on_token = [&](const Sequence& s) { opts.on_token(s, rt.now()); };
   engine.start();
   if (injector) injector->start();
 

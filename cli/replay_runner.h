@@ -1,0 +1,29 @@
+// The `prima replay` driver: reads a measured run, replays exactly its arrivals and lengths on
+// the scenario's simulated cluster (one simulation per child process), compares TTFT, TPOT,
+// ITL, E2E and queue time, optionally fits calibration parameters with Nelder–Mead (one
+// simulation per evaluation), and writes DIR/comparison.json, DIR/comparison.html,
+// DIR/per_request.csv, DIR/trace.jsonl (and DIR/profile.json with --fit). docs/replay.md.
+// Not thread-safe (forks).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace prima::cli {
+
+struct ReplayOptions {
+  std::string measured;  // the measured file
+  std::string scenario;  // a scenario file or built-in name
+  std::vector<std::string> sets;
+  std::string out_dir;  // "" = out/replay-<scenario name>
+  bool fit = false;
+  std::string fit_params;  // "" = the default set (replay::kDefaultFitParams)
+  int fit_iterations = 60;
+  bool json = false;   // comparison.json on stdout, the table on stderr
+  bool quiet = false;  // no progress on stderr
+};
+
+// Returns the process exit code: 0 ok, 1 a simulation failed, 2 bad input.
+int run_replay(const ReplayOptions& o);
+
+}  // namespace prima::cli
