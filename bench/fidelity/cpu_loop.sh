@@ -8,7 +8,7 @@
 #   bench/fidelity/cpu_loop.sh [OUT]          (default out/fidelity; ~15 min on 2 cores)
 # Workloads (server defaults: max-num-seqs 8, temperature 1, streaming):
 #   low        Poisson 0.4 req/s, prompts 128-384, outputs 64-192 tokens, 30 requests
-#   saturated  Poisson 1.2 req/s, same lengths, 50 requests (about the server's capacity)
+#   saturated  Poisson 1.8 req/s, same lengths, 60 requests (near the server's capacity)
 #   mixed      Poisson 0.5 req/s, prompts 64-1024, outputs 32-256 tokens, 30 requests
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,7 +36,7 @@ curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || { echo "server did not st
 
 declare -A ARGS=(
   [low]="--request-rate 0.4 --num-prompts 30 --random-input-len 256 --random-output-len 128 --random-range-ratio 0.5"
-  [saturated]="--request-rate 1.2 --num-prompts 50 --random-input-len 256 --random-output-len 128 --random-range-ratio 0.5"
+  [saturated]="--request-rate 1.8 --num-prompts 60 --random-input-len 256 --random-output-len 128 --random-range-ratio 0.5"
   [mixed]="--request-rate 0.5 --num-prompts 30 --random-input-len 544 --random-output-len 144 --random-range-ratio 0.8824"
 )
 for w in low saturated mixed; do
