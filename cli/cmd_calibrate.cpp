@@ -109,8 +109,9 @@ int cmd_calibrate(const Args& args) {
       "fit", po::value<std::string>(), "comma-separated parameters to fit")(
       "bound", po::value<std::vector<std::string>>()->composing(), "KEY=LO:HI fit bound")(
       "iterations", po::value<int>()->default_value(2000), "fit: Nelder-Mead iterations per start")(
-      "starts", po::value<int>()->default_value(40), "fit: random starting points besides the profile")(
-      "out", po::value<std::string>(), "fit: profile file to write")(
+      "starts", po::value<int>()->default_value(40),
+      "fit: random starting points besides the profile")("out", po::value<std::string>(),
+                                                         "fit: profile file to write")(
       "write-fidelity", "with --gpu and --out: write the profile with its error on the points")(
       "json", "print JSON instead of a table");
   po::variables_map vm;
@@ -146,8 +147,7 @@ int cmd_calibrate(const Args& args) {
   std::map<std::string, perf::Profile> profile_of;
   for (const auto& p : *points) {
     if (base.count(p.gpu.name)) continue;
-    const perf::Profile* bp =
-        vm.count("roofline") ? nullptr : perf::builtin_profile(p.gpu.name);
+    const perf::Profile* bp = vm.count("roofline") ? nullptr : perf::builtin_profile(p.gpu.name);
     base[p.gpu.name] = bp ? bp->efficiency : perf::Efficiency{};
     if (bp) profile_of[p.gpu.name] = *bp;
   }
@@ -164,12 +164,14 @@ int cmd_calibrate(const Args& args) {
       const perf::EfficiencyField* f =
           eq == std::string::npos ? nullptr : perf::find_efficiency_field(kv.substr(0, eq));
       double v = 0;
-      if (!f) return bad(fmt::format("--set {}: expected PARAMETER=VALUE with a parameter of "
-                                     "docs/cost-model.md",
-                                     kv));
+      if (!f)
+        return bad(
+            fmt::format("--set {}: expected PARAMETER=VALUE with a parameter of "
+                        "docs/cost-model.md",
+                        kv));
       if (!parse_value(*f, kv.substr(eq + 1), &v))
-        return bad(fmt::format("--set {}: '{}' is not a value for {}", kv, kv.substr(eq + 1),
-                               f->name));
+        return bad(
+            fmt::format("--set {}: '{}' is not a value for {}", kv, kv.substr(eq + 1), f->name));
       sets.emplace_back(f, v);
     }
   for (auto& [name, e] : base) {
@@ -280,8 +282,8 @@ int cmd_calibrate(const Args& args) {
     std::fprintf(stderr, "fit: %d evaluations; fitted %s\n", res.evaluations, names.c_str());
   }
 
-  const perf::Evaluation ev = perf::evaluate_points(
-      *points, gpu, [&](const std::string& g) { return base.at(g); });
+  const perf::Evaluation ev =
+      perf::evaluate_points(*points, gpu, [&](const std::string& g) { return base.at(g); });
   const bool write = vm.count("fit") || vm.count("write-fidelity");
   if (vm.count("write-fidelity")) {
     if (gpu.empty() || !vm.count("out")) return bad("--write-fidelity needs --gpu and --out");

@@ -87,13 +87,15 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
   if (!sc.faults.empty())
     c->injector =
         std::make_unique<FaultInjector>(c->platform.get(), c->rt.get(), sc.faults, sc.env, sc.seed);
-  c->cost = std::make_unique<perf::CostModel>(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
-                                              perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
-                                              sc.memory.kv_bytes_per_element);
+  c->cost = std::make_unique<perf::CostModel>(
+      sc.model, sc.quantization, sc.topology.gpu, sc.plan,
+      perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
+      sc.memory.kv_bytes_per_element);
   // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
   c->cost->set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
   // TP within a node all-reduces over NVLink (a launch-bound layer hides it: cost_model.h).
-  if (sc.plan.tensor_parallel <= sc.topology.node.gpus) c->cost->set_tp_link(sc.topology.node.nvlink);
+  if (sc.plan.tensor_parallel <= sc.topology.node.gpus)
+    c->cost->set_tp_link(sc.topology.node.nvlink);
   std::vector<cluster::ReplicaSetup> setups;
   // Chained stages need GPUs that never change and stable link claims (SimOptions).
   c->sim_opts.chain_stages =

@@ -25,9 +25,8 @@ const char* quantization_name(Quantization q) {
 bool parse_quantization(const std::string& s, Quantization* out) {
   std::string l = s;
   for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (Quantization q :
-       {Quantization::kFP16, Quantization::kBF16, Quantization::kW8A8, Quantization::kW4A16,
-        Quantization::kFP8}) {
+  for (Quantization q : {Quantization::kFP16, Quantization::kBF16, Quantization::kW8A8,
+                         Quantization::kW4A16, Quantization::kFP8}) {
     if (l == quantization_name(q)) {
       *out = q;
       return true;

@@ -28,8 +28,8 @@ struct ModelSpec {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;
-  int head_dim = 0;  // hidden / heads unless stated
-  int ffn = 0;       // dense FFN width
+  int head_dim = 0;      // hidden / heads unless stated
+  int ffn = 0;           // dense FFN width
   int ffn_matrices = 3;  // dense FFN weight matrices: 3 SwiGLU (gate, up, down), 2 GELU (up, down)
   int vocab = 0;
   bool tied_embeddings = false;

@@ -34,7 +34,8 @@ constexpr F kFields[] = {
     {"allreduce_bandwidth", &E::allreduce_bandwidth, F::kShare,
      "ring all-reduce (Simple): share of link bandwidth"},
     {"allreduce_latency_s", &E::allreduce_latency_s, F::kSeconds, "ring all-reduce: per hop"},
-    {"allreduce_base_s", &E::allreduce_base_s, F::kSeconds, "ring all-reduce (Simple): per collective"},
+    {"allreduce_base_s", &E::allreduce_base_s, F::kSeconds,
+     "ring all-reduce (Simple): per collective"},
     {"allreduce_ll_bandwidth", &E::allreduce_ll_bandwidth, F::kOptionalShare,
      "ring all-reduce, low-latency protocol: share of link bandwidth (0: off)"},
     {"allreduce_ll_latency_s", &E::allreduce_ll_latency_s, F::kSeconds,
@@ -97,7 +98,9 @@ Fidelity parse_fidelity(const config::JsonReader& r) {
 
 }  // namespace
 
-std::span<const EfficiencyField> efficiency_fields() { return kFields; }
+std::span<const EfficiencyField> efficiency_fields() {
+  return kFields;
+}
 
 const EfficiencyField* find_efficiency_field(const std::string& name) {
   for (const F& f : kFields)
@@ -164,7 +167,8 @@ Profile parse_profile(const config::JsonReader& r) {
 Calibration parse_calibration(const config::JsonReader& r) {
   Calibration c;
   c.source = r.file();
-  if (r.has("profile") && r.value("profile").is_string()) {  // a hardware profile: its parameters for its GPU
+  if (r.has("profile") &&
+      r.value("profile").is_string()) {  // a hardware profile: its parameters for its GPU
     Profile p = parse_profile(r);
     c.per_gpu[p.name] = p.efficiency;
     c.fidelity[p.name] = p.fidelity;
@@ -237,8 +241,7 @@ config::Json profile_to_json(const Profile& p) {
                  {"description", p.description},
                  {"source", p.source},
                  {"efficiency", efficiency_to_json(p.efficiency)}};
-  config::Json f{{"calibration_data", p.fidelity.calibration_data},
-                 {"points", p.fidelity.points}};
+  config::Json f{{"calibration_data", p.fidelity.calibration_data}, {"points", p.fidelity.points}};
   if (p.fidelity.median_abs_error >= 0) f["median_abs_error"] = p.fidelity.median_abs_error;
   if (p.fidelity.p90_abs_error >= 0) f["p90_abs_error"] = p.fidelity.p90_abs_error;
   if (p.fidelity.max_abs_error >= 0) f["max_abs_error"] = p.fidelity.max_abs_error;

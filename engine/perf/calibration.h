@@ -34,16 +34,16 @@ struct Efficiency {
   double elementwise_memory = 0.6;  // norms, RoPE, activations, residuals, sampling passes
   // All-reduce, the fastest of the algorithms the profile enables (docs/cost-model.md):
   // ring (Simple protocol), ring LL (low latency), NVLS (in-switch reduction), one-shot.
-  double allreduce_bandwidth = 0.8;      // ring Simple: share of link bandwidth
-  double allreduce_latency_s = 8e-6;     // ring Simple: per hop
-  double allreduce_base_s = 0;           // ring Simple: per collective
-  double allreduce_ll_bandwidth = 0;     // ring LL: share of link bandwidth (0: not used)
-  double allreduce_ll_latency_s = 0;     // ring LL: per hop
-  double nvls_bandwidth = 0;             // NVLS: share of link bandwidth (0: no NVLS)
-  double nvls_latency_s = 0;             // NVLS: per collective
-  double oneshot_latency_s = 0;          // one-shot: per collective (used when > 0)
-  double oneshot_max_bytes = 0;          // one-shot: largest buffer it takes
-  double p2p_latency_s = 5e-6;           // pipeline send
+  double allreduce_bandwidth = 0.8;   // ring Simple: share of link bandwidth
+  double allreduce_latency_s = 8e-6;  // ring Simple: per hop
+  double allreduce_base_s = 0;        // ring Simple: per collective
+  double allreduce_ll_bandwidth = 0;  // ring LL: share of link bandwidth (0: not used)
+  double allreduce_ll_latency_s = 0;  // ring LL: per hop
+  double nvls_bandwidth = 0;          // NVLS: share of link bandwidth (0: no NVLS)
+  double nvls_latency_s = 0;          // NVLS: per collective
+  double oneshot_latency_s = 0;       // one-shot: per collective (used when > 0)
+  double oneshot_max_bytes = 0;       // one-shot: largest buffer it takes
+  double p2p_latency_s = 5e-6;        // pipeline send
   // Fixed and per-item costs of a step.
   double step_overhead_s = 1.5e-3;  // per step: scheduling, launch of the step
   double seq_overhead_s = 0;        // per sequence in the step: host work (schedule, inputs)
@@ -82,7 +82,7 @@ struct Fidelity {
   double median_abs_error = -1;  // -1: not measured
   double p90_abs_error = -1;
   double max_abs_error = -1;
-  std::string summary() const;   // one line for printed summaries
+  std::string summary() const;  // one line for printed summaries
 };
 
 // A hardware profile (topologies/profiles/<gpu>.json):

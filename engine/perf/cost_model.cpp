@@ -89,8 +89,7 @@ inline double roof(double flops, double compute_div, double bytes, double memory
 }
 }  // namespace
 
-void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s,
-                          StageCost* c) const {
+void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, StageCost* c) const {
   // The model's part of every figure is in layer_ (constructor); what depends on the batch is
   // computed here.
   const LayerConsts& d = layer_;

@@ -11,9 +11,13 @@ namespace {
 
 using nlohmann::json;
 
-std::string points() { return source_path("data/calibration/published.json"); }
+std::string points() {
+  return source_path("data/calibration/published.json");
+}
 
-void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 TEST(Calibrate, PrintsEveryPointWithTheBuiltinProfiles) {
   const RunResult r = run_prima("calibrate --points " + points() + " --json");
@@ -46,7 +50,8 @@ TEST(Calibrate, FitRecoversParametersFromPointsTheyGenerated) {
   }
   ASSERT_EQ(pts.size(), 9u);
   write(dir + "/points.json", json{{"points", pts}}.dump());
-  const RunResult fit = run_prima("calibrate --points " + dir + "/points.json --gpu A100-SXM4-80GB "
+  const RunResult fit = run_prima("calibrate --points " + dir +
+                                  "/points.json --gpu A100-SXM4-80GB "
                                   "--set step_overhead_s=1ms --set seq_overhead_s=10us --fit "
                                   "step_overhead_s,seq_overhead_s --starts 4 --out " +
                                   dir + "/p.json");
@@ -58,8 +63,8 @@ TEST(Calibrate, FitRecoversParametersFromPointsTheyGenerated) {
   EXPECT_EQ(p["fidelity"]["points"], 9);
   EXPECT_LT(p["fidelity"]["max_abs_error"].get<double>(), 1e-3);
   // The written profile is usable: as --profile, and as a scenario's calibration.
-  const RunResult again = run_prima("calibrate --points " + dir + "/points.json --profile " + dir +
-                                    "/p.json --json");
+  const RunResult again =
+      run_prima("calibrate --points " + dir + "/points.json --profile " + dir + "/p.json --json");
   ASSERT_EQ(again.exit_code, 0) << again.err;
 }
 

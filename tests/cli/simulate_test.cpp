@@ -167,7 +167,8 @@ TEST(Simulate, NetworkSettingsChangeTheInterNodePath) {
   // dilute the network's share of a step; this test is about the network path.
   auto tpot = [](const std::string& settings, const std::string& name) {
     json r = simulate(
-        "--set duration=30s --set calibration='\"roofline\"' --set 'deployment={\"parallel_strategy\":"
+        "--set duration=30s --set calibration='\"roofline\"' --set "
+        "'deployment={\"parallel_strategy\":"
         "{\"tensor_parallel\":8}}' --set 'topology={\"base\":\"bitbrick_k1\","
         "\"settings\":" +
             settings + "}'",

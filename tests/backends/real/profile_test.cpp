@@ -87,8 +87,7 @@ TEST(Profile, WritesAProfileTheSimulatorReads) {
   EXPECT_NEAR(f.p90_abs_error, percentile(errors, 90), 1e-12);
   EXPECT_NEAR(f.max_abs_error, *std::max_element(errors.begin(), errors.end()), 1e-12);
   const std::string n = std::to_string(steps.size());
-  EXPECT_NE(f.calibration_data.find(n + " of the " + n + " fitted"),
-            std::string::npos)
+  EXPECT_NE(f.calibration_data.find(n + " of the " + n + " fitted"), std::string::npos)
       << f.calibration_data;
 
   // The GPU object is a topology's GPU as it is (docs/real-backend.md).

@@ -14,7 +14,8 @@ namespace prima::perf {
 namespace {
 
 const std::vector<CalibrationPoint>& points() {
-  static const auto p = *load_calibration_points(PRIMA_SOURCE_DIR "/data/calibration/published.json");
+  static const auto p =
+      *load_calibration_points(PRIMA_SOURCE_DIR "/data/calibration/published.json");
   return p;
 }
 

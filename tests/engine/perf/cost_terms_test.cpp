@@ -13,8 +13,12 @@ namespace {
 
 using model::Quantization;
 
-plan::GpuSpec gpu(const std::string& n) { return *plan::gpu_by_name(n); }
-model::ModelSpec model(const std::string& n) { return *model::model_by_name(n); }
+plan::GpuSpec gpu(const std::string& n) {
+  return *plan::gpu_by_name(n);
+}
+model::ModelSpec model(const std::string& n) {
+  return *model::model_by_name(n);
+}
 plan::ParallelPlan tp(int t) {
   plan::ParallelPlan p;
   p.tensor_parallel = t;
@@ -45,8 +49,8 @@ TEST(CostTerms, AllreducePicksTheFastestEnabledAlgorithm) {
   // NVLS: latency + lat + B / (bw eta); each GPU moves B once, not 2(p-1)/p B.
   e.nvls_bandwidth = 0.6;
   e.nvls_latency_s = 40e-6;
-  const CostModel with_nvls(model("llama-2-7b"), Quantization::kFP16, gpu("H100-SXM5-80GB"),
-                            tp(8), e);
+  const CostModel with_nvls(model("llama-2-7b"), Quantization::kFP16, gpu("H100-SXM5-80GB"), tp(8),
+                            e);
   const double G = 1 << 30;
   EXPECT_NEAR(with_nvls.allreduce_time_s(G, 8, bw, lat), 40e-6 + 2e-6 + G / (bw * 0.6), 1e-12);
   EXPECT_EQ(with_nvls.best_allreduce(G, 8, bw, lat).algo, AllreduceAlgo::kNvls);
@@ -176,8 +180,8 @@ TEST(CostTerms, LaunchBoundLayersHideTheirAllreduces) {
   const double non_layer = c0.stages[0].compute_s - 80 * 800e-6;
   EXPECT_GT(non_layer, 0);
   EXPECT_NEAR(c1.stages[0].compute_s, non_layer + 80 * (800e-6 - 2 * ar), 1e-9);
-  EXPECT_NEAR(with_link.step_time_s(b, nvlink, nvlink) - c1.overhead_s,
-              non_layer + 80 * 800e-6, 1e-9);
+  EXPECT_NEAR(with_link.step_time_s(b, nvlink, nvlink) - c1.overhead_s, non_layer + 80 * 800e-6,
+              1e-9);
 }
 
 }  // namespace
