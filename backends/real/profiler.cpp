@@ -138,21 +138,6 @@ double predict(const ProfileResult& r, const perf::Efficiency& e, const BatchSha
   return cm.step_time_s(b, none, none);
 }
 
-// Solves field(e) in [1e-4, 1] so that predict == measured (predicted time falls as the
-// efficiency rises); 1 when even full efficiency predicts slower than measured.
-void fit(const ProfileResult& r, perf::Efficiency* e, double perf::Efficiency::*field,
-         const BatchShape& b, double measured) {
-  double lo = 1e-4, hi = 1.0;
-  e->*field = hi;
-  if (predict(r, *e, b) >= measured) return;
-  for (int i = 0; i < 60; ++i) {
-    const double mid = std::sqrt(lo * hi);
-    e->*field = mid;
-    (predict(r, *e, b) > measured ? lo : hi) = mid;
-  }
-  e->*field = hi;
-}
-
 }  // namespace
 
 Result<ProfileResult> run_profile(const ProfileOptions& opts,

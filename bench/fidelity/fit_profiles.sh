@@ -6,6 +6,8 @@
 #      nccl-tests and Vidur all-reduce timings (C1-C3, C8, C9);
 #   2. compute and host: GEMM, attention, launch and per-sequence parameters to the Splitwise
 #      phase latencies (S1-S4) with STREAM and cuBLASLt (collectives fixed).
+# GEMM outputs are cut in 128 x 128 tiles for wave quantization (the common CUTLASS/cuBLAS
+# tile of large fp16 GEMMs; not fitted).
 # H200 has no step measurements in the set: its compute and host parameters are H100's (same
 # die, same DGX host), with gemm_memory and gemm_compute fitted to its STREAM and cuBLASLt
 # figures. Deterministic: the same set gives the same profiles.
@@ -20,7 +22,7 @@ mkdir -p "$OUT"
 
 seed() {  # name file description source
   cat > "$TMP/$2" <<JSON
-{"profile": "$1", "description": "$3", "source": "$4"}
+{"profile": "$1", "description": "$3", "source": "$4", "efficiency": {"gemm_tile": 128}}
 JSON
 }
 SRC="fitted by bench/fidelity/fit_profiles.sh (prima calibrate --fit) to data/calibration/published.json"

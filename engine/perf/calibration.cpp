@@ -20,6 +20,8 @@ using F = EfficiencyField;
 constexpr F kFields[] = {
     {"gemm_compute", &E::gemm_compute, F::kShare, "GEMM: share of tensor peak at large M"},
     {"gemm_m_half", &E::gemm_m_half, F::kCount, "GEMM: rows at which the compute share halves"},
+    {"gemm_tile", &E::gemm_tile, F::kCount,
+     "GEMM: output tile edge for wave quantization (0: off; needs the GPU's sms)"},
     {"gemm_memory", &E::gemm_memory, F::kShare, "GEMM: share of HBM bandwidth streaming weights"},
     {"attention_compute", &E::attention_compute, F::kShare,
      "prefill attention: share of 16-bit peak at long context"},

@@ -22,6 +22,9 @@ struct Efficiency {
   // weight and activation streaming reaches gemm_memory of HBM bandwidth.
   double gemm_compute = 0.75;
   double gemm_m_half = 0;
+  // Wave quantization: a GEMM's output is cut into gemm_tile x gemm_tile tiles, one per SM at
+  // a time; the last wave's idle SMs cost time (GpuSpec::sms; 0 = not modelled).
+  double gemm_tile = 0;
   double gemm_memory = 0.85;
   // Attention. Prefill: share of the 16-bit peak at context n is attention_compute * n / (n +
   // attention_seq_half); a kernel that materialises the score matrix (not fused, not

@@ -2,6 +2,7 @@
 #include "engine/perf/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace prima::perf {
 
@@ -35,6 +36,7 @@ CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gp
   d.elem_m = gpu_.hbm_bw_Bps * eff_.elementwise_memory;
   const double qkv_out = mla ? m_.heads * (hd + m_.rope_dim) + m_.kv_lora_rank + m_.rope_dim
                              : (m_.heads + 2.0 * m_.kv_heads) * hd;
+  d.qkv_out = qkv_out / tp;
   d.qkv_params = m_.qkv_params_per_layer();
   d.qkv_w = d.qkv_params / tp * wb;
   d.qkv_act = h * ab + qkv_out / tp * 2;
@@ -98,7 +100,8 @@ void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, S
   const double gemm_c = d.gemm_c * m_share(T);
   double t = 0;
   // 1. QKV projection (column parallel): a GEMM of `params` weights split over TP.
-  t += roof(2 * T * d.qkv_params / tp, gemm_c, d.qkv_w + T * d.qkv_act, d.gemm_m, c);
+  t += roof(2 * T * d.qkv_params / tp, gemm_c * wave_share(T, d.qkv_out), d.qkv_w + T * d.qkv_act,
+            d.gemm_m, c);
   // 2. Attention core: QK^T and PV over attended pairs; reads the cached KV, writes the new;
   // an unfused kernel also writes and reads the score matrix.
   const double attn_flops = 2 * b.attended_pairs * d.heads * d.attn_width;
@@ -107,12 +110,14 @@ void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, S
                             b.attended_pairs * d.heads * eff_.attention_score_bytes;
   t += roof(attn_flops, d.attn_c * seq_share(b), attn_bytes, d.attn_m, c);
   // 3. Attention output projection (row parallel).
-  t += roof(2 * T * d.out_params / tp, gemm_c, d.out_w + T * d.out_act, d.gemm_m, c);
+  t += roof(2 * T * d.out_params / tp, gemm_c * wave_share(T, m_.hidden), d.out_w + T * d.out_act,
+            d.gemm_m, c);
   // 4. FFN: dense (SwiGLU or GELU), or the experts the batch routes to (+ shared, router).
   // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the FFN activation.
   double elem_width = d.elem_width;
   if (m_.is_dense_layer(layer)) {
-    t += roof(2 * T * d.ffn_params / tp, gemm_c, d.ffn_w + T * d.ffn_act, d.gemm_m, c);
+    t += roof(2 * T * d.ffn_params / tp, gemm_c * ffn_wave_share(T), d.ffn_w + T * d.ffn_act,
+              d.gemm_m, c);
   } else {
     const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
     const double ab = model::gemm_activation_bytes(q_);
@@ -139,7 +144,24 @@ double CostModel::gemm_time_s(double m, double n, double k) const {
   StageCost scratch;
   const double bytes = n * k * model::weight_bytes_per_param(q_) +
                        m * (k * model::gemm_activation_bytes(q_) + n * 2);
-  return roof(2 * m * n * k, layer_.gemm_c * m_share(m), bytes, layer_.gemm_m, &scratch);
+  return roof(2 * m * n * k, layer_.gemm_c * m_share(m) * wave_share(m, n), bytes, layer_.gemm_m,
+              &scratch);
+}
+
+double CostModel::wave_share(double rows, double cols) const {
+  if (!(eff_.gemm_tile > 0) || gpu_.sms <= 0 || rows <= 0 || cols <= 0) return 1.0;
+  const double tiles = std::ceil(rows / eff_.gemm_tile) * std::ceil(cols / eff_.gemm_tile);
+  const double waves = std::ceil(tiles / gpu_.sms);
+  return tiles / (waves * gpu_.sms);
+}
+
+double CostModel::ffn_wave_share(double rows) const {
+  if (!(eff_.gemm_tile > 0) || gpu_.sms <= 0) return 1.0;
+  // SwiGLU: gate and up (fused, 2F/tp wide) carry 2/3 of the FLOPs, down (h wide) 1/3; GELU:
+  // up (F/tp) and down half each. The FFN's share is the FLOP-weighted harmonic mean.
+  const double tp = p_.tensor_parallel, f = m_.ffn_matrices;
+  const double in_w = (f - 1) * m_.ffn / tp, in_share = (f - 1) / f;
+  return 1.0 / (in_share / wave_share(rows, in_w) + (1 - in_share) / wave_share(rows, m_.hidden));
 }
 
 double CostModel::m_share(double rows) const {
@@ -219,7 +241,8 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
       if (b.sampled > 0) {
         const double S = static_cast<double>(b.sampled), v = m_.vocab;
         const double peak16 = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
-        c.compute_s += roofline(2 * S * h * v / tp, peak16, eff_.gemm_compute * m_share(S),
+        c.compute_s += roofline(2 * S * h * v / tp, peak16,
+                                eff_.gemm_compute * m_share(S) * wave_share(S, v / tp),
                                 v * h / tp * 2 + S * (h * 2 + v / tp * 4), eff_.gemm_memory, &c);
         // Sampling: softmax and draw read the fp32 logits twice on the GPU; host-side
         // samplers (the CPU backend) pay per logit.

@@ -104,6 +104,7 @@ class CostModel {
     double gemm_m, attn_m, elem_m;  // HBM bandwidth x memory efficiency
     // Per GEMM: its parameters; params / tp x weight bytes; in width x act bytes + out x 2.
     double qkv_params, qkv_w, qkv_act;
+    double qkv_out;                     // QKV output width per rank
     double out_params, out_w, out_act;  // attention output projection
     double ffn_params, ffn_w, ffn_act;  // dense SwiGLU FFN
     double heads, hd;                   // heads per rank, head dim
@@ -115,6 +116,9 @@ class CostModel {
 
   // Compute cost of one transformer layer (index `layer`) on one GPU for batch b.
   void add_layer(int layer, const BatchShape& b, double layer_comm_s, StageCost* c) const;
+  // Share of the SMs the waves of a rows x cols GEMM output keep busy (gemm_tile, sms).
+  double wave_share(double rows, double cols) const;
+  double ffn_wave_share(double rows) const;  // the dense FFN's GEMMs together
   // GEMM compute share at `rows` rows relative to large GEMMs (gemm_m_half).
   double m_share(double rows) const;
   // Prefill attention share at the batch's mean keys per query (attention_seq_half).

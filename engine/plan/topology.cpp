@@ -31,6 +31,7 @@ GpuSpec parse_gpu(const JsonReader& r, const std::string& name) {
   g.bf16_flops = r.positive_number("bf16_tflops", g.fp16_flops / 1e12) * 1e12;
   g.int8_ops = r.positive_number("int8_tops", 2 * g.fp16_flops / 1e12) * 1e12;
   g.fp8_flops = r.non_negative_number("fp8_tflops", 0) * 1e12;
+  g.sms = static_cast<int>(r.non_negative_integer("sms", 0));
   r.finish();
   return g;
 }

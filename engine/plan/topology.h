@@ -22,6 +22,7 @@ struct GpuSpec {
   double bf16_flops = 0;
   double int8_ops = 0;
   double fp8_flops = 0;  // 0 when unsupported
+  int sms = 0;           // streaming multiprocessors (GEMM wave quantization); 0 = unknown
 };
 
 struct LinkSpec {

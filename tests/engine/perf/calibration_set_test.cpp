@@ -48,6 +48,7 @@ TEST(CalibrationSet, LoadsEveryPoint) {
 // Points the profiles miss by more than 10% (the physics they lack is in docs/fidelity.md);
 // they must stay within 20%.
 const std::set<std::string> kKnownMisses = {
+    "S2 llama-2-70b A100 TP8 prefill 2048 tok",
     "S3 llama-2-70b A100 TP4 prefill 2048 tok",
     "S3 llama-2-70b H100 TP4 prefill 2048 tok",
     "S4 bloom-176b A100 TP8 prefill 8192 tok",

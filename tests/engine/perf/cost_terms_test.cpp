@@ -81,6 +81,28 @@ TEST(CostTerms, GemmShareGrowsWithRows) {
   EXPECT_NEAR(cm.gemm_time_s(1, n, n), bytes / (2039e9 * e.gemm_memory), 1e-12);
 }
 
+TEST(CostTerms, WaveQuantizationIdlesTheLastWave) {
+  Efficiency e;
+  e.gemm_tile = 128;
+  const plan::GpuSpec a100 = gpu("A100-SXM4-80GB");
+  ASSERT_EQ(a100.sms, 108);
+  const CostModel cm(model("llama-2-7b"), Quantization::kFP16, a100, tp(1), e);
+  // 2048 x 1280 output: 16 x 10 = 160 tiles on 108 SMs = 2 waves, 160 / 216 of them busy.
+  const double flops = 2.0 * 2048 * 1280 * 8192;
+  EXPECT_NEAR(cm.gemm_time_s(2048, 1280, 8192), flops / (312e12 * 0.75 * 160.0 / 216.0), 1e-12);
+  // 2048 x 1728 = 16 x 14 = 224 tiles... 3 waves of 108: 224 / 324.
+  EXPECT_NEAR(cm.gemm_time_s(2048, 1728, 8192),
+              2.0 * 2048 * 1728 * 8192 / (312e12 * 0.75 * 224.0 / 324.0), 1e-12);
+  // Off without a tile or without the GPU's SM count.
+  Efficiency off;
+  const CostModel flat(model("llama-2-7b"), Quantization::kFP16, a100, tp(1), off);
+  EXPECT_NEAR(flat.gemm_time_s(2048, 1280, 8192), flops / (312e12 * 0.75), 1e-12);
+  plan::GpuSpec unknown = a100;
+  unknown.sms = 0;
+  const CostModel no_sms(model("llama-2-7b"), Quantization::kFP16, unknown, tp(1), e);
+  EXPECT_NEAR(no_sms.gemm_time_s(2048, 1280, 8192), flops / (312e12 * 0.75), 1e-12);
+}
+
 TEST(CostTerms, FP8UsesTheFp8PeakAndOneByteWeights) {
   Efficiency e;
   const CostModel fp8(model("llama-2-7b"), Quantization::kFP8, gpu("H100-SXM5-80GB"), tp(1), e);
