@@ -1,12 +1,14 @@
-// `prima validate FILE...`: loads each file as a scenario or a topology (decided by its
-// content: a topology has "node"/"nodes" and no "workload") and reports the first problem of
-// each, including whether the scenario's plan fits its GPUs.
+// `prima validate FILE...`: loads each file as a scenario, a topology or a hardware profile
+// (decided by its content: a topology has "node"/"nodes" and no "workload", a profile a
+// "profile" name) and reports the first problem of each, including whether the scenario's
+// plan fits its GPUs.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "engine/config/scenario.h"
+#include "engine/perf/calibration.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/plan/topology.h"
 
@@ -16,6 +18,14 @@ namespace prima::cli {
 
 static Status validate_file(const std::string& path, std::string* what) {
   PRIMA_ASSIGN_OR_RETURN(config::Json j, config::read_json_file(path));
+  if (j.is_object() && j.contains("profile") && j["profile"].is_string()) {
+    *what = "hardware profile";
+    PRIMA_ASSIGN_OR_RETURN(perf::Profile p, perf::load_profile_file(path));
+    const std::string why = perf::check_efficiency(p.efficiency);
+    if (!why.empty()) return invalid_argument(path + ": /efficiency/" + why);
+    *what = "hardware profile (" + p.fidelity.summary() + ")";
+    return ok_status();
+  }
   const bool is_topology = j.is_object() && !j.contains("workload") &&
                            (j.contains("node") || j.contains("nodes") || j.contains("gpu"));
   if (is_topology) {

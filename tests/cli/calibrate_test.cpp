@@ -97,5 +97,21 @@ TEST(Calibrate, BadInputNamesWhatAndWhere) {
   EXPECT_NE(r.err.find("/points/0/link"), std::string::npos) << r.err;
 }
 
+TEST(Calibrate, ValidateChecksProfiles) {
+  const RunResult ok =
+      run_prima("validate " + source_path("topologies/profiles/h100-sxm5-80gb.json"));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("hardware profile (profile H100-SXM5-80GB: median error"),
+            std::string::npos)
+      << ok.out;
+  const std::string dir = temp_dir("validate_profile");
+  write(dir + "/bad.json",
+        R"({"profile": "A100-SXM4-80GB", "efficiency": {"allreduce_latency_s": "-1us"}})");
+  const RunResult bad = run_prima("validate " + dir + "/bad.json");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE((bad.out + bad.err).find("allreduce_latency_s"), std::string::npos)
+      << bad.out << bad.err;
+}
+
 }  // namespace
 }  // namespace prima::testing
