@@ -20,6 +20,7 @@
 #include "engine/perf/calibration.h"
 #include "engine/perf/calibration_set.h"
 #include "engine/perf/fit.h"
+#include "engine/replay/fit_params.h"
 
 namespace po = boost::program_options;
 
@@ -80,18 +81,12 @@ bool parse_value(const perf::EfficiencyField& f, const std::string& v, double* o
   }
 }
 
+// The parameter's physical range (replay::fit_bound), with the open upper ends closed: random
+// starts are drawn between the bounds. Latencies up to 100 ms, counts up to 65536.
 perf::FitBound default_bounds(const perf::EfficiencyField& f) {
-  switch (f.kind) {
-    case perf::EfficiencyField::kShare:
-      return {0.01, 1.0};
-    case perf::EfficiencyField::kOptionalShare:
-      return {0.0, 1.0};
-    case perf::EfficiencyField::kSeconds:
-      return {0.0, 0.1};
-    case perf::EfficiencyField::kCount:
-      return {0.0, 65536.0};
-  }
-  return {0, 1};
+  perf::FitBound b = replay::fit_bound(f);
+  if (!std::isfinite(b.hi)) b.hi = f.kind == perf::EfficiencyField::kSeconds ? 0.1 : 65536.0;
+  return b;
 }
 
 }  // namespace
@@ -180,7 +175,6 @@ int cmd_calibrate(const Args& args) {
     if (!why.empty()) return bad("--set: " + why);
   }
 
-  perf::Profile fitted;
   if (vm.count("fit")) {
     if (gpu.empty()) return bad("--fit needs --gpu: a profile is fitted for one GPU type");
     if (!vm.count("out")) return bad("--fit needs --out FILE: the profile to write");
@@ -207,12 +201,11 @@ int cmd_calibrate(const Args& args) {
           return bad("--bound " + kv + ": LO and HI must be values with LO < HI");
         bounds[i] = {lo, hi};
       }
-    perf::Efficiency start = base[gpu];
-    std::vector<double> x0;
-    for (const auto* f : fields) x0.push_back(start.*(f->member));
+    const perf::Efficiency start = base[gpu];
+    std::vector<double> x0 = replay::get_params(start, fields);
     auto with = [&](const std::vector<double>& x) {
       perf::Efficiency e = start;
-      for (std::size_t i = 0; i < fields.size(); ++i) e.*(fields[i]->member) = x[i];
+      replay::set_params(&e, fields, x);
       return e;
     };
     auto objective = [&](const std::vector<double>& x) {
@@ -227,7 +220,8 @@ int cmd_calibrate(const Args& args) {
       }
       return n ? sum / n : 0.0;
     };
-    // A start on a bound would pin that coordinate (logistic transform): start just inside.
+    // A start on a bound would pin that coordinate (the change of variables is flat there):
+    // start just inside.
     for (std::size_t i = 0; i < x0.size(); ++i) {
       const double span = bounds[i].hi - bounds[i].lo;
       x0[i] = std::clamp(x0[i], bounds[i].lo + 1e-3 * span, bounds[i].hi - 1e-3 * span);
@@ -274,9 +268,6 @@ int cmd_calibrate(const Args& args) {
     }
     res.evaluations = evaluations;
     base[gpu] = with(res.x);
-    fitted = profile_of.count(gpu) ? profile_of[gpu] : perf::Profile{};
-    fitted.name = gpu;
-    fitted.efficiency = base[gpu];
     std::string names;
     for (const auto* f : fields) names += (names.empty() ? "" : ", ") + std::string(f->name);
     std::fprintf(stderr, "fit: %d evaluations; fitted %s\n", res.evaluations, names.c_str());
@@ -285,13 +276,12 @@ int cmd_calibrate(const Args& args) {
   const perf::Evaluation ev =
       perf::evaluate_points(*points, gpu, [&](const std::string& g) { return base.at(g); });
   const bool write = vm.count("fit") || vm.count("write-fidelity");
-  if (vm.count("write-fidelity")) {
-    if (gpu.empty() || !vm.count("out")) return bad("--write-fidelity needs --gpu and --out");
-    fitted = profile_of.count(gpu) ? profile_of[gpu] : perf::Profile{};
+  if (vm.count("write-fidelity") && (gpu.empty() || !vm.count("out")))
+    return bad("--write-fidelity needs --gpu and --out");
+  if (write) {
+    perf::Profile fitted = profile_of.count(gpu) ? profile_of[gpu] : perf::Profile{};
     fitted.name = gpu;
     fitted.efficiency = base[gpu];
-  }
-  if (write) {
     std::set<std::string> ids;
     for (const auto& r : ev.points) ids.insert(r.point->source);
     std::string src;

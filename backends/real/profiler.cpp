@@ -393,14 +393,7 @@ perf::Fidelity step_fidelity(const ProfileResult& r) {
   }
   f.calibration_data = fmt::format("prima profile forward steps on {}, {} of the {} fitted",
                                    r.model.name, fitted, errors.size());
-  f.points = static_cast<int>(errors.size());
-  f.calibrated = f.points > 0;
-  if (f.calibrated) {
-    const metrics::Summary e = metrics::summarize(errors);
-    f.median_abs_error = e.p50;
-    f.p90_abs_error = e.p90;
-    f.max_abs_error = e.max;
-  }
+  perf::summarize_errors(errors, &f);
   return f;
 }
 

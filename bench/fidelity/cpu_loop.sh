@@ -5,7 +5,7 @@
 # profile to the low-load run (`prima replay --fit`) and replay every run again with the fitted
 # profile (the other workloads are held out). Writes OUT/summary.json and prints the tables
 # docs/fidelity.md shows.
-#   bench/fidelity/cpu_loop.sh [OUT]          (default out/fidelity; ~15 min on 2 cores)
+#   bench/fidelity/cpu_loop.sh [OUT]          (default out/fidelity; about 14 min on 2 cores)
 # Workloads (server defaults: max-num-seqs 8, temperature 1, streaming):
 #   low        Poisson 0.4 req/s, prompts 128-384, outputs 64-192 tokens, 30 requests
 #   saturated  Poisson 1.8 req/s, same lengths, 60 requests (near the server's capacity)

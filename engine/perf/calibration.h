@@ -88,6 +88,10 @@ struct Fidelity {
   std::string summary() const;  // one line for printed summaries
 };
 
+// Fills f's points, calibrated (points > 0), median, p90 and max absolute error from relative
+// errors (signed or not), with report.json's percentile interpolation.
+void summarize_errors(const std::vector<double>& errors, Fidelity* f);
+
 // A hardware profile (topologies/profiles/<gpu>.json):
 // {"profile": name, "description", "source", "efficiency": {...}, "fidelity": {...},
 //  "gpu": {...}} — "gpu" (optional) is a topology GPU object (topologies/gpus.json's keys).
@@ -107,7 +111,6 @@ struct Calibration {
   std::map<std::string, Fidelity> fidelity;   // by GpuSpec::name, from profiles
   std::string source;                         // the file, or "inline"
   bool roofline_only = false;  // "calibration": "roofline": default shares, no built-in profile
-  bool empty() const { return !has_defaults && per_gpu.empty(); }
   const Efficiency& for_gpu(const std::string& gpu) const;
 };
 

@@ -105,23 +105,6 @@ double predict_point(const CalibrationPoint& p, const Efficiency& e) {
   return cm.step_time_s(b, p.link, p.link);
 }
 
-void summarize_errors(std::vector<double> errors, Fidelity* f) {
-  f->points = static_cast<int>(errors.size());
-  if (errors.empty()) return;
-  for (double& x : errors) x = std::fabs(x);
-  std::sort(errors.begin(), errors.end());
-  auto q = [&](double p) {  // linear interpolation between order statistics
-    const double i = p * (errors.size() - 1);
-    const std::size_t lo = static_cast<std::size_t>(std::floor(i));
-    const std::size_t hi = std::min(errors.size() - 1, lo + 1);
-    return errors[lo] + (errors[hi] - errors[lo]) * (i - lo);
-  };
-  f->median_abs_error = q(0.5);
-  f->p90_abs_error = q(0.9);
-  f->max_abs_error = errors.back();
-  f->calibrated = true;
-}
-
 Evaluation evaluate_points(const std::vector<CalibrationPoint>& points, const std::string& gpu,
                            const std::function<Efficiency(const std::string&)>& params) {
   Evaluation ev;

@@ -60,7 +60,4 @@ struct Evaluation {
 Evaluation evaluate_points(const std::vector<CalibrationPoint>& points, const std::string& gpu,
                            const std::function<Efficiency(const std::string&)>& params);
 
-// Fills f's points, median, p90 and max from relative errors.
-void summarize_errors(std::vector<double> errors, Fidelity* f);
-
 }  // namespace prima::perf

@@ -118,17 +118,10 @@ perf::Fidelity comparison_fidelity(const Comparison& c, const std::string& calib
   std::vector<double> errs;
   for (const auto& mc : c.metrics)
     for (const auto& sc : mc.stats)
-      if (std::isfinite(sc.error)) errs.push_back(std::abs(sc.error));
+      if (std::isfinite(sc.error)) errs.push_back(sc.error);
   perf::Fidelity f;
   f.calibration_data = calibration_data;
-  f.points = static_cast<int>(errs.size());
-  f.calibrated = f.points > 0;
-  if (!errs.empty()) {
-    std::sort(errs.begin(), errs.end());
-    f.median_abs_error = metrics::percentile_sorted(errs, 50);
-    f.p90_abs_error = metrics::percentile_sorted(errs, 90);
-    f.max_abs_error = errs.back();
-  }
+  perf::summarize_errors(errs, &f);
   return f;
 }
 
