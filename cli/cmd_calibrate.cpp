@@ -35,7 +35,9 @@ default shares when a GPU has none. --set changes one parameter for every GPU ev
 --fit fits the listed parameters of one GPU (--gpu) to its points: it minimises the mean
 squared log error, starting from the profile's values, within physical bounds (shares in
 (0, 1], latencies 0..100 ms; --bound key=lo:hi narrows one), and writes --out: the profile
-with the fitted values and its error on the points ("fidelity").
+with the fitted values and its error on the points ("fidelity"). --max-error E adds a steep
+penalty, 100 (|r| - E)^2, for each point whose log error r passes E: the fit then trades a
+little of the median for every point within the tolerance.
 
 examples:
   prima calibrate                                  # every point, built-in profiles
@@ -104,6 +106,8 @@ int cmd_calibrate(const Args& args) {
       "fit", po::value<std::string>(), "comma-separated parameters to fit")(
       "bound", po::value<std::vector<std::string>>()->composing(), "KEY=LO:HI fit bound")(
       "iterations", po::value<int>()->default_value(2000), "fit: Nelder-Mead iterations per start")(
+      "max-error", po::value<double>()->default_value(0),
+      "fit: penalise points whose |log error| passes this (e.g. 0.09; 0: none)")(
       "starts", po::value<int>()->default_value(40),
       "fit: random starting points besides the profile")("out", po::value<std::string>(),
                                                          "fit: profile file to write")(
@@ -208,6 +212,8 @@ int cmd_calibrate(const Args& args) {
       replay::set_params(&e, fields, x);
       return e;
     };
+    const double max_error = vm["max-error"].as<double>();
+    if (!(max_error >= 0)) return bad("--max-error: expected a log error >= 0 (e.g. 0.09)");
     auto objective = [&](const std::vector<double>& x) {
       const perf::Efficiency e = with(x);
       double sum = 0;
@@ -216,6 +222,8 @@ int cmd_calibrate(const Args& args) {
         if (p.gpu.name != gpu) continue;
         const double r = std::log(perf::predict_point(p, e) / p.measured_s);
         sum += r * r;
+        if (max_error > 0 && std::abs(r) > max_error)
+          sum += 100 * (std::abs(r) - max_error) * (std::abs(r) - max_error);
         ++n;
       }
       return n ? sum / n : 0.0;

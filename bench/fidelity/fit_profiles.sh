@@ -6,6 +6,11 @@
 #      nccl-tests and Vidur all-reduce timings (C1-C3, C8, C9);
 #   2. compute and host: GEMM, attention, launch and per-sequence parameters to the Splitwise
 #      phase latencies (S1-S4) with STREAM and cuBLASLt (collectives fixed).
+# Each fit minimises the squared log error with a steep penalty past 9.4% (--max-error 0.09):
+# every point within the 10% target.
+# The held-out check, data/calibration/splitwise-grid.json (226 other Splitwise figures: TP 2,
+# other prompt lengths, batch and context sweeps), is never fitted to:
+#   prima calibrate --points data/calibration/splitwise-grid.json
 # GEMM outputs are cut in 128 x 128 tiles for wave quantization (the common CUTLASS/cuBLAS
 # tile of large fp16 GEMMs; not fitted).
 # H200 has no step measurements in the set: its compute and host parameters are H100's (same
@@ -33,16 +38,17 @@ seed H200-SXM-141GB h200.json "8x H200-SXM-141GB (NVLink4 NVSwitch with NVLS); c
 COLL=allreduce_bandwidth,allreduce_latency_s,allreduce_base_s,allreduce_ll_bandwidth,allreduce_ll_latency_s
 COLL_BOUNDS=(--bound allreduce_base_s=0:200us --bound allreduce_latency_s=0:20us
   --bound allreduce_ll_bandwidth=0.05:0.5 --bound allreduce_ll_latency_s=0:5us)
-STEP=gemm_compute,gemm_m_half,gemm_memory,attention_compute,attention_seq_half,attention_score_bytes,attention_memory,step_overhead_s,seq_overhead_s,layer_launch_s,layer_overhead_s
+STEP=attention_unsharded_bytes,alibi_bias_bytes,gemm_compute,gemm_m_half,gemm_memory,attention_compute,attention_seq_half,attention_score_bytes,attention_memory,step_overhead_s,seq_overhead_s,layer_launch_s,layer_overhead_s
 STEP_BOUNDS=(--bound layer_launch_s=0:2ms --bound layer_overhead_s=0:200us
   --bound seq_overhead_s=0:2ms --bound step_overhead_s=0:20ms --bound attention_score_bytes=0:32
+  --bound alibi_bias_bytes=0:16 --bound attention_unsharded_bytes=0:32
   --bound gemm_m_half=0:2048 --bound attention_seq_half=0:16384)
 
 fit() {  # gpu file sources params bounds...
   local gpu=$1 file=$2 sources=$3 params=$4
   shift 4
   "$PRIMA" calibrate --gpu "$gpu" --profile "$TMP/$file" --sources "$sources" --fit "$params" \
-    "$@" --out "$TMP/$file.new" >/dev/null
+    --max-error 0.09 "$@" --out "$TMP/$file.new" >/dev/null
   mv "$TMP/$file.new" "$TMP/$file"
 }
 

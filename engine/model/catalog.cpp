@@ -54,6 +54,7 @@ std::vector<Entry> build_catalog() {
                         "250880; 176B parameters; biases not counted)",
                         70, 14336, 112, 112, 4 * 14336, 250880, 2048, /*tied=*/true);
     m.ffn_matrices = 2;
+    m.alibi = true;
     c.push_back({"bloom-176b", m});
   }
   c.push_back({"llama-3-8b",
@@ -143,6 +144,7 @@ ModelSpec parse_model_object(const config::JsonReader& r) {
     r.fail("ffn_matrices", "expected 3 (SwiGLU: gate, up, down) or 2 (GELU: up, down)");
   m.vocab = int_field(r, "vocab", m.vocab);
   m.tied_embeddings = r.boolean("tied_embeddings", m.tied_embeddings);
+  m.alibi = r.boolean("alibi", m.alibi);
   m.max_context = int_field(r, "max_context", m.max_context);
   m.experts = int_field(r, "experts", m.experts);
   m.experts_per_token = int_field(r, "experts_per_token", m.experts_per_token);

@@ -33,6 +33,9 @@ struct ModelSpec {
   int ffn_matrices = 3;  // dense FFN weight matrices: 3 SwiGLU (gate, up, down), 2 GELU (up, down)
   int vocab = 0;
   bool tied_embeddings = false;
+  // ALiBi position bias (BLOOM, MPT) instead of rotary embeddings: attention kernels without
+  // ALiBi support read a materialized bias per attended pair and head.
+  bool alibi = false;
   int max_context = 4096;
   // Mixture of experts (experts == 0: dense). MoE layers use expert_ffn per expert.
   int experts = 0;

@@ -33,6 +33,15 @@ struct Efficiency {
   double attention_compute = 0.5;
   double attention_seq_half = 0;
   double attention_score_bytes = 0;
+  // ALiBi models (ModelSpec::alibi): bias bytes read per attended pair and head by a kernel
+  // that takes the bias as a materialized tensor (0: ALiBi applied in the kernel).
+  double alibi_bias_bytes = 0;
+  // Score traffic that tensor parallelism does not divide, over the step's tokens as one
+  // causal sequence: bytes per pair of the step's T tokens (T(T+1)/2) and model head that every
+  // rank moves whatever its share of the heads. Measured engines whose prefill grows with n^2
+  // alike at TP 2, 4 and 8, and whose batched prefill costs what one prompt of all its tokens
+  // does, show it. 0: attention fully sharded, per sequence.
+  double attention_unsharded_bytes = 0;
   double attention_memory = 0.75;
   double elementwise_memory = 0.6;  // norms, RoPE, activations, residuals, sampling passes
   // All-reduce, the fastest of the algorithms the profile enables (docs/cost-model.md):

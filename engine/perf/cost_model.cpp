@@ -50,6 +50,8 @@ CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gp
   d.heads = heads;
   d.hd = hd;
   d.attn_width = hd + m_.rope_dim + hd;
+  d.pair_bytes = eff_.attention_score_bytes + (m_.alibi ? eff_.alibi_bias_bytes : 0.0);
+  d.step_pair_bytes = eff_.attention_unsharded_bytes * m_.heads;
   d.kv_elems =
       mla ? m_.kv_elements_per_token_per_layer() : 2.0 * std::max(1.0, m_.kv_heads / tp) * hd;
   d.elem_width = 12 * h + fm * double(m_.ffn) / tp;
@@ -106,8 +108,8 @@ void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, S
   // an unfused kernel also writes and reads the score matrix.
   const double attn_flops = 2 * b.attended_pairs * d.heads * d.attn_width;
   const double attn_bytes = b.kv_tokens_read * d.kv_elems * kv_bytes_ + T * d.kv_elems * kv_bytes_ +
-                            T * d.heads * d.hd * 2 * 2 +
-                            b.attended_pairs * d.heads * eff_.attention_score_bytes;
+                            T * d.heads * d.hd * 2 * 2 + b.attended_pairs * d.heads * d.pair_bytes +
+                            T * (T + 1) / 2 * d.step_pair_bytes;
   t += roof(attn_flops, d.attn_c * seq_share(b), attn_bytes, d.attn_m, c);
   // 3. Attention output projection (row parallel).
   t += roof(2 * T * d.out_params / tp, gemm_c * wave_share(T, m_.hidden), d.out_w + T * d.out_act,

@@ -109,6 +109,8 @@ class CostModel {
     double ffn_params, ffn_w, ffn_act;  // dense SwiGLU FFN
     double heads, hd;                   // heads per rank, head dim
     double attn_width;                  // hd + rope dim + hd
+    double pair_bytes;                  // score matrix (+ ALiBi bias) bytes per pair and head
+    double step_pair_bytes;             // unsharded bytes per causal pair of the step's tokens
     double kv_elems;                    // KV elements per token per rank
     double elem_width;                  // 12 h + 3 ffn / tp (norms, residuals, RoPE, SwiGLU)
   };

@@ -90,6 +90,7 @@ TEST(Calibrate, BadInputNamesWhatAndWhere) {
   expect_bad("--gpu A100-SXM4-80GB --fit nonsense --out x.json", "nonsense");
   expect_bad("--fit gemm_compute --out x.json", "--gpu");
   expect_bad("--gpu B200", "B200");
+  expect_bad("--gpu A100-SXM4-80GB --fit gemm_compute --max-error -1 --out x.json", "--max-error");
   write(dir + "/pts.json", R"({"points": [{"id": "x", "kind": "step", "gpu": "A100-SXM4-80GB"}]})");
   const RunResult r = run_prima("calibrate --points " + dir + "/pts.json");
   EXPECT_EQ(r.exit_code, 2);

@@ -1,12 +1,13 @@
 // The built-in hardware profiles against the calibration set (data/calibration/published.json):
-// the targets (median within 5%, every point within 10% but the named misses), the profiles'
-// recorded fidelity is what they measure, and the shapes the published measurements show.
+// the targets (median within 5%, every point within 10%), the profiles' recorded fidelity is
+// what they measure, the shapes the published measurements show, and the error on the held-out
+// Splitwise figures (data/calibration/splitwise-grid.json), which the profiles are not fitted to.
 #include "engine/perf/calibration_set.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "engine/perf/cost_model.h"
 
@@ -47,21 +48,13 @@ TEST(CalibrationSet, LoadsEveryPoint) {
 
 // Points the profiles miss by more than 10% (the physics they lack is in docs/fidelity.md);
 // they must stay within 20%.
-const std::set<std::string> kKnownMisses = {
-    "S2 llama-2-70b A100 TP8 prefill 2048 tok",
-    "S3 llama-2-70b A100 TP4 prefill 2048 tok",
-    "S3 llama-2-70b H100 TP4 prefill 2048 tok",
-    "S4 bloom-176b A100 TP8 prefill 8192 tok",
-};
-
 TEST(CalibrationSet, BuiltinProfilesMeetTheTargets) {
   for (const std::string gpu : {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB"}) {
     const Evaluation ev = evaluate_points(points(), gpu, builtin);
     EXPECT_LE(ev.fidelity.median_abs_error, 0.05) << gpu;
     for (const auto& r : ev.points) {
-      const double bound = kKnownMisses.count(r.point->id) ? 0.20 : 0.10;
-      EXPECT_LE(std::fabs(r.error), bound) << r.point->id << " predicted " << r.predicted_s
-                                           << " s, measured " << r.point->measured_s << " s";
+      EXPECT_LE(std::fabs(r.error), 0.10) << r.point->id << " predicted " << r.predicted_s
+                                          << " s, measured " << r.point->measured_s << " s";
     }
   }
 }
@@ -114,6 +107,41 @@ TEST(CalibrationShapes, LongPrefillCostsFiveToSixAndAHalfTimesAShortOne) {
     EXPECT_GE(r, 5.0) << g;
     EXPECT_LE(r, 6.5) << g;
   }
+}
+
+}  // namespace
+}  // namespace prima::perf
+
+namespace prima::perf {
+namespace {
+
+// The held-out check: 226 Splitwise figures the profiles were not fitted to (TP 2, other
+// prompt lengths, batch and context sweeps). Pinned at what the profiles reach, so that a
+// refit that fits the calibration set better but generalises worse fails here.
+TEST(CalibrationHeldOut, SplitwiseGridWithinItsRecordedError) {
+  const auto grid =
+      *load_calibration_points(PRIMA_SOURCE_DIR "/data/calibration/splitwise-grid.json");
+  ASSERT_EQ(grid.size(), 226u);
+  std::vector<double> single, decode;
+  for (const auto& p : grid) {
+    const double e = std::fabs(predict_point(p, builtin(p.gpu.name)) / p.measured_s - 1);
+    if (p.prefill && p.batch == 1) single.push_back(e);
+    if (!p.prefill) decode.push_back(e);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  auto share_within = [](const std::vector<double>& v, double tol) {
+    return double(std::count_if(v.begin(), v.end(), [&](double e) { return e <= tol; })) / v.size();
+  };
+  // Decode steps: batch 1-32, contexts 192-8,256, TP 2/4/8.
+  EXPECT_LE(median(decode), 0.05);
+  EXPECT_GE(share_within(decode, 0.10), 0.95);
+  // One prompt of 128-8,192 tokens at TP 2/4/8: TP2's long prompts were off by 84-107% before
+  // the unsharded score traffic; short prompts at TP4-TP8 stay the worst (within 36%).
+  EXPECT_LE(median(single), 0.08);
+  EXPECT_GE(share_within(single, 0.36), 1.0);
 }
 
 }  // namespace

@@ -171,6 +171,49 @@ TEST(CostTerms, PrefillAttentionShareAndScoreTraffic) {
   EXPECT_NEAR(attention(scores, n) - attention(e, n), added, added * 1e-6);
 }
 
+TEST(CostTerms, UnshardedScoreTrafficCoversTheStepsTokensAtEveryTp) {
+  // attention_unsharded_bytes: T(T+1)/2 pairs of the step's tokens x every model head x bytes,
+  // per layer on every rank, whatever the TP degree and however the tokens split into prompts.
+  // Compared at 4 and 8 bytes, both memory-bound: the difference is 4 bytes' worth.
+  const model::ModelSpec m = model("llama-2-70b");
+  const plan::GpuSpec g = gpu("A100-SXM4-80GB");
+  Efficiency u4, u8;
+  u4.attention_unsharded_bytes = 4;
+  u8.attention_unsharded_bytes = 8;
+  auto added = [&](int t, const BatchShape& b) {
+    auto at = [&](const Efficiency& e) {
+      return CostModel(m, Quantization::kFP16, g, tp(t), e).step(b).stages[0].compute_s;
+    };
+    return at(u8) - at(u4);
+  };
+  const double T = 4096, bytes = T * (T + 1) / 2 * 64 * 4;
+  const double want = 80 * bytes / (2039e9 * u4.attention_memory);
+  for (int t : {2, 4, 8}) EXPECT_NEAR(added(t, prefill(4096)), want, want * 1e-6) << "TP" << t;
+  BatchShape four;  // four prompts of 1024 tokens: the same 4096 tokens in the step
+  for (int i = 0; i < 4; ++i) four.add(1024, 1024, true, true);
+  EXPECT_NEAR(added(8, four), want, want * 1e-6);
+}
+
+TEST(CostTerms, AlibiBiasTrafficOnlyForAlibiModels) {
+  // alibi_bias_bytes: attended pairs x heads per rank x bytes, for ALiBi models only (compared
+  // at 8 and 16 bytes, both memory-bound).
+  Efficiency a8, a16;
+  a8.alibi_bias_bytes = 8;
+  a16.alibi_bias_bytes = 16;
+  const plan::GpuSpec g = gpu("A100-SXM4-80GB");
+  auto added = [&](const model::ModelSpec& m) {
+    const BatchShape b = prefill(2048);
+    return CostModel(m, Quantization::kFP16, g, tp(8), a16).step(b).stages[0].compute_s -
+           CostModel(m, Quantization::kFP16, g, tp(8), a8).step(b).stages[0].compute_s;
+  };
+  const model::ModelSpec bloom = model("bloom-176b");
+  ASSERT_TRUE(bloom.alibi);
+  EXPECT_DOUBLE_EQ(added(model("llama-2-70b")), 0.0);
+  const double P = 2048.0 * 2049 / 2;  // causal pairs of one 2048-token prompt
+  const double want = 70 * P * (112 / 8) * 8 / (2039e9 * a8.attention_memory);
+  EXPECT_NEAR(added(bloom), want, want * 1e-6);
+}
+
 TEST(CostTerms, HostCostsPerStepPerSequenceAndPerLogit) {
   Efficiency e;
   e.step_overhead_s = 2e-3;
