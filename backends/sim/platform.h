@@ -155,7 +155,7 @@ class SimPlatform {
   // latency x factor + extra of one link (its nominal latency when not adjusted).
   double adjusted_latency(const simgrid::s4u::Link* l) const;
 
-  // Lone flows (SimOptions::lone_flows): which links carry a flow now. enable_lone_flows()
+  // Lone flows (SimSpeedups::lone_flows): which links carry a flow now. enable_lone_flows()
   // turns them on and installs the factor callbacks (the same factors as without them).
   // flow_latency: a flow's latency a -> b (route latency x path factor, no adjustments).
   LinkOccupancy& occupancy() { return occupancy_; }

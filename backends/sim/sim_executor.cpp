@@ -36,12 +36,12 @@ SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> ste
 }
 
 SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaPlacement placement,
-                         SimCostFns costs, SimOptions options)
+                         SimCostFns costs, SimSpeedups speedups)
     : platform_(platform),
       runtime_(runtime),
       placement_(std::move(placement)),
       costs_(std::move(costs)),
-      options_(options),
+      speedups_(speedups),
       nvlink_(platform->topology().node.nvlink) {
   const auto& topo = platform_->topology();
   const auto& dev = placement_.devices;
@@ -59,9 +59,9 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
       st.send_intra_node = topo.node_of(dev[s + 1][0]) == node;
     }
     const int p = static_cast<int>(st.hosts.size());
-    st.ring_flows = p > 1 && !(st.tp_intra_node && options_.analytic_intra_node_collectives);
+    st.ring_flows = p > 1 && !(st.tp_intra_node && speedups_.analytic_intra_node_collectives);
     st.send_flow = st.next_lead != nullptr &&
-                   !(st.send_intra_node && options_.analytic_intra_node_collectives);
+                   !(st.send_intra_node && speedups_.analytic_intra_node_collectives);
     if (st.ring_flows)
       for (int i = 0; i < p; ++i) st.ring.push_back(make_path(st.hosts[i], st.hosts[(i + 1) % p]));
     if (st.send_flow) st.send = make_path(st.lead, st.next_lead);
@@ -113,14 +113,14 @@ SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
 void SimExecutor::refresh_exclusive() {
   claims_seen_ = platform_->claims_version();
   auto exclusive = [&](const FlowPath& f) {
-    return options_.exclusive_links_analytic && f.rate_Bps > 0 &&
+    return speedups_.exclusive_links_analytic && f.rate_Bps > 0 &&
            platform_->exclusive_to(f.slot, f.links);
   };
   // With stable claims (chain_stages' conditions), lone flows are registered and checked on
   // the links where they can meet another flow only (SimPlatform::contention_links).
   auto reduce = [&](FlowPath& f) {
     f.occ = platform_->occupancy().route(
-        options_.chain_stages ? platform_->contention_links(f.slot, f.links) : f.links);
+        speedups_.chain_stages ? platform_->contention_links(f.slot, f.links) : f.links);
   };
   for (Stage& st : stages_) {
     st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);
@@ -183,7 +183,7 @@ void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResu
   }
   // With closed_form_sends, steps timed at launch never run beside event-driven ones: those in
   // flight continue event-driven, ahead of st.
-  if (options_.closed_form_sends) materialize(runtime_->now());
+  if (speedups_.closed_form_sends) materialize(runtime_->now());
   ++event_driven_inflight_;
   st->in_flight = true;
   start_stage(st);
@@ -258,7 +258,7 @@ double SimExecutor::stage_analytic_s(const Stage& stage, Step* st, const perf::S
   st->nvl_allreduce_bytes = st->nvl_send_bytes = 0;
   st->ring_analytic_bytes = st->send_analytic_bytes = 0;
   if (tp > 1 && c.allreduces > 0) {
-    if (stage.tp_intra_node && options_.analytic_intra_node_collectives) {
+    if (stage.tp_intra_node && speedups_.analytic_intra_node_collectives) {
       double bw = nvlink_.bandwidth_Bps, lat = nvlink_.latency_s;
       if (injector_ != nullptr) {
         nvlink_now(stage.hosts, stage.hosts, &bw, &lat);
@@ -280,7 +280,7 @@ double SimExecutor::stage_analytic_s(const Stage& stage, Step* st, const perf::S
     }
   }
   if (stage.next_lead != nullptr && c.send_bytes > 0) {
-    if (stage.send_intra_node && options_.analytic_intra_node_collectives) {
+    if (stage.send_intra_node && speedups_.analytic_intra_node_collectives) {
       double bw = nvlink_.bandwidth_Bps, lat = nvlink_.latency_s;
       if (injector_ != nullptr) {
         nvlink_now({stage.lead}, {stage.next_lead}, &bw, &lat);
@@ -323,7 +323,7 @@ void SimExecutor::start_compute(Step* st) {
     return;
   }
   const double nominal = platform_->nominal_speed();
-  if (options_.aggregate_stage_execs) {
+  if (speedups_.aggregate_stage_execs) {
     const double slowest = stage.slowest_speed;
     const double lead = stage.lead_speed;
     const double flops = c.compute_s * nominal * (lead / slowest) + analytic_s * lead;
@@ -332,7 +332,7 @@ void SimExecutor::start_compute(Step* st) {
         (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
     // With lone flows, the timer's end starts the flows (phase_done) as the Exec's would,
     // or the send rides on the timer while its links stay free (fold_send).
-    if (options_.timer_stages && (!flows_follow || lone_flows())) {
+    if (speedups_.timer_stages && (!flows_follow || lone_flows())) {
       const double folded = flows_follow ? fold_send(stage, st, c, std::max(0.0, flops)) : -1;
       start_timer(stage, st, folded >= 0 ? folded : std::max(0.0, flops), flows_follow);
       return;

@@ -20,7 +20,7 @@
 //   bandwidth x factor)) and rides on the compute Exec like the analytic terms above.
 // Each stage runs one step at a time; steps wait in a FIFO per stage, so stage s of step k+1
 // overlaps stage s+1 of step k (max_inflight() = pipeline depth). With closed_form_pipeline
-// (SimOptions), a step whose stages would all run as timers is timed at launch from that
+// (SimSpeedups), a step whose stages would all run as timers is timed at launch from that
 // FIFO rule and costs one runtime timer (its end) instead of one event per stage. StepResult:
 // start_s = when stage 0 began, end_s = when the last stage ended, stage_busy_s = time each stage
 // spent on the step, flops = sum of stage flops x TP. A failed Exec or flow (host or link off)
@@ -53,7 +53,7 @@
 
 #include "backends/sim/fault_injector.h"
 #include "backends/sim/platform.h"
-#include "backends/sim/sim_options.h"
+#include "backends/sim/sim_strategy.h"
 #include "engine/perf/cost_model.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/runtime.h"
@@ -81,7 +81,7 @@ SimCostFns cost_fns_from(const perf::CostModel& m);
 class SimExecutor : public Executor, private HostWatcher {
  public:
   SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaPlacement placement,
-              SimCostFns costs, SimOptions options = {});
+              SimCostFns costs, SimSpeedups speedups = unconditional_speedups());
   ~SimExecutor() override;
   SimExecutor(const SimExecutor&) = delete;
   SimExecutor& operator=(const SimExecutor&) = delete;
@@ -131,7 +131,7 @@ class SimExecutor : public Executor, private HostWatcher {
     FlowPath send;
     bool busy = false;
     std::deque<Step*> waiting;
-    // Timer stage (SimOptions::timer_stages): the step computing, its remaining flops as of
+    // Timer stage (SimSpeedups::timer_stages): the step computing, its remaining flops as of
     // `since_s` at `rate` flop/s (the lead's current speed), and the pending timer.
     Step* timed = nullptr;
     double remaining_flops = 0;
@@ -142,7 +142,7 @@ class SimExecutor : public Executor, private HostWatcher {
     // needs that instant as an event (see defer_end()). Never set on two adjacent stages.
     bool deferred = false;
     double deferred_end_s = 0;
-    // Chained stages (SimOptions::chain_stages): the stage's last step left it at free_at_s
+    // Chained stages (SimSpeedups::chain_stages): the stage's last step left it at free_at_s
     // (possibly ahead of the clock); a step arriving earlier waits for free_timer.
     double free_at_s = 0;
     TimerId free_timer = kNoTimer;
@@ -192,7 +192,7 @@ class SimExecutor : public Executor, private HostWatcher {
                   const std::vector<simgrid::s4u::Host*>& dst, double* bw, double* lat) const;
   void count_analytic_bytes(const Step* st);
 
-  // Closed-form pipeline (SimOptions::closed_form_pipeline; sim_executor_pipeline.cpp). A
+  // Closed-form pipeline (SimSpeedups::closed_form_pipeline; sim_executor_pipeline.cpp). A
   // step whose every stage runs as a timer (with closed_form_sends: or as a timer carrying
   // its folded PP send), launched while no step runs event-driven, gets every stage's start
   // and end at launch (FIFO per stage: start = max(arrival, the stage's free_at_s), end =
@@ -256,7 +256,7 @@ class SimExecutor : public Executor, private HostWatcher {
   void on_end(Step* st, const simgrid::s4u::Activity& a, bool ok);
   // The phase's flows and Execs all ended: cleans up and moves on.
   void activities_done(Step* st);
-  // Lone flows (SimOptions::lone_flows; sim_executor_lone.cpp). start_flow starts one flow of
+  // Lone flows (SimSpeedups::lone_flows; sim_executor_lone.cpp). start_flow starts one flow of
   // a phase: lone when its links are idle, else a SimGrid Comm (converting lone flows there).
   struct LoneSend;
   bool lone_flows() const;
@@ -278,7 +278,7 @@ class SimExecutor : public Executor, private HostWatcher {
   Runtime* runtime_;
   plan::ReplicaPlacement placement_;
   SimCostFns costs_;
-  SimOptions options_;
+  SimSpeedups speedups_;
   plan::LinkSpec nvlink_;
   std::vector<Stage> stages_;
   std::vector<std::unique_ptr<Step>> all_steps_;

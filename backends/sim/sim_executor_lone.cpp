@@ -1,4 +1,4 @@
-// SimExecutor's lone flows (SimOptions::lone_flows; the model is in link_occupancy.h): a flow
+// SimExecutor's lone flows (SimSpeedups::lone_flows; the model is in link_occupancy.h): a flow
 // of a TP ring or a PP send that starts on idle links is a timer at its lone-flow end; when
 // another flow starts on one of its links, it continues as a SimGrid Comm of what it has left.
 #include <algorithm>
@@ -14,7 +14,7 @@ namespace sg4 = simgrid::s4u;
 namespace prima::sim {
 
 bool SimExecutor::lone_flows() const {
-  return options_.lone_flows && injector_ == nullptr && platform_->occupancy().enabled();
+  return speedups_.lone_flows && injector_ == nullptr && platform_->occupancy().enabled();
 }
 
 void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4::Host* dst,

@@ -1,4 +1,4 @@
-// SimExecutor, closed-form pipeline (SimOptions::closed_form_pipeline, closed_form_sends): a
+// SimExecutor, closed-form pipeline (SimSpeedups::closed_form_pipeline, closed_form_sends): a
 // step whose stages all run as timers (or as timers carrying their folded PP sends) is timed
 // entirely at launch. See sim_executor.h.
 //
@@ -31,8 +31,8 @@
 namespace prima::sim {
 
 bool SimExecutor::try_time_at_launch(Step* st) {
-  if (!options_.closed_form_pipeline) return false;
-  if (event_driven_inflight_ > 0 && !(options_.closed_form_sends && try_promote())) return false;
+  if (!speedups_.closed_form_pipeline) return false;
+  if (event_driven_inflight_ > 0 && !(speedups_.closed_form_sends && try_promote())) return false;
   bool folds = false;
   if (!can_plan(st, 0, &folds)) return false;
   if (!folds) {
@@ -94,7 +94,7 @@ bool SimExecutor::can_plan(const Step* st, std::size_t from, bool* folds) {
     if (stage.down != nullptr || !(stage.lead_speed > 0)) return false;
     if (runs_as_timer(stage, st)) continue;
     // Flows follow: only a PP send that can fold (no ring flows) is planned.
-    if (!options_.closed_form_sends || !lone_flows()) return false;
+    if (!speedups_.closed_form_sends || !lone_flows()) return false;
     const perf::StageCost& c = stage_cost(st, static_cast<int>(s));
     const bool ring =
         stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0;

@@ -12,7 +12,7 @@
 
 namespace prima::sim {
 
-// One flow of a step timed as a lone flow (SimOptions::lone_flows), while it stays alone.
+// One flow of a step timed as a lone flow (SimSpeedups::lone_flows), while it stays alone.
 struct SimExecutor::LoneSend final : LoneFlow {
   SimExecutor* ex = nullptr;
   Step* st = nullptr;
@@ -32,10 +32,10 @@ struct SimExecutor::LoneSend final : LoneFlow {
   double end_s() const { return (t0 + path->latency_s) + bytes / path->rate_Bps; }
 };
 
-// A stage's PP send folded into its compute timer (SimOptions::lone_flows): registered for
+// A stage's PP send folded into its compute timer (SimSpeedups::lone_flows): registered for
 // [send_start_s, send_end_s), the stage's timer ending with the send. Event-driven stages
 // register it when the stage starts; a step timed at launch with its sends
-// (SimOptions::closed_form_sends) registers one per stage at launch.
+// (SimSpeedups::closed_form_sends) registers one per stage at launch.
 struct SimExecutor::FoldedSend final : LoneFlow {
   SimExecutor* ex = nullptr;
   Step* st = nullptr;
@@ -93,7 +93,7 @@ struct SimExecutor::Step final : CompletionTarget {
   double nvl_send_bytes = 0;       // intra-node analytic send
   double ring_analytic_bytes = 0;  // per ring path, exclusive-link analytic ring
   double send_analytic_bytes = 0;  // exclusive-link analytic send
-  // Closed-form pipeline (SimOptions::closed_form_pipeline): every stage was timed at launch;
+  // Closed-form pipeline (SimSpeedups::closed_form_pipeline): every stage was timed at launch;
   // `timer` (pending until it fires) finishes the step at the end of its last stage. Each
   // stage's start, end and timer flops (the folded send's included) as planned.
   bool timed_at_launch = false;

@@ -1,4 +1,4 @@
-// SimExecutor's timer stages (SimOptions::timer_stages): a stage left with only its compute
+// SimExecutor's timer stages (SimSpeedups::timer_stages): a stage left with only its compute
 // runs as a runtime timer on the lead GPU's speed; chained stages (chain_stages) hand a step
 // on in the executor's own time; deferred ends arm no timer until they matter; and the host
 // watchers that re-time or fail these timers when a GPU's speed or state changes. See
@@ -62,8 +62,8 @@ bool SimExecutor::can_hand_on(const Stage& stage, const Step* st, double end_s) 
 }
 
 bool SimExecutor::runs_as_timer(const Stage& stage, const Step* st) const {
-  if (!options_.chain_stages || injector_ != nullptr || !options_.aggregate_stage_execs ||
-      !options_.timer_stages)
+  if (!speedups_.chain_stages || injector_ != nullptr || !speedups_.aggregate_stage_execs ||
+      !speedups_.timer_stages)
     return false;
   // start_compute's test: no flows follow the compute there.
   const bool ring = stage.ring_flows && !stage.ring_analytic;
