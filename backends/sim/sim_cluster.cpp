@@ -77,13 +77,15 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
   if (sc.plan.tensor_parallel <= sc.topology.node.gpus)
     c->cost->set_tp_link(sc.topology.node.nvlink);
   std::vector<cluster::ReplicaSetup> setups;
-  // Chained stages need GPUs that never change and stable link claims (SimSpeedups).
-  SimSpeedups& sp = c->speedups;
-  sp = unconditional_speedups(asked);
-  sp.chain_stages = !c->injector && !copts.autoscaler.enabled && !copts.disaggregation.enabled();
-  sp.closed_form_pipeline = asked.closed_form_pipeline && sp.chain_stages;
-  sp.lone_flows = asked.lone_flows && !c->injector && c->platform->enable_lone_flows();
-  sp.closed_form_sends = asked.closed_form_sends && sp.closed_form_pipeline && sp.lone_flows;
+  // The speed-ups that apply (sim_strategy.h); lone flows need the platform's link occupancy
+  // before the executors are made.
+  SimScenarioFacts facts;
+  facts.fault_timeline = c->injector != nullptr;
+  facts.autoscaler = copts.autoscaler.enabled;
+  facts.disaggregation = copts.disaggregation.enabled();
+  facts.lone_flow_platform = c->platform->supports_lone_flows();
+  c->speedups = choose_speedups(asked, facts);
+  if (c->speedups.lone_flows) c->platform->enable_lone_flows();
   c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
   // A replica whose weight shard is corrupted never starts (seed 004: the service does not
   // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
@@ -121,7 +123,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
 
   // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut):
   // autoscaling and failover reload weights from storage, disaggregation moves KV.
-  if (copts.autoscaler.enabled || copts.disaggregation.enabled() || c->injector) {
+  if (facts.fabric()) {
     c->fabric = std::make_unique<SimFabric>(c->platform.get(), c->rt.get());
     if (c->injector) c->fabric->set_fault_injector(c->injector.get());
     c->engine->set_fabric(c->fabric.get());

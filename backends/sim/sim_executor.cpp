@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <limits>
 #include <simgrid/s4u.hpp>
+#include <stdexcept>
 
 #include "backends/sim/activity_dispatch.h"
 #include "backends/sim/sim_executor_step.h"
@@ -43,6 +44,10 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
       costs_(std::move(costs)),
       speedups_(speedups),
       nvlink_(platform->topology().node.nvlink) {
+  if (speedups_.lone_flows && !platform_->occupancy().enabled())
+    throw std::logic_error(
+        "sim: lone_flows without the platform's link occupancy "
+        "(SimPlatform::enable_lone_flows)");
   const auto& topo = platform_->topology();
   const auto& dev = placement_.devices;
   stages_.resize(dev.size());
@@ -92,6 +97,13 @@ SimExecutor::~SimExecutor() {
   }
 }
 
+void SimExecutor::set_fault_injector(FaultInjector* injector) {
+  // Speed-ups that assume GPUs and links never change (sim_strategy.h).
+  if (injector != nullptr && (speedups_.chain_stages || speedups_.lone_flows))
+    throw std::logic_error("sim: chained stages or lone flows under a fault timeline");
+  injector_ = injector;
+}
+
 SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
   FlowPath f;
   f.slot = platform_->new_flow_slot();
@@ -116,11 +128,10 @@ void SimExecutor::refresh_exclusive() {
     return speedups_.exclusive_links_analytic && f.rate_Bps > 0 &&
            platform_->exclusive_to(f.slot, f.links);
   };
-  // With stable claims (chain_stages' conditions), lone flows are registered and checked on
-  // the links where they can meet another flow only (SimPlatform::contention_links).
   auto reduce = [&](FlowPath& f) {
-    f.occ = platform_->occupancy().route(
-        speedups_.chain_stages ? platform_->contention_links(f.slot, f.links) : f.links);
+    f.occ = platform_->occupancy().route(speedups_.lone_flows_on_contention_links
+                                             ? platform_->contention_links(f.slot, f.links)
+                                             : f.links);
   };
   for (Stage& st : stages_) {
     st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);

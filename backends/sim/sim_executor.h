@@ -94,8 +94,9 @@ class SimExecutor : public Executor, private HostWatcher {
   // otherwise; with an active unresponsive peer among its GPUs, only after stall_s.
   void check_health(std::function<void(Status)> done) override;
 
-  // Fault models (null = none, the default). Borrowed.
-  void set_fault_injector(FaultInjector* injector) { injector_ = injector; }
+  // Fault models (null = none, the default). Borrowed. The executor's speed-ups must be valid
+  // under a fault timeline (choose_speedups; throws std::logic_error otherwise).
+  void set_fault_injector(FaultInjector* injector);
 
   const plan::ReplicaPlacement& placement() const { return placement_; }
   std::uint64_t activities_started() const { return activities_started_; }
@@ -259,7 +260,7 @@ class SimExecutor : public Executor, private HostWatcher {
   // Lone flows (SimSpeedups::lone_flows; sim_executor_lone.cpp). start_flow starts one flow of
   // a phase: lone when its links are idle, else a SimGrid Comm (converting lone flows there).
   struct LoneSend;
-  bool lone_flows() const;
+  bool lone_flows() const { return speedups_.lone_flows; }
   // Folds the stage's PP send into its compute timer when its links are free for the whole
   // send (returns the timer's flops, or -1 when it does not fold).
   double fold_send(Stage& stage, Step* st, const perf::StageCost& c, double compute_flops);

@@ -13,10 +13,6 @@ namespace sg4 = simgrid::s4u;
 
 namespace prima::sim {
 
-bool SimExecutor::lone_flows() const {
-  return speedups_.lone_flows && injector_ == nullptr && platform_->occupancy().enabled();
-}
-
 void SimExecutor::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4::Host* dst,
                              double bytes) {
   LinkOccupancy& occ = platform_->occupancy();

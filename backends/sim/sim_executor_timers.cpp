@@ -62,9 +62,7 @@ bool SimExecutor::can_hand_on(const Stage& stage, const Step* st, double end_s) 
 }
 
 bool SimExecutor::runs_as_timer(const Stage& stage, const Step* st) const {
-  if (!speedups_.chain_stages || injector_ != nullptr || !speedups_.aggregate_stage_execs ||
-      !speedups_.timer_stages)
-    return false;
+  if (!speedups_.chain_stages) return false;
   // start_compute's test: no flows follow the compute there.
   const bool ring = stage.ring_flows && !stage.ring_analytic;
   const bool send = stage.send_flow && !stage.send_analytic;

@@ -4,15 +4,33 @@
 // Exec and every transfer with a SimGrid flow. A speed-up below gives the same timing (to the
 // precision stated) for less work, but only in the scenarios where its condition of validity
 // holds. SimSpeedups is what an executor applies; it is made by
-//   - choose_speedups(options, facts): a scenario's. Each speed-up's condition is stated
-//     once, in choose_speedups, against the scenario's facts (SimScenarioFacts);
+//   - choose_speedups(options, facts): a scenario's. Each speed-up's condition of validity is
+//     stated and checked once, there, against the scenario's facts (SimScenarioFacts):
+//
+//       speed-up                        valid when
+//       aggregate_stage_execs,          always (model granularity, as asked)
+//         analytic_intra_node_collectives
+//       exclusive_links_analytic        always (exclusivity is checked per link at run time)
+//       timer_stages                    with aggregate_stage_execs
+//       chain_stages                    with timer_stages; GPUs steady and link claims stable
+//       closed_form_pipeline            with chain_stages
+//       lone_flows                      no fault timeline; the platform times lone flows
+//       lone_flows_on_contention_links  link claims stable
+//       closed_form_sends               with closed_form_pipeline and lone_flows
+//
+//     GPUs steady: no GPU changes speed or state (no fault timeline). Link claims stable: the
+//     links each executor's flows may use (SimPlatform::claim_links) never change (no fabric:
+//     SimFabric's transfers are unclaimed and mark every link shared; it exists with a fault
+//     timeline, an autoscaler, which also adds and removes executors, or disaggregation);
 //   - unconditional_speedups(options): the ones valid in every scenario (an executor built
 //     outside a scenario: tests, benchmarks; and the base choose_speedups starts from).
 // Tests of one mechanism may switch a field on directly; they then vouch for its condition.
+// The executor checks two preconditions where they are cheap to check: lone_flows needs the
+// platform's link occupancy on, and a fault injector refuses chained stages and lone flows.
 //
 // The user's say (SimOptions, the scenario's "sim" section): a key set to false turns its
 // speed-up off; a speed-up asked for (the default) whose condition does not hold is silently
-// not applied. Plain values.
+// not applied (never an error: the report is the same either way). Plain values.
 #pragma once
 
 #include "backends/sim/sim_options.h"
@@ -56,9 +74,15 @@ struct SimSpeedups {
   // on one of its links. Stages followed by flows then compute as timers too (timer_stages),
   // and a PP send whose links are free for its whole interval rides on its stage's timer.
   // Same timing as the SimGrid flows up to rounding. Needs the platform's link occupancy
-  // (SimPlatform::enable_lone_flows, before the executors are made): links with latency, and
-  // no fault timeline (a changing link needs the flow model throughout).
+  // (SimPlatform::enable_lone_flows, before the executors are made; a platform whose links
+  // have no latency cannot time lone flows as CM02 does), and no fault timeline (a changing
+  // link needs the flow model throughout).
   bool lone_flows = false;
+  // With stable link claims: a lone flow is registered and checked only on its route's links
+  // where another flow can appear (SimPlatform::contention_links): a link only its own flow
+  // path claims carries no other flow, and of the links claimed by the same set of paths one
+  // stands for all. Otherwise on every link of its route.
+  bool lone_flows_on_contention_links = false;
   // With closed_form_pipeline and lone_flows: a step whose stages are timers except for PP
   // sends that can fold (their links free for the send's whole interval) is timed at launch
   // too, each send registered in LinkOccupancy for its planned interval from launch on
@@ -70,6 +94,21 @@ struct SimSpeedups {
   // which send is the lone one converted can differ.
   bool closed_form_sends = false;
 };
+
+// What choose_speedups needs to know about a scenario.
+struct SimScenarioFacts {
+  bool fault_timeline = false;  // "faults": GPUs and links change speed and state
+  bool autoscaler = false;      // replicas (executors) start and stop; weights load over a fabric
+  bool disaggregation = false;  // prefill -> decode KV hand-offs over a fabric
+  // The platform can time a lone flow as CM02 does (SimPlatform::supports_lone_flows).
+  bool lone_flow_platform = false;
+  // Whether the scenario gets a SimFabric: a policy moves bytes outside the executors
+  // (weight loads after failover or scale-up, KV hand-offs).
+  bool fabric() const { return fault_timeline || autoscaler || disaggregation; }
+};
+
+// The speed-ups a scenario with `facts` applies: those `asked` whose condition holds.
+SimSpeedups choose_speedups(const SimOptions& asked, const SimScenarioFacts& facts);
 
 // The speed-ups valid in every scenario, as `asked`; the others off.
 SimSpeedups unconditional_speedups(const SimOptions& asked = {});

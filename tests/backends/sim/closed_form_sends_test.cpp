@@ -58,6 +58,7 @@ void simulate(bool closed_sends, bool vary, double offset, int steps, Outcome* o
   SimRuntime rt;
   SimSpeedups o = unconditional_speedups();
   o.chain_stages = true;
+  o.lone_flows_on_contention_links = true;
   o.closed_form_pipeline = true;
   o.lone_flows = true;
   o.closed_form_sends = closed_sends;
@@ -214,6 +215,7 @@ TEST(ClosedFormSends, DestroyedWithPlannedSendsInFlight) {
   SimRuntime rt;
   SimSpeedups o = unconditional_speedups();
   o.chain_stages = o.closed_form_pipeline = o.lone_flows = o.closed_form_sends = true;
+  o.lone_flows_on_contention_links = true;
   auto a = std::make_unique<SimExecutor>(platform.get(), &rt, placement({{0}, {8}, {16}}),
                                          costs(false), o);
   SimExecutor b(platform.get(), &rt, placement({{1}, {9}, {17}}), costs(false), o);
