@@ -68,7 +68,7 @@ struct Loop {
 
 // GPUs 0 .. gpus-1 as replicas of tp x pp (consecutive devices); `steps` steps per replica.
 void run_loop(benchmark::State& state, int gpus, int tp, int pp, int steps, double send_bytes,
-              SimOptions options) {
+              SimSpeedups options) {
   Shared& sh = shared();
   const double step_s = 0.02, ar_bytes = 16e6;
   std::vector<perf::StageCost> stages(pp);
@@ -115,34 +115,34 @@ void run_loop(benchmark::State& state, int gpus, int tp, int pp, int steps, doub
 
 // 8 GPUs, one TP8 replica (all-reduces inside one node).
 void BM_SimSpeed_8Gpus_TP8(benchmark::State& state) {
-  run_loop(state, 8, 8, 1, 20000, 0, SimOptions{});
+  run_loop(state, 8, 8, 1, 20000, 0, unconditional_speedups());
 }
 BENCHMARK(BM_SimSpeed_8Gpus_TP8)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // 64 GPUs, TP4 x PP2 replicas whose two stages share a node (PP sends over NVLink).
 void BM_SimSpeed_64Gpus_TP4PP2(benchmark::State& state) {
-  run_loop(state, 64, 4, 2, 20000, 64e6, SimOptions{});
+  run_loop(state, 64, 4, 2, 20000, 64e6, unconditional_speedups());
 }
 BENCHMARK(BM_SimSpeed_64Gpus_TP4PP2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // 60 GPUs, TP2 x PP5 replicas straddling nodes, full pipelines (five steps in flight per
 // replica): event-driven stages, chained stages (what the simulation used before the
 // closed-form pipeline; chaining does not apply to a full pipeline), and steps timed at
-// launch (SimOptions::closed_form_pipeline, what the simulation uses now).
+// launch (SimSpeedups::closed_form_pipeline, what the simulation uses now).
 void BM_SimSpeed_60Gpus_TP2PP5_Full(benchmark::State& state) {
-  run_loop(state, 60, 2, 5, 20000, 64e6, SimOptions{});
+  run_loop(state, 60, 2, 5, 20000, 64e6, unconditional_speedups());
 }
 BENCHMARK(BM_SimSpeed_60Gpus_TP2PP5_Full)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_SimSpeed_60Gpus_TP2PP5_Full_Chained(benchmark::State& state) {
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.chain_stages = true;
   run_loop(state, 60, 2, 5, 20000, 64e6, o);
 }
 BENCHMARK(BM_SimSpeed_60Gpus_TP2PP5_Full_Chained)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 void BM_SimSpeed_60Gpus_TP2PP5_Full_ClosedForm(benchmark::State& state) {
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.chain_stages = true;
   o.closed_form_pipeline = true;
   run_loop(state, 60, 2, 5, 20000, 64e6, o);
@@ -151,13 +151,13 @@ BENCHMARK(BM_SimSpeed_60Gpus_TP2PP5_Full_ClosedForm)->Unit(benchmark::kMilliseco
 
 // 1024 GPUs, TP8 x PP2 replicas over 128 nodes: stage-to-stage sends cross the fat tree.
 void BM_SimSpeed_1024Gpus_TP8PP2(benchmark::State& state) {
-  run_loop(state, 1024, 8, 2, 1000, 64e6, SimOptions{});
+  run_loop(state, 1024, 8, 2, 1000, 64e6, unconditional_speedups());
 }
 BENCHMARK(BM_SimSpeed_1024Gpus_TP8PP2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 // The same with every flow simulated (no analytic shortcut for exclusive links).
 void BM_SimSpeed_1024Gpus_TP8PP2_Flows(benchmark::State& state) {
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.exclusive_links_analytic = false;
   run_loop(state, 1024, 8, 2, 1000, 64e6, o);
 }

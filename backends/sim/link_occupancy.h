@@ -1,4 +1,4 @@
-// LinkOccupancy: which links carry a flow right now, for lone flows (SimOptions::lone_flows).
+// LinkOccupancy: which links carry a flow right now, for lone flows (SimSpeedups::lone_flows).
 //
 // A lone flow is a transfer that started while none of its links carried another flow. As
 // long as it stays alone, CM02 gives it the whole route (min bandwidth x factor) after its

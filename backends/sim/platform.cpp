@@ -302,8 +302,12 @@ void SimPlatform::set_link_latency_adjustment(const sg4::Link* l, double factor,
   mark_shared(l);
 }
 
+bool SimPlatform::supports_lone_flows() const {
+  return inter_node_latency_factor(topo_.settings) > 0;
+}
+
 bool SimPlatform::enable_lone_flows() {
-  if (!(inter_node_latency_factor(topo_.settings) > 0)) return false;
+  if (!supports_lone_flows()) return false;
   if (!adjustments_installed_) {
     adjustments_installed_ = true;
     install_factor_callbacks();

@@ -155,10 +155,13 @@ class SimPlatform {
   // latency x factor + extra of one link (its nominal latency when not adjusted).
   double adjusted_latency(const simgrid::s4u::Link* l) const;
 
-  // Lone flows (SimOptions::lone_flows): which links carry a flow now. enable_lone_flows()
-  // turns them on and installs the factor callbacks (the same factors as without them).
+  // Lone flows (SimSpeedups::lone_flows): which links carry a flow now. supports_lone_flows():
+  // whether a lone flow can be timed as CM02 times it (a positive latency factor).
+  // enable_lone_flows() turns them on where supported and installs the factor callbacks (the
+  // same factors as without them); false where not supported.
   // flow_latency: a flow's latency a -> b (route latency x path factor, no adjustments).
   LinkOccupancy& occupancy() { return occupancy_; }
+  bool supports_lone_flows() const;
   bool enable_lone_flows();
   double flow_latency(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
   // The next Comm started gets this latency (seconds, > 0) instead of its route's, through

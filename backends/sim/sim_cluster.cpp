@@ -7,31 +7,10 @@
 #include "backends/sim/simulation.h"
 
 namespace prima::sim {
-namespace {
-
-SimOptions parse_sim_options(const config::Scenario& sc) {
-  SimOptions o;
-  config::JsonReader r(sc.sim, sc.file, "/sim");
-  o.aggregate_stage_execs = r.boolean("aggregate_stage_execs", o.aggregate_stage_execs);
-  o.analytic_intra_node_collectives =
-      r.boolean("analytic_intra_node_collectives", o.analytic_intra_node_collectives);
-  o.exclusive_links_analytic = r.boolean("exclusive_links_analytic", o.exclusive_links_analytic);
-  o.timer_stages = r.boolean("timer_stages", o.timer_stages);
-  // On where chain_stages is (build_sim_cluster decides that); false keeps it off.
-  o.closed_form_pipeline = r.boolean("closed_form_pipeline", true);
-  // Likewise: on unless false, where build_sim_cluster allows it.
-  o.lone_flows = r.boolean("lone_flows", true);
-  // On where both closed_form_pipeline and lone_flows are; false keeps it off.
-  o.closed_form_sends = r.boolean("closed_form_sends", true);
-  r.finish();
-  return o;
-}
-
-}  // namespace
 
 cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl) {
   executors.push_back(
-      std::make_unique<SimExecutor>(platform.get(), rt.get(), pl, cost_fns_from(*cost), sim_opts));
+      std::make_unique<SimExecutor>(platform.get(), rt.get(), pl, cost_fns_from(*cost), speedups));
   if (injector) executors.back()->set_fault_injector(injector.get());
   cluster::ReplicaSetup rs;
   rs.executor = executors.back().get();
@@ -47,7 +26,8 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
   c->sc = &sc;
   PRIMA_ASSIGN_OR_RETURN(c->fit, check_scenario_plan(sc));
   PRIMA_ASSIGN_OR_RETURN(c->placements, plan::place(sc.plan, sc.topology));
-  PRIMA_RETURN_IF_ERROR(config::to_status([&] { c->sim_opts = parse_sim_options(sc); }));
+  SimOptions asked;
+  PRIMA_RETURN_IF_ERROR(config::to_status([&] { asked = read_sim_options(sc); }));
   PRIMA_ASSIGN_OR_RETURN(c->platform, SimPlatform::create(sc.topology));
 
   c->copts = sc.cluster;
@@ -97,14 +77,15 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
   if (sc.plan.tensor_parallel <= sc.topology.node.gpus)
     c->cost->set_tp_link(sc.topology.node.nvlink);
   std::vector<cluster::ReplicaSetup> setups;
-  // Chained stages need GPUs that never change and stable link claims (SimOptions).
-  c->sim_opts.chain_stages =
-      !c->injector && !copts.autoscaler.enabled && !copts.disaggregation.enabled();
-  c->sim_opts.closed_form_pipeline = c->sim_opts.closed_form_pipeline && c->sim_opts.chain_stages;
-  c->sim_opts.lone_flows =
-      c->sim_opts.lone_flows && !c->injector && c->platform->enable_lone_flows();
-  c->sim_opts.closed_form_sends =
-      c->sim_opts.closed_form_sends && c->sim_opts.closed_form_pipeline && c->sim_opts.lone_flows;
+  // The speed-ups that apply (sim_strategy.h); lone flows need the platform's link occupancy
+  // before the executors are made.
+  SimScenarioFacts facts;
+  facts.fault_timeline = c->injector != nullptr;
+  facts.autoscaler = copts.autoscaler.enabled;
+  facts.disaggregation = copts.disaggregation.enabled();
+  facts.lone_flow_platform = c->platform->supports_lone_flows();
+  c->speedups = choose_speedups(asked, facts);
+  if (c->speedups.lone_flows) c->platform->enable_lone_flows();
   c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
   // A replica whose weight shard is corrupted never starts (seed 004: the service does not
   // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
@@ -142,7 +123,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc
 
   // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut):
   // autoscaling and failover reload weights from storage, disaggregation moves KV.
-  if (copts.autoscaler.enabled || copts.disaggregation.enabled() || c->injector) {
+  if (facts.fabric()) {
     c->fabric = std::make_unique<SimFabric>(c->platform.get(), c->rt.get());
     if (c->injector) c->fabric->set_fault_injector(c->injector.get());
     c->engine->set_fabric(c->fabric.get());

@@ -20,8 +20,8 @@
 #include "backends/sim/platform.h"
 #include "backends/sim/sim_executor.h"
 #include "backends/sim/sim_fabric.h"
-#include "backends/sim/sim_options.h"
 #include "backends/sim/sim_runtime.h"
+#include "backends/sim/sim_strategy.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/config/scenario.h"
 #include "engine/metrics/recorder.h"
@@ -33,7 +33,7 @@ namespace prima::sim {
 struct SimCluster {
   const config::Scenario* sc = nullptr;  // borrowed; outlives the cluster
   plan::MemoryFit fit;
-  SimOptions sim_opts;
+  SimSpeedups speedups;           // what its executors apply (sim_strategy.h)
   cluster::ClusterOptions copts;  // the scenario's, with max_replicas capped to the topology
   int max_capped_from = 0;        // max_replicas asked for, when capped (else 0)
   int kv_blocks = 0;              // per replica

@@ -1,6 +1,6 @@
 // Adapts a perf::CostModel to SimCostFns. Kept in its own file so that programs (and tests)
 // that never wrap a CostModel do not need its definitions at link time.
-#include "backends/sim/sim_executor.h"
+#include "backends/sim/sim_cost_fns.h"
 
 namespace prima::sim {
 

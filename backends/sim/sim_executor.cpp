@@ -1,28 +1,21 @@
+// SimExecutor (see sim_executor.h): a step's life. launch() times it at launch when it can
+// (ClosedForm) or sends it into stage 0; each stage serves its FIFO: the compute phase
+// (StageCompute), then the ring and send flows (Transfers), then the stage's end moves the
+// step on or finishes it.
 #include "backends/sim/sim_executor.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <simgrid/s4u.hpp>
+#include <stdexcept>
+#include <string>
 
 #include "backends/sim/activity_dispatch.h"
-#include "backends/sim/sim_executor_step.h"
 
 namespace sg4 = simgrid::s4u;
 
 namespace prima::sim {
-
-namespace {
-// Payload of each ring flow of a flow-modelled all-reduce, and of a PP send flow (whole bytes,
-// as the flows carry them).
-double ring_flow_bytes(const perf::StageCost& c, int p) {
-  return static_cast<double>(
-      static_cast<uint64_t>(2.0 * (p - 1) / p * c.allreduce_bytes * c.allreduces));
-}
-double send_flow_bytes(const perf::StageCost& c) {
-  return static_cast<double>(static_cast<uint64_t>(c.send_bytes));
-}
-}  // namespace
 
 SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> step) {
   SimCostFns f;
@@ -35,118 +28,87 @@ SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> ste
   return f;
 }
 
+void exec::Step::on_activity_end(const sg4::Activity& a, bool ok) {
+  ex->on_end(this, a, ok);
+}
+
 SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaPlacement placement,
-                         SimCostFns costs, SimOptions options)
-    : platform_(platform),
-      runtime_(runtime),
-      placement_(std::move(placement)),
-      costs_(std::move(costs)),
-      options_(options),
-      nvlink_(platform->topology().node.nvlink) {
-  const auto& topo = platform_->topology();
-  const auto& dev = placement_.devices;
-  stages_.resize(dev.size());
+                         SimCostFns costs, SimSpeedups speedups)
+    : compute_(rep_), transfers_(rep_), closed_form_(rep_), faults_(rep_) {
+  rep_.platform = platform;
+  rep_.runtime = runtime;
+  rep_.placement = std::move(placement);
+  rep_.costs = std::move(costs);
+  rep_.speedups = speedups;
+  rep_.nvlink = platform->topology().node.nvlink;
+  rep_.executor = this;
+  rep_.compute = &compute_;
+  rep_.transfers = &transfers_;
+  rep_.closed_form = &closed_form_;
+  rep_.faults = &faults_;
+  if (speedups.lone_flows && !platform->occupancy().enabled())
+    throw std::logic_error(
+        "sim: lone_flows without the platform's link occupancy "
+        "(SimPlatform::enable_lone_flows)");
+  const auto& topo = platform->topology();
+  const auto& dev = rep_.placement.devices;
+  rep_.stages.resize(dev.size());
   for (size_t s = 0; s < dev.size(); ++s) {
-    Stage& st = stages_[s];
+    Stage& st = rep_.stages[s];
     st.index = static_cast<int>(s);
-    for (DeviceId d : dev[s]) st.hosts.push_back(platform_->host_of(d));
+    for (DeviceId d : dev[s]) st.hosts.push_back(platform->host_of(d));
     st.lead = st.hosts.at(0);
     const int node = topo.node_of(dev[s][0]);
     st.tp_intra_node = std::all_of(dev[s].begin(), dev[s].end(),
                                    [&](DeviceId d) { return topo.node_of(d) == node; });
     if (s + 1 < dev.size()) {
-      st.next_lead = platform_->host_of(dev[s + 1].at(0));
+      st.next_lead = platform->host_of(dev[s + 1].at(0));
       st.send_intra_node = topo.node_of(dev[s + 1][0]) == node;
     }
-    const int p = static_cast<int>(st.hosts.size());
-    st.ring_flows = p > 1 && !(st.tp_intra_node && options_.analytic_intra_node_collectives);
-    st.send_flow = st.next_lead != nullptr &&
-                   !(st.send_intra_node && options_.analytic_intra_node_collectives);
-    if (st.ring_flows)
-      for (int i = 0; i < p; ++i) st.ring.push_back(make_path(st.hosts[i], st.hosts[(i + 1) % p]));
-    if (st.send_flow) st.send = make_path(st.lead, st.next_lead);
+    transfers_.lay_out(st);
   }
   for (const auto& d : dev)
-    for (DeviceId g : d) platform_->watch_host(g, this);
+    for (DeviceId g : d) platform->watch_host(g, &compute_);
 }
 
 SimExecutor::~SimExecutor() {
-  for (const auto& d : placement_.devices)
-    for (DeviceId g : d) platform_->unwatch_host(g, this);
-  for (Stage& st : stages_) {
-    runtime_->cancel(st.timer);
+  for (const auto& d : rep_.placement.devices)
+    for (DeviceId g : d) rep_.platform->unwatch_host(g, &compute_);
+  for (Stage& st : rep_.stages) {
+    rep_.runtime->cancel(st.timer);
     st.timer = kNoTimer;
-    runtime_->cancel(st.free_timer);
+    rep_.runtime->cancel(st.free_timer);
     st.free_timer = kNoTimer;
-    for (const FlowPath& f : st.ring) platform_->release_links(f.slot, f.links);
-    if (st.send.slot >= 0) platform_->release_links(st.send.slot, st.send.links);
   }
-  for (const auto& st : all_steps_) {
-    runtime_->cancel(st->timer);
-    for (const auto& f : st->lone)
-      if (f->timer != kNoTimer) {
-        platform_->occupancy().remove_lone(f.get());
-        runtime_->cancel(f->timer);
-      }
-    unregister_folds(st.get());
+  transfers_.release_paths();
+  for (const auto& st : rep_.steps) {
+    rep_.runtime->cancel(st->timer);
+    transfers_.cancel_lone(st.get());
+    transfers_.unregister_folds(st.get());
   }
 }
 
-SimExecutor::FlowPath SimExecutor::make_path(sg4::Host* src, sg4::Host* dst) {
-  FlowPath f;
-  f.slot = platform_->new_flow_slot();
-  f.links = platform_->route(src, dst);
-  f.occ = platform_->occupancy().route(f.links);
-  platform_->claim_links(f.slot, f.links);
-  const bool inter = src->get_data<HostInfo>()->node != dst->get_data<HostInfo>()->node;
-  const auto& settings = platform_->topology().settings;
-  const double bwf = inter ? inter_node_bandwidth_factor(settings) : 1.0;
-  const double latf = inter ? inter_node_latency_factor(settings) : 1.0;
-  double min_bw = std::numeric_limits<double>::infinity();
-  for (const sg4::Link* l : f.links) min_bw = std::min(min_bw, l->get_bandwidth());
-  f.latency_s = platform_->route_latency(src, dst) * latf;
-  // A factor above 1 would be capped by the links: keep such flows simulated (rate 0).
-  f.rate_Bps = bwf <= 1.0 && !f.links.empty() ? min_bw * bwf : 0.0;
-  return f;
+void SimExecutor::set_fault_injector(FaultInjector* injector) {
+  // Speed-ups that assume GPUs and links never change (sim_strategy.h).
+  if (injector != nullptr && (rep_.speedups.chain_stages || rep_.speedups.lone_flows))
+    throw std::logic_error("sim: chained stages or lone flows under a fault timeline");
+  rep_.injector = injector;
 }
 
-void SimExecutor::refresh_exclusive() {
-  claims_seen_ = platform_->claims_version();
-  auto exclusive = [&](const FlowPath& f) {
-    return options_.exclusive_links_analytic && f.rate_Bps > 0 &&
-           platform_->exclusive_to(f.slot, f.links);
-  };
-  // With stable claims (chain_stages' conditions), lone flows are registered and checked on
-  // the links where they can meet another flow only (SimPlatform::contention_links).
-  auto reduce = [&](FlowPath& f) {
-    f.occ = platform_->occupancy().route(
-        options_.chain_stages ? platform_->contention_links(f.slot, f.links) : f.links);
-  };
-  for (Stage& st : stages_) {
-    st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);
-    st.send_analytic = st.send_flow && exclusive(st.send);
-    for (FlowPath& f : st.ring) reduce(f);
-    if (st.send_flow) reduce(st.send);
-  }
+void SimExecutor::check_health(std::function<void(Status)> done) {
+  faults_.check_health(std::move(done));
 }
 
-double SimExecutor::ring_analytic_s(const Stage& stage, double bytes_per_flow) const {
-  // The flows run side by side, each alone on its links: the phase lasts the slowest.
-  double t = 0;
-  for (const FlowPath& f : stage.ring) t = std::max(t, f.latency_s + bytes_per_flow / f.rate_Bps);
-  return t;
-}
-
-SimExecutor::Step* SimExecutor::acquire() {
+exec::Step* SimExecutor::acquire() {
   if (free_steps_.empty()) {
-    all_steps_.push_back(std::make_unique<Step>());
-    all_steps_.back()->ex = this;
-    Step& st = *all_steps_.back();
-    st.folds.resize(stages_.size());  // once: registered sends keep their address
-    st.t_start.resize(stages_.size());
-    st.t_end.resize(stages_.size());
-    st.t_flops.resize(stages_.size());
-    return all_steps_.back().get();
+    rep_.steps.push_back(std::make_unique<Step>());
+    rep_.steps.back()->ex = this;
+    Step& st = *rep_.steps.back();
+    st.folds.resize(rep_.stages.size());  // once: registered sends keep their address
+    st.t_start.resize(rep_.stages.size());
+    st.t_end.resize(rep_.stages.size());
+    st.t_flops.resize(rep_.stages.size());
+    return rep_.steps.back().get();
   }
   Step* st = free_steps_.back();
   free_steps_.pop_back();
@@ -160,72 +122,72 @@ void SimExecutor::release(Step* st) {
 
 void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResult&)> done) {
   Step* st = acquire();
-  if (platform_->claims_version() != claims_seen_) refresh_exclusive();
+  transfers_.refresh_if_claims_changed();
   st->step_id = step.step_id;
-  if (costs_.step_into)
-    costs_.step_into(step.shape, &st->cost);
+  if (rep_.costs.step_into)
+    rep_.costs.step_into(step.shape, &st->cost);
   else
-    st->cost = costs_.step(step.shape);
+    st->cost = rep_.costs.step(step.shape);
   st->done = std::move(done);
   st->stage = 0;
   st->pending = 0;
   st->status = ok_status();
-  st->start_s = runtime_->now();
-  st->busy.assign(stages_.size(), 0.0);
+  st->start_s = rep_.runtime->now();
+  st->busy.assign(rep_.stages.size(), 0.0);
   st->folds_planned = 0;
   st->launch_seq = ++launches_;
   st->timed_at_launch = false;
   // st joins the steps in flight (in_flight) once timed or started: until then
   // try_promote and materialize see only the others.
-  if (try_time_at_launch(st)) {
+  if (closed_form_.try_time_at_launch(st)) {
     st->in_flight = true;
     return;
   }
   // With closed_form_sends, steps timed at launch never run beside event-driven ones: those in
   // flight continue event-driven, ahead of st.
-  if (options_.closed_form_sends) materialize(runtime_->now());
-  ++event_driven_inflight_;
+  if (rep_.speedups.closed_form_sends) closed_form_.materialize(rep_.runtime->now());
+  closed_form_.event_driven_started();
   st->in_flight = true;
   start_stage(st);
 }
 
 void SimExecutor::start_stage(Step* st) {
-  Stage& stage = stages_[st->stage];
-  if (stage.deferred) settle(stage);  // a step arrives: the stage's end is an event again
+  Stage& stage = rep_.stages[st->stage];
+  if (stage.deferred) compute_.settle(stage);  // a step arrives: the stage's end is an event again
   if (stage.busy) {
     stage.waiting.push_back(st);
     return;
   }
-  if (stage.free_at_s > now() && stage.waiting.empty() && runs_as_timer(stage, st)) {
+  if (stage.free_at_s > rep_.now() && stage.waiting.empty() && compute_.runs_as_timer(stage, st)) {
     // Its last step left it ahead of the clock (chained): st starts there then, in the
     // executor's own time, as it would from the queue.
-    const double saved = virtual_now_;
-    virtual_now_ = stage.free_at_s;
+    const double saved = rep_.virtual_now;
+    rep_.virtual_now = stage.free_at_s;
     stage.busy = true;
-    st->stage_start_s = now();
+    st->stage_start_s = rep_.now();
     if (st->stage == 0) st->start_s = st->stage_start_s;
-    start_compute(st);
-    virtual_now_ = saved;
+    compute_.start_compute(st);
+    rep_.virtual_now = saved;
     return;
   }
-  if (stage.free_at_s > now()) {  // its last step left it ahead of the clock (chained)
+  if (stage.free_at_s > rep_.now()) {  // its last step left it ahead of the clock (chained)
     stage.waiting.push_back(st);
     if (stage.free_timer == kNoTimer) {
       Stage* sp = &stage;
-      stage.free_timer = runtime_->at(stage.free_at_s, [this, sp] { on_free(*sp); });
+      stage.free_timer = rep_.runtime->at(stage.free_at_s, [this, sp] { compute_.on_free(*sp); });
     }
     return;
   }
   stage.busy = true;
-  st->stage_start_s = now();
+  st->stage_start_s = rep_.now();
   if (st->stage == 0) st->start_s = st->stage_start_s;
-  start_compute(st);
+  compute_.start_compute(st);
 }
 
 void SimExecutor::fail_now(Step* st, Status s) {
   if (st->status.ok()) st->status = std::move(s);
   // Not from inside launch(): report on the loop.
-  runtime_->at(runtime_->now(), [this, st] { phase_done(st); });
+  rep_.runtime->at(rep_.runtime->now(), [this, st] { phase_done(st); });
 }
 
 void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host* dst,
@@ -234,248 +196,51 @@ void SimExecutor::track(Step* st, sg4::ActivityPtr a, sg4::Host* src, sg4::Host*
   st->acts.push_back(a);
   st->srcs.push_back(src);
   st->dsts.push_back(dst);
-  if (platform_->occupancy().enabled()) st->links.push_back(route);
-  if (injector_ != nullptr) {
+  if (rep_.platform->occupancy().enabled()) st->links.push_back(route);
+  if (rep_.injector != nullptr) {
     st->routes.push_back(route);
     st->flow_bytes.push_back(bytes);
   }
   ++st->pending;
-  ++activities_started_;
+  ++rep_.activities_started;
   ActivityDispatch::start(a);
-}
-
-const perf::StageCost& SimExecutor::stage_cost(const Step* st, int s) {
-  static const perf::StageCost kNone;
-  return s < static_cast<int>(st->cost.stages.size()) ? st->cost.stages[s] : kNone;
-}
-
-double SimExecutor::stage_analytic_s(const Stage& stage, Step* st, const perf::StageCost& c) {
-  const int tp = static_cast<int>(stage.hosts.size());
-  const plan::LinkSpec& nic = platform_->topology().node.nic;
-
-  double analytic_s = st->stage == 0 ? st->cost.overhead_s : 0.0;
-  if (!st->fault.ok()) st->fault = ok_status();
-  st->nvl_allreduce_bytes = st->nvl_send_bytes = 0;
-  st->ring_analytic_bytes = st->send_analytic_bytes = 0;
-  if (tp > 1 && c.allreduces > 0) {
-    if (stage.tp_intra_node && options_.analytic_intra_node_collectives) {
-      double bw = nvlink_.bandwidth_Bps, lat = nvlink_.latency_s;
-      if (injector_ != nullptr) {
-        nvlink_now(stage.hosts, stage.hosts, &bw, &lat);
-        st->nvl_allreduce_bytes = 2.0 * (tp - 1) / tp * c.allreduce_bytes * c.allreduces;
-      }
-      analytic_s += c.allreduces * costs_.allreduce_s(c.allreduce_bytes, tp, bw, lat);
-    } else {
-      const plan::LinkSpec& l = stage.tp_intra_node ? nvlink_ : nic;
-      double lat = l.latency_s;
-      if (injector_ != nullptr && !stage.tp_intra_node)
-        for (sg4::Host* h : stage.hosts)
-          lat = std::max(lat, platform_->adjusted_latency(
-                                  platform_->nic_of(h->get_data<HostInfo>()->node)->get_link_up()));
-      analytic_s += c.allreduces * costs_.allreduce_s(0, tp, l.bandwidth_Bps, lat);
-      if (stage.ring_analytic && c.allreduce_bytes > 0) {
-        analytic_s += ring_analytic_s(stage, ring_flow_bytes(c, tp));
-        st->ring_analytic_bytes = ring_flow_bytes(c, tp);
-      }
-    }
-  }
-  if (stage.next_lead != nullptr && c.send_bytes > 0) {
-    if (stage.send_intra_node && options_.analytic_intra_node_collectives) {
-      double bw = nvlink_.bandwidth_Bps, lat = nvlink_.latency_s;
-      if (injector_ != nullptr) {
-        nvlink_now({stage.lead}, {stage.next_lead}, &bw, &lat);
-        st->nvl_send_bytes = c.send_bytes;
-      }
-      analytic_s += costs_.send_s(c.send_bytes, bw, lat);
-    } else {
-      analytic_s += costs_.send_s(0, 1.0, 0.0);
-      if (stage.send_analytic) {
-        analytic_s += stage.send.latency_s + send_flow_bytes(c) / stage.send.rate_Bps;
-        st->send_analytic_bytes = send_flow_bytes(c);
-      }
-    }
-  }
-  if (injector_ != nullptr) {
-    TransferFaults tf = stage_faults(stage, c);
-    if (tf.fails) {  // the collectives never run: the stage fails after its compute + extra_s
-      analytic_s = (st->stage == 0 ? st->cost.overhead_s : 0.0) + tf.extra_s;
-      st->nvl_allreduce_bytes = st->nvl_send_bytes = 0;
-      st->ring_analytic_bytes = st->send_analytic_bytes = 0;
-    } else {
-      analytic_s += tf.extra_s;
-    }
-    st->fault = tf.status();
-  }
-  return analytic_s;
-}
-
-void SimExecutor::start_compute(Step* st) {
-  st->phase = Step::Phase::kCompute;
-  Stage& stage = stages_[st->stage];
-  const perf::StageCost& c = stage_cost(st, st->stage);
-  const double analytic_s = stage_analytic_s(stage, st, c);
-  if (!stage.hosts_known) refresh_hosts(stage);
-  if (sg4::Host* h = stage.down) {
-    fail_now(st, unavailable("sim: " + h->get_name() + " is down (replica " +
-                             std::to_string(placement_.replica) + ", step " +
-                             std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) +
-                             ")"));
-    return;
-  }
-  const double nominal = platform_->nominal_speed();
-  if (options_.aggregate_stage_execs) {
-    const double slowest = stage.slowest_speed;
-    const double lead = stage.lead_speed;
-    const double flops = c.compute_s * nominal * (lead / slowest) + analytic_s * lead;
-    const bool flows_follow =
-        (stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0) ||
-        (stage.send_flow && !stage.send_analytic && c.send_bytes > 0);
-    // With lone flows, the timer's end starts the flows (phase_done) as the Exec's would,
-    // or the send rides on the timer while its links stay free (fold_send).
-    if (options_.timer_stages && (!flows_follow || lone_flows())) {
-      const double folded = flows_follow ? fold_send(stage, st, c, std::max(0.0, flops)) : -1;
-      start_timer(stage, st, folded >= 0 ? folded : std::max(0.0, flops), flows_follow);
-      return;
-    }
-    track(st, sg4::Exec::init()->set_host(stage.lead)->set_flops_amount(std::max(0.0, flops)),
-          stage.lead, nullptr);
-  } else {
-    for (sg4::Host* h : stage.hosts) {
-      const double flops = c.compute_s * nominal + analytic_s * SimPlatform::current_speed(h);
-      track(st, sg4::Exec::init()->set_host(h)->set_flops_amount(std::max(0.0, flops)), h, nullptr);
-    }
-  }
-}
-
-// SimGrid asserts that both ends of a Comm are on when it starts, and a Comm started over a
-// link that is off never ends (not even once the link is back): a flow towards a GPU that
-// went off (node failure) or across a link that is down fails the step at once instead,
-// naming the host or link. Links only go down under a fault timeline (an injector).
-bool SimExecutor::fail_if_down(Step* st, const std::vector<sg4::Host*>& hosts,
-                               const std::vector<const std::vector<sg4::Link*>*>& paths) {
-  std::string down;
-  for (sg4::Host* h : hosts)
-    if (down.empty() && h != nullptr && !h->is_on()) down = h->get_name();
-  if (injector_ != nullptr)
-    for (const auto* links : paths)
-      for (sg4::Link* l : *links)
-        if (down.empty() && !l->is_on()) down = "link " + l->get_name();
-  if (down.empty()) return false;
-  fail_now(st,
-           unavailable("sim: " + down + " is down (replica " + std::to_string(placement_.replica) +
-                       ", step " + std::to_string(st->step_id) + ", stage " +
-                       std::to_string(st->stage) + ")"));
-  return true;
-}
-
-void SimExecutor::start_allreduce(Step* st) {
-  st->phase = Step::Phase::kAllreduce;
-  const Stage& stage = stages_[st->stage];
-  const perf::StageCost& c = st->cost.stages[st->stage];
-  const int p = static_cast<int>(stage.hosts.size());
-  std::vector<const std::vector<sg4::Link*>*> paths;
-  if (injector_ != nullptr)
-    for (const FlowPath& fp : stage.ring) paths.push_back(&fp.links);
-  if (fail_if_down(st, stage.hosts, paths)) return;
-  const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, p));
-  for (int i = 0; i < p; ++i)
-    start_flow(st, stage.ring[i], stage.hosts[i], stage.hosts[(i + 1) % p],
-               static_cast<double>(bytes));
-}
-
-void SimExecutor::start_send(Step* st) {
-  st->phase = Step::Phase::kSend;
-  const Stage& stage = stages_[st->stage];
-  if (fail_if_down(st, {stage.lead, stage.next_lead}, {&stage.send.links})) return;
-  const perf::StageCost& c = st->cost.stages[st->stage];
-  start_flow(st, stage.send, stage.lead, stage.next_lead, send_flow_bytes(c));
-}
-
-void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
-  if (platform_->occupancy().enabled())
-    for (size_t i = 0; i < st->acts.size() && i < st->links.size(); ++i)
-      if (st->acts[i].get() == &a) {
-        if (st->links[i] != nullptr) platform_->occupancy().flow_ended(*st->links[i]);
-        break;
-      }
-  if (ok && injector_ != nullptr) {
-    for (size_t i = 0; i < st->acts.size() && i < st->routes.size(); ++i)
-      if (st->acts[i].get() == &a && st->routes[i] != nullptr)
-        injector_->count_bytes(*st->routes[i], st->flow_bytes[i]);
-  }
-  if (!ok && st->status.ok()) {
-    size_t i = 0;
-    while (i < st->acts.size() && st->acts[i].get() != &a) ++i;
-    std::string what;
-    if (i < st->acts.size()) {
-      if (st->dsts[i] == nullptr)
-        what = st->srcs[i]->get_name() + " failed";
-      else {
-        std::string el = platform_->first_failed_element(st->srcs[i], st->dsts[i]);
-        what = "flow " + st->srcs[i]->get_name() + " -> " + st->dsts[i]->get_name() + " failed" +
-               (el.empty() ? std::string() : " (" + el + " is down)");
-      }
-    } else {
-      what = "an activity failed";
-    }
-    st->status =
-        unavailable("sim: " + what + " (replica " + std::to_string(placement_.replica) + ", step " +
-                    std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) + ")");
-  }
-  if (--st->pending > 0) return;
-  activities_done(st);
-}
-
-void SimExecutor::activities_done(Step* st) {
-  for (auto& p : st->acts) ActivityDispatch::retire(std::move(p));
-  st->acts.clear();
-  st->srcs.clear();
-  st->dsts.clear();
-  st->routes.clear();
-  st->flow_bytes.clear();
-  st->links.clear();
-  st->lone_used = 0;
-  phase_done(st);
 }
 
 void SimExecutor::phase_done(Step* st) {
   if (st->send_folded) {  // the compute timer ended with the send
     st->send_folded = false;
-    unregister_fold(st, st->stage);
-    stage_done(st, runtime_->now());
+    transfers_.unregister_fold(st, st->stage);
+    stage_done(st, rep_.runtime->now());
     return;
   }
-  if (st->phase == Step::Phase::kCompute && injector_ != nullptr) {
+  if (st->phase == Step::Phase::kCompute && rep_.injector != nullptr) {
     if (!st->fault.ok() && st->status.ok()) st->status = std::move(st->fault);
     st->fault = ok_status();
-    if (st->status.ok()) count_analytic_bytes(st);
+    if (st->status.ok()) faults_.count_analytic_bytes(st);
   }
   if (!st->status.ok()) {
-    stage_done(st, runtime_->now());
+    stage_done(st, rep_.runtime->now());
     return;
   }
-  const Stage& stage = stages_[st->stage];
-  const perf::StageCost* c =
-      st->stage < static_cast<int>(st->cost.stages.size()) ? &st->cost.stages[st->stage] : nullptr;
-  const bool flow_allreduce = c != nullptr && stage.ring_flows && !stage.ring_analytic &&
-                              c->allreduces > 0 && c->allreduce_bytes > 0;
-  const bool flow_send =
-      c != nullptr && stage.send_flow && !stage.send_analytic && c->send_bytes > 0;
-  if (st->phase == Step::Phase::kCompute && flow_allreduce) return start_allreduce(st);
-  if (st->phase != Step::Phase::kSend && flow_send) return start_send(st);
-  stage_done(st, runtime_->now());
+  const Stage& stage = rep_.stages[st->stage];
+  const perf::StageCost& c = exec::stage_cost(st, st->stage);
+  if (st->phase == Step::Phase::kCompute && exec::ring_flows_follow(stage, c))
+    return transfers_.start_allreduce(st);
+  if (st->phase != Step::Phase::kSend && exec::send_flow_follows(stage, c))
+    return transfers_.start_send(st);
+  stage_done(st, rep_.runtime->now());
 }
 
 void SimExecutor::stage_done(Step* st, double end_s) {
-  Stage& stage = stages_[st->stage];
+  Stage& stage = rep_.stages[st->stage];
   st->busy[st->stage] = end_s - st->stage_start_s;
   stage.busy = false;
   stage.free_at_s = end_s;
   // st enters the next stage right after this stage's next step started: until then that
   // stage counts as taken (free_at_s = infinity), so the step starting here cannot chain
   // into it ahead of st.
-  const bool moves_on = st->status.ok() && st->stage + 1 < static_cast<int>(stages_.size());
-  double* next_free_at = moves_on ? &stages_[st->stage + 1].free_at_s : nullptr;
+  const bool moves_on = st->status.ok() && st->stage + 1 < static_cast<int>(rep_.stages.size());
+  double* next_free_at = moves_on ? &rep_.stages[st->stage + 1].free_at_s : nullptr;
   const double next_free_at_was = moves_on ? *next_free_at : 0;
   if (moves_on) *next_free_at = std::numeric_limits<double>::infinity();
   if (!stage.waiting.empty()) {
@@ -484,7 +249,7 @@ void SimExecutor::stage_done(Step* st, double end_s) {
     start_stage(next);
   } else if (st->stage > 0) {
     // A deferred end of the previous stage: its step was next in this stage's queue.
-    settle(stages_[st->stage - 1]);
+    compute_.settle(rep_.stages[st->stage - 1]);
   }
   if (moves_on) {
     *next_free_at = next_free_at_was;
@@ -504,12 +269,12 @@ void SimExecutor::finish(Step* st) {
   finishing_ = true;
   r.status = std::move(st->status);
   r.start_s = st->start_s;
-  r.end_s = runtime_->now();
+  r.end_s = rep_.runtime->now();
   r.flops = 0;
-  for (size_t s = 0; s < st->cost.stages.size() && s < stages_.size(); ++s)
-    r.flops += st->cost.stages[s].flops * static_cast<double>(stages_[s].hosts.size());
+  for (size_t s = 0; s < st->cost.stages.size() && s < rep_.stages.size(); ++s)
+    r.flops += st->cost.stages[s].flops * static_cast<double>(rep_.stages[s].hosts.size());
   r.stage_busy_s.assign(st->busy.begin(), st->busy.end());
-  if (!st->timed_at_launch) --event_driven_inflight_;
+  closed_form_.finished(st);
   st->in_flight = false;
   auto done = std::move(st->done);
   release(st);
@@ -517,27 +282,51 @@ void SimExecutor::finish(Step* st) {
   if (outer) finishing_ = false;
 }
 
-void SimExecutor::count_analytic_bytes(const Step* st) {
-  if (!injector_->measuring()) return;
-  const Stage& stage = stages_[st->stage];
-  if (st->nvl_allreduce_bytes > 0)
-    for (sg4::Host* h : stage.hosts) {
-      auto* nvl = platform_->nvlink_of(h->get_data<HostInfo>()->device);
-      injector_->count_link_bytes(nvl->get_link_up(), st->nvl_allreduce_bytes);
-      injector_->count_link_bytes(nvl->get_link_down(), st->nvl_allreduce_bytes);
-    }
-  if (st->nvl_send_bytes > 0) {
-    injector_->count_link_bytes(
-        platform_->nvlink_of(stage.lead->get_data<HostInfo>()->device)->get_link_up(),
-        st->nvl_send_bytes);
-    injector_->count_link_bytes(
-        platform_->nvlink_of(stage.next_lead->get_data<HostInfo>()->device)->get_link_down(),
-        st->nvl_send_bytes);
+void SimExecutor::on_end(Step* st, const sg4::Activity& a, bool ok) {
+  if (rep_.platform->occupancy().enabled())
+    for (size_t i = 0; i < st->acts.size() && i < st->links.size(); ++i)
+      if (st->acts[i].get() == &a) {
+        if (st->links[i] != nullptr) rep_.platform->occupancy().flow_ended(*st->links[i]);
+        break;
+      }
+  if (ok && rep_.injector != nullptr) {
+    for (size_t i = 0; i < st->acts.size() && i < st->routes.size(); ++i)
+      if (st->acts[i].get() == &a && st->routes[i] != nullptr)
+        rep_.injector->count_bytes(*st->routes[i], st->flow_bytes[i]);
   }
-  if (st->ring_analytic_bytes > 0)
-    for (const FlowPath& f : stage.ring) injector_->count_bytes(f.links, st->ring_analytic_bytes);
-  if (st->send_analytic_bytes > 0)
-    injector_->count_bytes(stage.send.links, st->send_analytic_bytes);
+  if (!ok && st->status.ok()) {
+    size_t i = 0;
+    while (i < st->acts.size() && st->acts[i].get() != &a) ++i;
+    std::string what;
+    if (i < st->acts.size()) {
+      if (st->dsts[i] == nullptr)
+        what = st->srcs[i]->get_name() + " failed";
+      else {
+        std::string el = rep_.platform->first_failed_element(st->srcs[i], st->dsts[i]);
+        what = "flow " + st->srcs[i]->get_name() + " -> " + st->dsts[i]->get_name() + " failed" +
+               (el.empty() ? std::string() : " (" + el + " is down)");
+      }
+    } else {
+      what = "an activity failed";
+    }
+    st->status = unavailable(
+        "sim: " + what + " (replica " + std::to_string(rep_.placement.replica) + ", step " +
+        std::to_string(st->step_id) + ", stage " + std::to_string(st->stage) + ")");
+  }
+  if (--st->pending > 0) return;
+  activities_done(st);
+}
+
+void SimExecutor::activities_done(Step* st) {
+  for (auto& p : st->acts) ActivityDispatch::retire(std::move(p));
+  st->acts.clear();
+  st->srcs.clear();
+  st->dsts.clear();
+  st->routes.clear();
+  st->flow_bytes.clear();
+  st->links.clear();
+  st->lone_used = 0;
+  phase_done(st);
 }
 
 }  // namespace prima::sim

@@ -1,4 +1,4 @@
-// SimExecutor with chained and deferred stage ends (SimOptions::chain_stages): the same
+// SimExecutor with chained and deferred stage ends (SimSpeedups::chain_stages): the same
 // steps on two replicas of the same shape, one with chaining and one without, in the same
 // simulation, must give bit-identical step results (start, end, busy time per stage), with
 // fewer timer events; and the times follow the pipeline (bottleneck pacing, lone steps).
@@ -64,10 +64,10 @@ TEST(ChainedStages, SameResultsAsUnchainedAndPacedByTheBottleneck) {
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   std::unique_ptr<SimPlatform> platform = std::move(p).value();
   SimRuntime rt;
-  SimOptions chained;
+  SimSpeedups chained = unconditional_speedups();
   chained.chain_stages = true;
   SimExecutor a(platform.get(), &rt, placement(0), costs(), chained);
-  SimExecutor b(platform.get(), &rt, placement(4), costs(), SimOptions{});
+  SimExecutor b(platform.get(), &rt, placement(4), costs(), unconditional_speedups());
   Driver da{&a, &rt, 0, 12, {}}, db{&b, &rt, 0, 12, {}};
   rt.at(0.0, [&] {
     for (Driver* d : {&da, &db})

@@ -1,4 +1,4 @@
-// SimExecutor with the closed-form pipeline (SimOptions::closed_form_pipeline): steps timed
+// SimExecutor with the closed-form pipeline (SimSpeedups::closed_form_pipeline): steps timed
 // entirely at launch must give bit-identical step results (start, end, busy time per stage)
 // to the event-driven stages, with the pipeline full (where chaining does not apply), after
 // idle gaps, and mixed with steps whose sends are SimGrid flows (those run event-driven);
@@ -63,7 +63,7 @@ void expect_same(const Driver& x, const Driver& y, size_t steps) {
 
 // Runs two executors with the given options side by side (same costs, same launches: a
 // full pipeline, then after an idle gap single steps) and returns their drivers' results.
-void run_pair(const SimOptions& x_opts, const SimOptions& y_opts, int flow_every, Driver* dx,
+void run_pair(const SimSpeedups& x_opts, const SimSpeedups& y_opts, int flow_every, Driver* dx,
               Driver* dy) {
   auto p = SimPlatform::create(testing::test_topology(1));
   ASSERT_TRUE(p.ok()) << p.status().to_string();
@@ -93,11 +93,11 @@ void run_pair(const SimOptions& x_opts, const SimOptions& y_opts, int flow_every
 }
 
 TEST(ClosedFormPipeline, SameResultsAsEventDrivenStagesWithTheBottleneckPacing) {
-  SimOptions closed;
+  SimSpeedups closed = unconditional_speedups();
   closed.chain_stages = true;
   closed.closed_form_pipeline = true;
   Driver a, b;
-  run_pair(closed, SimOptions{}, 0, &a, &b);
+  run_pair(closed, unconditional_speedups(), 0, &a, &b);
   expect_same(a, b, 44);
   // A full pipeline: consecutive ends are paced by the bottleneck (stage 1, >= 30 ms) less
   // the difference of two steps' last stages (<= 1 ms).
@@ -110,7 +110,7 @@ TEST(ClosedFormPipeline, SameResultsAsEventDrivenStagesWithTheBottleneckPacing) 
 }
 
 TEST(ClosedFormPipeline, SameResultsAsChainedStages) {
-  SimOptions closed, chained;
+  SimSpeedups closed = unconditional_speedups(), chained = unconditional_speedups();
   closed.chain_stages = chained.chain_stages = true;
   closed.closed_form_pipeline = true;
   Driver a, b;
@@ -121,10 +121,10 @@ TEST(ClosedFormPipeline, SameResultsAsChainedStages) {
 TEST(ClosedFormPipeline, MixedWithStepsWhoseSendsAreFlows) {
   // Intra-node sends as flows, never costed analytically: every third batch size sends
   // bytes, so its steps run event-driven among steps timed at launch.
-  SimOptions flows;
+  SimSpeedups flows = unconditional_speedups();
   flows.analytic_intra_node_collectives = false;
   flows.exclusive_links_analytic = false;
-  SimOptions closed = flows;
+  SimSpeedups closed = flows;
   closed.chain_stages = true;
   closed.closed_form_pipeline = true;
   Driver a, b;
@@ -137,7 +137,7 @@ TEST(ClosedFormPipeline, DestroyedWithStepsInFlight) {
   ASSERT_TRUE(p.ok()) << p.status().to_string();
   std::unique_ptr<SimPlatform> platform = std::move(p).value();
   SimRuntime rt;
-  SimOptions closed;
+  SimSpeedups closed = unconditional_speedups();
   closed.chain_stages = true;
   closed.closed_form_pipeline = true;
   auto ex = std::make_unique<SimExecutor>(platform.get(), &rt, placement(0), costs(0), closed);

@@ -1,4 +1,4 @@
-// SimExecutor with closed-form sends (SimOptions::closed_form_sends): steps whose PP sends
+// SimExecutor with closed-form sends (SimSpeedups::closed_form_sends): steps whose PP sends
 // fold into their stages' timers are timed at launch, their sends registered ahead. Two
 // replicas whose sends share NICs, pipelines full: the step results must equal those of the
 // event-driven stages with lone flows (closed_form_sends off) bit for bit when the sends never
@@ -56,8 +56,9 @@ void simulate(bool closed_sends, bool vary, double offset, int steps, Outcome* o
   std::unique_ptr<SimPlatform> platform = std::move(p).value();
   if (!platform->enable_lone_flows()) return;
   SimRuntime rt;
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.chain_stages = true;
+  o.lone_flows_on_contention_links = true;
   o.closed_form_pipeline = true;
   o.lone_flows = true;
   o.closed_form_sends = closed_sends;
@@ -212,8 +213,9 @@ TEST(ClosedFormSends, DestroyedWithPlannedSendsInFlight) {
   std::unique_ptr<SimPlatform> platform = std::move(p).value();
   ASSERT_TRUE(platform->enable_lone_flows());
   SimRuntime rt;
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.chain_stages = o.closed_form_pipeline = o.lone_flows = o.closed_form_sends = true;
+  o.lone_flows_on_contention_links = true;
   auto a = std::make_unique<SimExecutor>(platform.get(), &rt, placement({{0}, {8}, {16}}),
                                          costs(false), o);
   SimExecutor b(platform.get(), &rt, placement({{1}, {9}, {17}}), costs(false), o);

@@ -85,7 +85,7 @@ TEST(SimExecutor, TensorParallelIntraNodeAnalytic) {
 
 TEST(SimExecutor, TensorParallelAsFlowsWhenAnalyticIsOff) {
   Harness h(1);
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.analytic_intra_node_collectives = false;
   o.exclusive_links_analytic = false;  // these NVLinks carry only this ring: flows on request
   SimExecutor ex(h.platform.get(), h.rt, placement({{0, 1}}), fixed({stage(0.010, 4, 1e8)}, 0.0),
@@ -154,7 +154,7 @@ TEST(SimExecutor, ThrottledGpuSlowsTheStage) {
 
 TEST(SimExecutor, ThrottledGpuSlowsTheStageWithoutAggregation) {
   Harness h(1);
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.aggregate_stage_execs = false;
   SimExecutor ex(h.platform.get(), h.rt, placement({{0, 1}}), fixed({stage(0.010)}, 0.0), o);
   h.platform->host_of(1)->set_pstate(5);
@@ -187,7 +187,7 @@ TEST(SimExecutor, HostOffMidStepFailsTheStep) {
 // The same two with the stage as an Exec instead of a timer (timer_stages off).
 TEST(SimExecutor, ThrottlingMidStepAsExec) {
   Harness h(1);
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.timer_stages = false;
   SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), fixed({stage(0.010)}, 0.0), o);
   h.rt->at(0.005, [&] { h.platform->host_of(0)->set_pstate(5); });
@@ -198,7 +198,7 @@ TEST(SimExecutor, ThrottlingMidStepAsExec) {
 
 TEST(SimExecutor, HostOffMidStepFailsTheStepAsExec) {
   Harness h(1);
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.timer_stages = false;
   SimExecutor ex(h.platform.get(), h.rt, placement({{2, 3}}), fixed({stage(0.010)}, 0.0), o);
   h.rt->at(0.004, [&] { h.platform->host_of(2)->turn_off(); });
@@ -240,7 +240,7 @@ TEST(SimExecutor, HostAlreadyOffFailsWithoutCrashing) {
 
 TEST(SimExecutor, LinkOffDuringSendFailsNamingTheLink) {
   Harness h(2);
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.exclusive_links_analytic = false;  // an analytic send would not see the link go off
   SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {8}}),
                  fixed({stage(0.010, 0, 0, 1e9), stage(0.010)}, 0.0), o);
@@ -274,7 +274,7 @@ TEST(SimExecutor, ExclusiveFlowsAreAnalyticWithTheFlowTime) {
   for (const Case& c : cases) {
     StepResult flows, analytic;
     {
-      SimOptions o;
+      SimSpeedups o = unconditional_speedups();
       o.exclusive_links_analytic = false;
       SimExecutor ex(h.platform.get(), h.rt, placement(c.devices), fixed(c.stages, 0.001), o);
       flows = run_one(h, ex, h.rt->now());

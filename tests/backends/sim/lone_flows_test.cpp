@@ -1,4 +1,4 @@
-// Lone flows (SimOptions::lone_flows, backends/sim/link_occupancy.h): LinkOccupancy's
+// Lone flows (SimSpeedups::lone_flows, backends/sim/link_occupancy.h): LinkOccupancy's
 // bookkeeping on its own, then sends of two replicas sharing a NIC, timed with lone flows and
 // with SimGrid flows only: the same step times (computed by hand too) whether the sends
 // overlap from the start, meet in a latency phase, meet in a bandwidth phase or never meet;
@@ -161,7 +161,7 @@ struct Pair {
 // Replica a (gpu 0 -> gpu 8) starts at `at`, replica b (gpu 1 -> gpu 9) at `at + offset`:
 // their sends share node 0's NIC up and node 1's NIC down (and the fabric link between).
 Pair run_pair(Harness& h, bool lone, double offset) {
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.lone_flows = lone;
   SimExecutor a(h.platform.get(), h.rt, placement({{0}, {8}}), two_stage_costs(), o);
   SimExecutor b(h.platform.get(), h.rt, placement({{1}, {9}}), two_stage_costs(), o);
@@ -246,7 +246,7 @@ struct WithTransfer {
 };
 WithTransfer run_with_transfer(Harness& h, SimFabric& fabric, bool lone, double transfer_after,
                                Bytes bytes) {
-  SimOptions o;
+  SimSpeedups o = unconditional_speedups();
   o.lone_flows = lone;
   SimExecutor a(h.platform.get(), h.rt, placement({{0}, {8}}), two_stage_costs(), o);
   StepResult r;
