@@ -1,7 +1,7 @@
 // `prima generate`: runs one prompt through the engine on the real backend (a GGUF model on
 // CPU; TP x PP ranks under mpirun) and streams the completion to stdout. The engine is the
 // same as in simulation (ServingEngine, one replica, its scheduler and KV block manager) on
-// a RealRuntime; ranks != 0 execute the leader's steps. Single-threaded apart from the
+// a WallRuntime; ranks != 0 execute the leader's steps. Single-threaded apart from the
 // backend's worker thread and the runtime's post().
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "backends/real/real_backend.h"
-#include "backends/real/real_runtime.h"
 #include "backends/real/tokenizer.h"
 #include "cli/commands.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
+#include "engine/wall_runtime.h"
 
 namespace po = boost::program_options;
 
@@ -164,7 +164,7 @@ int cmd_generate(const Args& args) {
   }
   max_tokens = std::min(max_tokens, ctx - static_cast<int>(ids.size()));
 
-  real::RealRuntime rt;
+  WallRuntime rt;
   Executor* ex = backend->executor(&rt);
   cluster::EngineOptions eo;
   eo.scheduler.block_size = backend->block_size();

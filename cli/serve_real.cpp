@@ -1,6 +1,6 @@
 // `prima serve --backend real`: a GGUF model on this machine's CPU behind the HTTP server.
 // RealCodec gives the server the model's tokenizer and chat template (server/text_codec.h);
-// the engine (one replica) runs on a RealRuntime loop on the calling thread. Under mpirun
+// the engine (one replica) runs on a WallRuntime loop on the calling thread. Under mpirun
 // with --tp/--pp, rank 0 serves HTTP and the other ranks execute its steps.
 #include <fmt/format.h>
 
@@ -9,12 +9,12 @@
 
 #include "backends/real/gguf.h"
 #include "backends/real/real_backend.h"
-#include "backends/real/real_runtime.h"
 #include "backends/real/tokenizer.h"
 #include "cli/commands.h"
 #include "cli/serve.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
+#include "engine/wall_runtime.h"
 #include "server/text_codec.h"
 
 namespace prima::cli {
@@ -110,7 +110,7 @@ int serve_real(const ServeOptions& o) {
   const int ctx = o.max_model_len > 0 ? std::min(o.max_model_len, backend->context_length())
                                       : backend->context_length();
 
-  real::RealRuntime rt;
+  WallRuntime rt;
   cluster::EngineOptions eo;
   eo.scheduler.block_size = backend->block_size();
   eo.scheduler.max_num_seqs = o.max_num_seqs;
