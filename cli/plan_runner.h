@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/plan_options.h"
 #include "engine/config/json_reader.h"
 #include "engine/perf/calibration.h"
 #include "engine/plan/plan_spec.h"
@@ -17,17 +18,8 @@
 
 namespace prima::cli {
 
-struct PlanRunOptions {
-  std::string plan_path;
-  std::string out_dir;  // "" = out/plan-<name>
-  int jobs = 1;
-  int shard_index = 0, shard_count = 1;  // 1: no sharding
-  bool quiet = false;
-  std::int64_t max_simulations = -1;  // hidden: stop after this many new simulations
-};
-
 // Returns the process exit code (0 ok, 1 failure or stopped early, 2 bad input).
-int run_plan(const PlanRunOptions& opts);
+int run_plan(const PlanOptions& opts);
 
 // One searched configuration, for the output.
 struct SearchedConfig {

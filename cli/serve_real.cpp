@@ -1,6 +1,6 @@
 // `prima serve --backend real`: a GGUF model on this machine's CPU behind the HTTP server.
 // RealCodec gives the server the model's tokenizer and chat template (server/text_codec.h);
-// the engine (one replica) runs on a RealRuntime loop on the calling thread. Under mpirun
+// the engine (one replica) runs on a WallRuntime loop on the calling thread. Under mpirun
 // with --tp/--pp, rank 0 serves HTTP and the other ranks execute its steps.
 #include <fmt/format.h>
 
@@ -9,12 +9,13 @@
 
 #include "backends/real/gguf.h"
 #include "backends/real/real_backend.h"
-#include "backends/real/real_runtime.h"
 #include "backends/real/tokenizer.h"
 #include "cli/commands.h"
+#include "cli/real_backend_open.h"
 #include "cli/serve.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
+#include "engine/wall_runtime.h"
 #include "server/text_codec.h"
 
 namespace prima::cli {
@@ -65,12 +66,6 @@ class RealCodec : public server::TextCodec {
   const real::Tokenizer& tok_;
 };
 
-int exit_for(const Status& st) {
-  return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound
-             ? kExitBadInput
-             : kExitFailure;
-}
-
 }  // namespace
 
 int serve_real(const ServeOptions& o) {
@@ -89,28 +84,15 @@ int serve_real(const ServeOptions& o) {
   bo.max_num_seqs = o.max_num_seqs;
   bo.max_model_len = o.max_model_len;
   bo.repack = !o.no_repack;
-  auto opened = real::RealBackend::open(bo);
-  if (!opened.ok()) {
-    std::fprintf(stderr, "prima serve: %s\n", opened.status().message().c_str());
-    return exit_for(opened.status());
-  }
-  if (o.repack && !(*opened)->repacked() && (*opened)->is_leader())
-    std::fprintf(stderr,
-                 "prima serve: --repack: this CPU has no AVX-512 VNNI packed kernels; the weights "
-                 "keep the GGUF layout\n");
-  std::unique_ptr<real::RealBackend> backend = std::move(*opened);
-  if (!backend->is_leader()) {  // rank > 0: execute the leader's steps until it shuts down
-    Status st = backend->run_worker();
-    if (!st.ok()) {
-      std::fprintf(stderr, "prima serve (worker): %s\n", st.message().c_str());
-      return kExitFailure;
-    }
-    return kExitOk;
-  }
+  int exit_code = kExitOk;
+  std::unique_ptr<real::RealBackend> backend =
+      open_real_backend(bo, o.repack, "prima serve", &exit_code);
+  if (!backend) return exit_code;
+  if (!backend->is_leader()) return run_real_worker(backend.get(), "prima serve");
   const int ctx = o.max_model_len > 0 ? std::min(o.max_model_len, backend->context_length())
                                       : backend->context_length();
 
-  real::RealRuntime rt;
+  WallRuntime rt;
   cluster::EngineOptions eo;
   eo.scheduler.block_size = backend->block_size();
   eo.scheduler.max_num_seqs = o.max_num_seqs;

@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "loadgen/wall_runtime.h"
+#include "engine/wall_runtime.h"
 
 namespace prima::loadgen {
 namespace {
@@ -142,7 +142,7 @@ Result<RunResult> run_bench(const workload::WorkloadSpec& spec, std::uint64_t se
       };
       rt.at(t_start + 1.0, tick);
     }
-    rt.run([&] { return driver->done() && outstanding == 0; });
+    rt.run_until([&] { return driver->done() && outstanding == 0; });
     out.wall_s = rt.now() - t_start;
   }  // joins the workers
   return out;

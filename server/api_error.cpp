@@ -13,6 +13,16 @@ ApiError bad_field(const std::string& param, const std::string& message) {
   return e;
 }
 
+ApiError model_not_found(const std::string& asked, const std::string& served) {
+  ApiError e;
+  e.status = 404;
+  e.param = "model";
+  e.type = "NotFoundError";
+  e.code = "model_not_found";
+  e.message = "The model '" + asked + "' does not exist; this server serves '" + served + "'";
+  return e;
+}
+
 namespace {
 // Messages may quote what a client sent: bytes that are not UTF-8 become U+FFFD rather than
 // making the error itself unwritable.

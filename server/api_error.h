@@ -19,6 +19,8 @@ struct ApiError {
 };
 
 ApiError bad_field(const std::string& param, const std::string& message);
+// 404 for a model this server does not serve (OpenAI's "model_not_found").
+ApiError model_not_found(const std::string& asked, const std::string& served);
 
 enum class ErrorStyle { kOpenAI, kTgi, kKServe };
 std::string error_body(const ApiError& e, ErrorStyle style);

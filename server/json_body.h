@@ -1,7 +1,9 @@
-// Request bodies as JSON for the routes that read a body before (or besides) the request
-// parser: the KServe v2 inference header and vLLM's /tokenize and /detokenize. Parsed with
-// config::parse_json, so nesting is capped while parsing (config::kMaxJsonDepth, 64 levels):
-// a value that passed can be re-serialized and walked safely. Pure functions; thread-safe.
+// Request bodies as JSON: parsing a body into an object, and the border where the errors of
+// its fields become 400s. Parsed with config::parse_json, so nesting is capped while parsing
+// (config::kMaxJsonDepth, 64 levels): a value that passed can be re-serialized and walked
+// safely. Fields are read with config::JsonReader::request_body, which throws a
+// config::ConfigError naming the field; field_errors() catches it. Pure functions;
+// thread-safe.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/config/json_reader.h"
 #include "server/api_error.h"
 
 namespace prima::server {
@@ -18,8 +21,15 @@ namespace prima::server {
 std::optional<ApiError> parse_json_object(std::string_view body, const std::string& what,
                                           nlohmann::json* out);
 
-// A value for an error message: a scalar as JSON (at most 40 characters), or its type name
-// ("array", "object") for a container, so a message never serializes client nesting.
-std::string brief_json(const nlohmann::json& v);
+// Runs `read` (which returns std::optional<ApiError>); a config::ConfigError it throws (a
+// field of the wrong type, out of range or refused) becomes a 400 whose param is that field.
+template <typename Read>
+std::optional<ApiError> field_errors(Read&& read) {
+  try {
+    return read();
+  } catch (const config::ConfigError& e) {
+    return bad_field(e.field(), e.what());
+  }
+}
 
 }  // namespace prima::server

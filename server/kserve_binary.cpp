@@ -86,7 +86,7 @@ std::optional<ApiError> inline_binary_inputs(json* request, std::string_view bin
       const std::string spath = path + ".parameters.binary_data_size";
       if (!size->is_number_integer() || size->get<long long>() < 0)
         return bad_field(spath, fmt::format("'{}' must be a byte count (an integer >= 0), got {}",
-                                            spath, brief_json(*size)));
+                                            spath, config::brief(*size)));
       const std::uint64_t n = size->get<std::uint64_t>();
       if (n > binary.size() - at)
         return bad_field(spath, fmt::format("'{}' is {} bytes, but only {} bytes of binary data "
@@ -106,7 +106,7 @@ std::optional<ApiError> inline_binary_inputs(json* request, std::string_view bin
         return bad_field(path + ".datatype",
                          fmt::format("'{}.datatype' must be \"BYTES\" (the model's input is text), "
                                      "got {}",
-                                     path, dt == t.end() ? "nothing" : brief_json(*dt)));
+                                     path, dt == t.end() ? "nothing" : config::brief(*dt)));
       std::vector<std::string> elements;
       if (auto e = decode_bytes_elements(binary.substr(at, n), path, &elements)) return e;
       at += n;

@@ -51,7 +51,7 @@ std::optional<ApiError> check_input(const json& t, const std::string& path) {
     if (!dim.is_number_integer() || dim.get<long long>() < 0 || dim.get<long long>() > (1ll << 31))
       return bad_field(path + ".shape",
                        fmt::format("'{}.shape[{}]' must be an integer in 0..2^31, got {}", path, d,
-                                   brief_json(dim)));
+                                   config::brief(dim)));
     elements *= dim.get<std::uint64_t>();
     if (elements > (1u << 31)) elements = (1u << 31) + 1ull;  // more than any body holds
   }
@@ -83,12 +83,39 @@ std::optional<ApiError> check_output(const json& o, const std::string& path, boo
                      fmt::format("'{}.parameters.classification': the classification extension "
                                  "is not supported (text_output is text, not scores)",
                                  path));
-  if (auto b = p->find("binary_data"); b != p->end() && !b->is_null()) {
-    if (!b->is_boolean())
-      return bad_field(path + ".parameters.binary_data",
-                       fmt::format("'{}.parameters.binary_data' must be a boolean, got {}", path,
-                                   brief_json(*b)));
-    *binary = b->get<bool>();
+  *binary =
+      config::JsonReader::request_body(*p, path + ".parameters").boolean("binary_data", *binary);
+  return std::nullopt;
+}
+
+std::optional<ApiError> check_tensors(json* request, InferOutputs* out) {
+  if (!request->is_object()) return std::nullopt;  // the request parser names it
+  if (auto in = request->find("inputs"); in != request->end() && in->is_array())
+    for (std::size_t i = 0; i < in->size(); ++i)
+      if (auto e = check_input((*in)[i], fmt::format("inputs[{}]", i))) return e;
+
+  bool binary_default = false;
+  if (auto p = request->find("parameters"); p != request->end() && p->is_object()) {
+    binary_default = config::JsonReader::request_body(*p, "parameters")
+                         .boolean("binary_data_output", binary_default);
+    p->erase("binary_data_output");
+  }
+  out->binary = binary_default;
+  if (auto outs = request->find("outputs"); outs != request->end()) {
+    if (!outs->is_null() && !outs->is_array())
+      return bad_field("outputs", fmt::format("'outputs' must be a list of requested outputs "
+                                              "(objects with a \"name\" from {})",
+                                              valid_names(kTextOutput)));
+    if (outs->is_array()) {
+      for (std::size_t i = 0; i < outs->size(); ++i)
+        if (auto e = check_output((*outs)[i], fmt::format("outputs[{}]", i), &out->binary))
+          return e;
+      if (outs->size() > 1)  // every name is text_output by now
+        return bad_field("outputs[1].name",
+                         "'outputs[1].name': \"text_output\" is asked for twice; list each output "
+                         "once");
+    }
+    request->erase(outs);
   }
   return std::nullopt;
 }
@@ -126,40 +153,7 @@ json kserve_model_config(const std::string& model, const std::string& backend, i
 }
 
 std::optional<ApiError> check_infer_tensors(json* request, InferOutputs* out) {
-  if (!request->is_object()) return std::nullopt;  // the request parser names it
-  if (auto in = request->find("inputs"); in != request->end() && in->is_array())
-    for (std::size_t i = 0; i < in->size(); ++i)
-      if (auto e = check_input((*in)[i], fmt::format("inputs[{}]", i))) return e;
-
-  bool binary_default = false;
-  if (auto p = request->find("parameters"); p != request->end() && p->is_object()) {
-    if (auto b = p->find("binary_data_output"); b != p->end()) {
-      if (!b->is_boolean())
-        return bad_field("parameters.binary_data_output",
-                         fmt::format("'parameters.binary_data_output' must be a boolean, got {}",
-                                     brief_json(*b)));
-      binary_default = b->get<bool>();
-      p->erase(b);
-    }
-  }
-  out->binary = binary_default;
-  if (auto outs = request->find("outputs"); outs != request->end()) {
-    if (!outs->is_null() && !outs->is_array())
-      return bad_field("outputs", fmt::format("'outputs' must be a list of requested outputs "
-                                              "(objects with a \"name\" from {})",
-                                              valid_names(kTextOutput)));
-    if (outs->is_array()) {
-      for (std::size_t i = 0; i < outs->size(); ++i)
-        if (auto e = check_output((*outs)[i], fmt::format("outputs[{}]", i), &out->binary))
-          return e;
-      if (outs->size() > 1)  // every name is text_output by now
-        return bad_field("outputs[1].name",
-                         "'outputs[1].name': \"text_output\" is asked for twice; list each output "
-                         "once");
-    }
-    request->erase(outs);
-  }
-  return std::nullopt;
+  return field_errors([&] { return check_tensors(request, out); });
 }
 
 }  // namespace prima::server

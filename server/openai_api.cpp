@@ -184,14 +184,7 @@ void add_openai_routes(httplib::Server& svr, ServerContext* ctx) {
   svr.Get(R"(/v1/models/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1].str();
     if (id == ctx->model.name) return res.set_content(model_json(*ctx).dump(), "application/json");
-    ApiError e;
-    e.status = 404;
-    e.param = "model";
-    e.type = "NotFoundError";
-    e.code = "model_not_found";
-    e.message =
-        fmt::format("The model '{}' does not exist; this server serves '{}'", id, ctx->model.name);
-    send_error(res, e, ErrorStyle::kOpenAI);
+    send_error(res, model_not_found(id, ctx->model.name), ErrorStyle::kOpenAI);
   });
   add_tokenize_routes(svr, ctx);
 }

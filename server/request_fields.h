@@ -14,31 +14,26 @@
 //    frequency_penalty, typical_p (0 < p <= 1; a sampling field, like TGI's). TGI reports every
 //    token's logprob, so its requests always ask for them.
 //  - parse_penalty_fields(): the penalties and logit_bias alone (KServe's "parameters").
-// Pure functions; thread-safe.
+// Each reads its object with a request-body JsonReader (config::JsonReader::request_body) and
+// throws config::ConfigError, naming the field (ConfigError::field()), for a field it refuses;
+// the request parser turns that into a 400 (request_parse.cpp). Pure functions; thread-safe.
 #pragma once
 
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <string>
-
-#include "server/api_error.h"
+#include "engine/config/json_reader.h"
 #include "server/request_parse.h"
 
 namespace prima::server {
 
-std::optional<ApiError> check_fields(ApiKind kind, const nlohmann::json& body);
+void check_fields(ApiKind kind, const config::JsonReader& body);
 
-std::optional<ApiError> parse_openai_fields(ApiKind kind, const nlohmann::json& body,
-                                            const ModelInfo& m, ParsedRequest* out);
+void parse_openai_fields(ApiKind kind, const config::JsonReader& body, const ModelInfo& m,
+                         ParsedRequest* out);
 
-// `params` is the TGI body's "parameters" object (or an empty object); call before the
+// `params` reads the TGI body's "parameters" object (or an empty object); call before the
 // prompt length is checked (truncate shortens the prompt).
-std::optional<ApiError> parse_tgi_fields(const nlohmann::json& params, const ModelInfo& m,
-                                         ParsedRequest* out);
+void parse_tgi_fields(const config::JsonReader& params, const ModelInfo& m, ParsedRequest* out);
 
-// presence_penalty, frequency_penalty, repetition_penalty and logit_bias in `j`; field paths
-// start with `pre` ("" or "parameters.").
-std::optional<ApiError> parse_penalty_fields(const nlohmann::json& j, const std::string& pre,
-                                             const ModelInfo& m, GenRequest* g);
+// presence_penalty, frequency_penalty, repetition_penalty and logit_bias of `r`'s object.
+void parse_penalty_fields(const config::JsonReader& r, const ModelInfo& m, GenRequest* g);
 
 }  // namespace prima::server

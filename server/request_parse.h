@@ -5,7 +5,9 @@
 // than the model's context, max_tokens out of range.
 //
 // Accepted everywhere: "priority" ("high" | "normal" | "low", or 0 | 1 | 2) and "sla" (a
-// number of seconds or a string like "200ms", "1.5s"), at the top level or in "metadata".
+// number of seconds or a string like "200ms", "1.5s", "2min"), at the top level or in
+// "metadata". Fields are read with config::JsonReader (its request-body dialect), so every
+// type error reads "'FIELD' must be X, got V".
 // Sampling (used by the real backend, validated for both): "temperature" (0..100; 0 greedy),
 // "top_p" (0 < p <= 1), "top_k" (>= 1; 0 or -1: off), "seed" (integer), "stop" (a string or
 // a list of up to 16 non-empty strings), "ignore_eos" (boolean) — at the top level for
@@ -68,8 +70,5 @@ std::optional<ApiError> encode_chat_messages(const nlohmann::json& body, const M
 
 // The body as JSON, or a discarded value when it does not parse (never throws).
 nlohmann::json parse_or_null(const std::string& body);
-
-// "200ms", "1.5s", "2m", or a number of seconds; false when it is none of these.
-bool parse_duration_s(const std::string& s, double* out);
 
 }  // namespace prima::server

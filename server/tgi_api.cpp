@@ -145,14 +145,11 @@ void compat_generate(ServerContext* ctx, const httplib::Request& req, httplib::R
   json j;
   bool stream = false;
   if (!parse_json_object(req.body, "the request body", &j)) {  // else generate() names the error
-    if (auto s = j.find("stream"); s != j.end() && !s->is_null()) {
-      if (!s->is_boolean())
-        return send_error(
-            res,
-            bad_field("stream", fmt::format("'stream' must be a boolean, got {}", brief_json(*s))),
-            ErrorStyle::kTgi);
-      stream = s->get<bool>();
-    }
+    auto e = field_errors([&] {
+      stream = config::JsonReader::request_body(j).boolean("stream", false);
+      return std::optional<ApiError>();
+    });
+    if (e) return send_error(res, *e, ErrorStyle::kTgi);
   }
   generate(ctx, stream, req, res);
   if (!stream && res.status < 300) res.set_content("[" + res.body + "]", "application/json");

@@ -21,6 +21,7 @@
 namespace prima::server {
 namespace {
 
+using config::JsonReader;
 using nlohmann::json;
 
 const TextCodec& codec_of(const ServerContext& ctx) {
@@ -28,76 +29,46 @@ const TextCodec& codec_of(const ServerContext& ctx) {
 }
 
 // "model" is optional (vLLM's tokenizer requests); when given it must be the served one.
-std::optional<ApiError> check_model(const json& j, const ServerContext& ctx) {
-  auto it = j.find("model");
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string())
-    return bad_field("model", fmt::format("'model' must be a string, got {}", it->type_name()));
-  if (it->get<std::string>() == ctx.model.name) return std::nullopt;
-  ApiError e;
-  e.status = 404;
-  e.param = "model";
-  e.type = "NotFoundError";
-  e.code = "model_not_found";
-  e.message = fmt::format("The model '{}' does not exist; this server serves '{}'",
-                          it->get<std::string>(), ctx.model.name);
-  return e;
+std::optional<ApiError> check_model(const JsonReader& r, const ServerContext& ctx) {
+  const std::string model = r.string("model", ctx.model.name);
+  if (model == ctx.model.name) return std::nullopt;
+  return model_not_found(model, ctx.model.name);
 }
 
 // An optional boolean that only `allowed` may take: the other value would tokenize
-// differently from how the engine runs the prompt. *out: its value (else `allowed`).
-std::optional<ApiError> fixed_bool(const json& j, const char* key, bool allowed, const char* why,
-                                   bool* out = nullptr) {
-  bool v = allowed;
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean())
-      return bad_field(key, fmt::format("'{}' must be a boolean, got {}", key, brief_json(*it)));
-    v = it->get<bool>();
-  }
-  if (out) *out = v;
-  if (v == allowed) return std::nullopt;
-  return bad_field(key, fmt::format("'{}': only {} is supported ({})", key, allowed, why));
+// differently from how the engine runs the prompt. Returns its value (else `allowed`).
+bool fixed_bool(const JsonReader& r, const char* key, bool allowed, const char* why) {
+  const bool v = r.boolean(key, allowed);
+  if (v != allowed) r.fail(key, fmt::format("must be {} ({})", allowed, why));
+  return v;
 }
 
-std::optional<ApiError> tokenize(const ServerContext& ctx, const json& j, json* answer) {
-  if (auto e = check_model(j, ctx)) return e;
-  const bool has_prompt = j.contains("prompt") && !j["prompt"].is_null();
-  const bool has_messages = j.contains("messages") && !j["messages"].is_null();
+std::optional<ApiError> tokenize(const ServerContext& ctx, const JsonReader& r, json* answer) {
+  if (auto e = check_model(r, ctx)) return e;
+  const bool has_prompt = r.has("prompt");
+  const bool has_messages = r.has("messages");
   if (has_prompt == has_messages)
     return bad_field(has_prompt ? "messages" : "prompt",
                      has_prompt ? "send either 'prompt' or 'messages', not both"
                                 : "missing 'prompt' (a string) or 'messages' (a list of chat "
                                   "messages)");
   for (const char* key : {"chat_template", "chat_template_kwargs", "tools", "mm_processor_kwargs"})
-    if (auto it = j.find(key); it != j.end() && !it->is_null())
-      return bad_field(key, fmt::format("'{}' is not supported: prompts are rendered with the "
-                                        "model's own chat template, as chat completions are",
-                                        key));
-  if (auto e = fixed_bool(j, "add_special_tokens", true,
-                          "the engine adds the model's special tokens to every prompt"))
-    return e;
-  if (auto e = fixed_bool(j, "add_generation_prompt", true,
-                          "chat completions always end with the assistant's turn"))
-    return e;
-  if (auto e = fixed_bool(j, "continue_final_message", false,
-                          "chat completions always start a new assistant turn"))
-    return e;
-  bool strs = false;
-  if (auto it = j.find("return_token_strs"); it != j.end() && !it->is_null()) {
-    if (!it->is_boolean())
-      return bad_field("return_token_strs", fmt::format("'return_token_strs' must be a boolean, "
-                                                        "got {}",
-                                                        brief_json(*it)));
-    strs = it->get<bool>();
-  }
+    if (r.has(key))
+      r.fail(key,
+             "is not supported: prompts are rendered with the model's own chat template, as chat "
+             "completions are");
+  fixed_bool(r, "add_special_tokens", true,
+             "the engine adds the model's special tokens to every prompt");
+  fixed_bool(r, "add_generation_prompt", true,
+             "chat completions always end with the assistant's turn");
+  fixed_bool(r, "continue_final_message", false,
+             "chat completions always start a new assistant turn");
+  const bool strs = r.boolean("return_token_strs", false);
   const TextCodec& codec = codec_of(ctx);
   GenRequest g;
   if (has_prompt) {
-    if (!j["prompt"].is_string())
-      return bad_field("prompt",
-                       fmt::format("'prompt' must be a string, got {}", j["prompt"].type_name()));
-    codec.encode(j["prompt"].get<std::string>(), &g);
-  } else if (auto e = encode_chat_messages(j, ctx.model, &g)) {
+    codec.encode(r.string("prompt"), &g);
+  } else if (auto e = encode_chat_messages(r.json(), ctx.model, &g)) {
     return e;
   }
   const std::vector<int> ids = codec.prompt_ids(g);
@@ -113,22 +84,20 @@ std::optional<ApiError> tokenize(const ServerContext& ctx, const json& j, json* 
   return std::nullopt;
 }
 
-std::optional<ApiError> detokenize(const ServerContext& ctx, const json& j, json* answer) {
-  if (auto e = check_model(j, ctx)) return e;
-  auto t = j.find("tokens");
-  if (t == j.end() || t->is_null())
+std::optional<ApiError> detokenize(const ServerContext& ctx, const JsonReader& r, json* answer) {
+  if (auto e = check_model(r, ctx)) return e;
+  if (!r.has("tokens"))
     return bad_field("tokens", "missing required field 'tokens' (a list of token ids)");
-  if (!t->is_array())
-    return bad_field("tokens",
-                     fmt::format("'tokens' must be a list of token ids, got {}", t->type_name()));
+  const json& t = r.value("tokens");
+  if (!t.is_array()) r.fail_type("tokens", "a list of token ids", t);
   std::vector<int> ids;
-  ids.reserve(t->size());
-  for (std::size_t i = 0; i < t->size(); ++i) {
-    const json& v = (*t)[i];
+  ids.reserve(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const json& v = t[i];
     if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > (1 << 30))
       return bad_field("tokens", fmt::format("'tokens[{}]' must be a token id (an integer >= 0), "
                                              "got {}",
-                                             i, brief_json(v)));
+                                             i, config::brief(v)));
     ids.push_back(v.get<int>());
   }
   const TextCodec& codec = codec_of(ctx);
@@ -139,13 +108,13 @@ std::optional<ApiError> detokenize(const ServerContext& ctx, const json& j, json
   return std::nullopt;
 }
 
-using Handler = std::optional<ApiError> (*)(const ServerContext&, const json&, json*);
+using Handler = std::optional<ApiError> (*)(const ServerContext&, const JsonReader&, json*);
 
 void serve(const ServerContext& ctx, Handler h, const httplib::Request& req,
            httplib::Response& res) {
   json j, answer;
   std::optional<ApiError> e = parse_json_object(req.body, "the request body", &j);
-  if (!e) e = h(ctx, j, &answer);
+  if (!e) e = field_errors([&] { return h(ctx, JsonReader::request_body(j), &answer); });
   if (e) return send_error(res, *e, ErrorStyle::kOpenAI);
   res.set_content(answer.dump(), "application/json");
 }

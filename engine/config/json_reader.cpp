@@ -135,20 +135,55 @@ std::string describe(const Json& v) {
   return type + s;
 }
 
-JsonReader::JsonReader(const Json& j, std::string file, std::string path)
+std::string brief(const Json& v) {
+  if (v.is_structured()) return v.type_name();
+  std::string s = v.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+JsonReader::JsonReader(const Json& j, std::string file, std::string path, Dialect dialect)
     : j_(&j),
       file_(std::move(file)),
       path_(std::move(path)),
+      dialect_(dialect),
       consumed_(std::make_shared<std::set<std::string>>()) {
-  if (!j.is_object()) fail_here("expected an object, got " + describe(j));
+  if (!j.is_object()) fail_type_at(path_, "an object", j);
+}
+
+std::string JsonReader::path_of(const std::string& key) const {
+  if (dialect_ == Dialect::kConfigFile) return path_ + "/" + key;
+  return path_.empty() ? key : path_ + "." + key;
+}
+std::string JsonReader::path_of(const std::string& key, std::size_t index) const {
+  const std::string i = std::to_string(index);
+  return path_of(key) + (dialect_ == Dialect::kConfigFile ? "/" + i : "[" + i + "]");
+}
+
+void JsonReader::fail_at(const std::string& path, const std::string& what) const {
+  if (dialect_ == Dialect::kConfigFile)
+    throw ConfigError(file_ + ": " + (path.empty() ? "/" : path) + ": " + what, path);
+  throw ConfigError((path.empty() ? "the request body" : "'" + path + "'") + " " + what, path);
+}
+void JsonReader::fail_type_at(const std::string& path, const std::string& expected,
+                              const Json& got) const {
+  if (dialect_ == Dialect::kConfigFile)
+    fail_at(path, "expected " + expected + ", got " + describe(got));
+  fail_at(path, "must be " + expected + ", got " + brief(got));
 }
 
 void JsonReader::fail(const std::string& key, const std::string& what) const {
-  throw ConfigError(file_ + ": " + (key.empty() ? (path_.empty() ? "/" : path_) : path_of(key)) +
-                    ": " + what);
+  fail_at(key.empty() ? path_ : path_of(key), what);
 }
 void JsonReader::fail_here(const std::string& what) const {
   fail("", what);
+}
+void JsonReader::fail(const std::string& key, std::size_t index, const std::string& what) const {
+  fail_at(path_of(key, index), what);
+}
+void JsonReader::fail_type(const std::string& key, const std::string& expected,
+                           const Json& got) const {
+  fail_type_at(key.empty() ? path_ : path_of(key), expected, got);
 }
 
 bool JsonReader::has(const std::string& key) const {
@@ -167,13 +202,15 @@ const Json* JsonReader::optional(const std::string& key) const {
 
 const Json* JsonReader::required(const std::string& key, const char* expected) const {
   const Json* v = optional(key);
-  if (!v) fail(key, std::string("missing required field (expected ") + expected + ")");
-  return v;
+  if (v) return v;
+  if (dialect_ == Dialect::kConfigFile)
+    fail(key, std::string("missing required field (expected ") + expected + ")");
+  throw ConfigError("missing required field '" + path_of(key) + "'", path_of(key));
 }
 
 static double as_number(const JsonReader& r, const std::string& key, const Json& v,
                         const char* expected) {
-  if (!v.is_number()) r.fail(key, std::string("expected ") + expected + ", got " + describe(v));
+  if (!v.is_number()) r.fail_type(key, expected, v);
   return v.get<double>();
 }
 
@@ -184,9 +221,14 @@ double JsonReader::number(const std::string& key, double def) const {
   const Json* v = optional(key);
   return v ? as_number(*this, key, *v, "a number") : def;
 }
+std::optional<double> JsonReader::optional_number(const std::string& key) const {
+  const Json* v = optional(key);
+  if (!v) return std::nullopt;
+  return as_number(*this, key, *v, "a number");
+}
 double JsonReader::positive_number(const std::string& key) const {
   double d = as_number(*this, key, *required(key, "a positive number"), "a positive number");
-  if (!(d > 0)) fail(key, "expected a positive number, got " + describe(j_->at(key)));
+  if (!(d > 0)) fail_type(key, "a positive number", j_->at(key));
   return d;
 }
 double JsonReader::positive_number(const std::string& key, double def) const {
@@ -196,25 +238,28 @@ double JsonReader::non_negative_number(const std::string& key, double def) const
   const Json* v = optional(key);
   if (!v) return def;
   double d = as_number(*this, key, *v, "a number >= 0");
-  if (d < 0) fail(key, "expected a number >= 0, got " + describe(*v));
+  if (d < 0) fail_type(key, "a number >= 0", *v);
   return d;
 }
 double JsonReader::fraction(const std::string& key, double def) const {
   const Json* v = optional(key);
   if (!v) return def;
   double d = as_number(*this, key, *v, "a number in [0, 1]");
-  if (d < 0 || d > 1) fail(key, "expected a number in [0, 1], got " + describe(*v));
+  if (d < 0 || d > 1) fail_type(key, "a number in [0, 1]", *v);
   return d;
 }
 
+// An integer, or a number with an integral value that a double holds exactly (16.0).
 static std::int64_t as_integer(const JsonReader& r, const std::string& key, const Json& v,
                                const char* expected) {
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{INT64_MAX})
+    r.fail_type(key, std::string(expected) + " below 2^63", v);
   if (v.is_number_integer()) return v.get<std::int64_t>();
   if (v.is_number_float()) {
     double d = v.get<double>();
     if (std::floor(d) == d && std::fabs(d) < 9e15) return static_cast<std::int64_t>(d);
   }
-  r.fail(key, std::string("expected ") + expected + ", got " + describe(v));
+  r.fail_type(key, expected, v);
 }
 
 std::int64_t JsonReader::integer(const std::string& key) const {
@@ -224,10 +269,15 @@ std::int64_t JsonReader::integer(const std::string& key, std::int64_t def) const
   const Json* v = optional(key);
   return v ? as_integer(*this, key, *v, "an integer") : def;
 }
+std::optional<std::int64_t> JsonReader::optional_integer(const std::string& key) const {
+  const Json* v = optional(key);
+  if (!v) return std::nullopt;
+  return as_integer(*this, key, *v, "an integer");
+}
 std::int64_t JsonReader::positive_integer(const std::string& key) const {
   const Json& v = *required(key, "a positive integer");
   std::int64_t i = as_integer(*this, key, v, "a positive integer");
-  if (i <= 0) fail(key, "expected a positive integer, got " + describe(v));
+  if (i <= 0) fail_type(key, "a positive integer", v);
   return i;
 }
 std::int64_t JsonReader::positive_integer(const std::string& key, std::int64_t def) const {
@@ -237,7 +287,7 @@ std::int64_t JsonReader::non_negative_integer(const std::string& key, std::int64
   const Json* v = optional(key);
   if (!v) return def;
   std::int64_t i = as_integer(*this, key, *v, "an integer >= 0");
-  if (i < 0) fail(key, "expected an integer >= 0, got " + describe(*v));
+  if (i < 0) fail_type(key, "an integer >= 0", *v);
   return i;
 }
 
@@ -245,14 +295,16 @@ bool JsonReader::boolean(const std::string& key, bool def) const {
   const Json* v = optional(key);
   if (!v) return def;
   if (v->is_boolean()) return v->get<bool>();
-  if (v->is_number_integer() && (v->get<int>() == 0 || v->get<int>() == 1))
+  // Config files (and --set) may say 0 or 1; a request body says what its schema says.
+  if (dialect_ == Dialect::kConfigFile && v->is_number_integer() &&
+      (v->get<int>() == 0 || v->get<int>() == 1))
     return v->get<int>() == 1;
-  fail(key, "expected true or false, got " + describe(*v));
+  fail_type(key, dialect_ == Dialect::kConfigFile ? "true or false" : "a boolean", *v);
 }
 
 std::string JsonReader::string(const std::string& key) const {
   const Json& v = *required(key, "a string");
-  if (!v.is_string()) fail(key, "expected a string, got " + describe(v));
+  if (!v.is_string()) fail_type(key, "a string", v);
   return v.get<std::string>();
 }
 std::string JsonReader::string(const std::string& key, const std::string& def) const {
@@ -279,7 +331,7 @@ std::string JsonReader::one_of(const std::string& key,
   if (v.is_string())
     for (const auto& c : choices)
       if (v.get<std::string>() == c) return c;
-  fail(key, "expected one of " + join(choices) + ", got " + describe(v));
+  fail_type(key, "one of " + join(choices), v);
 }
 
 using UnitParser = bool (*)(const std::string&, double*);
@@ -289,9 +341,8 @@ static double as_quantity(const JsonReader& r, const std::string& key, const Jso
   if (v.is_number())
     d = v.get<double>();
   else if (!v.is_string() || !parse(v.get<std::string>(), &d))
-    r.fail(key, std::string("expected ") + expected + ", got " + describe(v));
-  if (!(d >= 0) || !std::isfinite(d))
-    r.fail(key, std::string("expected ") + expected + " >= 0, got " + describe(v));
+    r.fail_type(key, expected, v);
+  if (!(d >= 0) || !std::isfinite(d)) r.fail_type(key, std::string(expected) + " >= 0", v);
   return d;
 }
 
@@ -323,8 +374,8 @@ double JsonReader::bandwidth_Bps(const std::string& key, double def) const {
 
 JsonReader JsonReader::object(const std::string& key) const {
   const Json& v = *required(key, "an object");
-  if (!v.is_object()) fail(key, "expected an object, got " + describe(v));
-  return JsonReader(v, file_, path_of(key));
+  if (!v.is_object()) fail_type(key, "an object", v);
+  return JsonReader(v, file_, path_of(key), dialect_);
 }
 std::optional<JsonReader> JsonReader::optional_object(const std::string& key) const {
   if (!has(key)) {
@@ -335,23 +386,31 @@ std::optional<JsonReader> JsonReader::optional_object(const std::string& key) co
 }
 std::vector<JsonReader> JsonReader::objects(const std::string& key) const {
   const Json& v = *required(key, "an array of objects");
-  if (!v.is_array()) fail(key, "expected an array of objects, got " + describe(v));
+  if (!v.is_array()) fail_type(key, "an array of objects", v);
   std::vector<JsonReader> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_object())
-      fail(key + "/" + std::to_string(i), "expected an object, got " + describe(v[i]));
-    out.emplace_back(v[i], file_, path_of(key) + "/" + std::to_string(i));
+    if (!v[i].is_object()) fail_type_at(path_of(key, i), "an object", v[i]);
+    out.emplace_back(v[i], file_, path_of(key, i), dialect_);
   }
   return out;
 }
 std::vector<double> JsonReader::numbers(const std::string& key) const {
   const Json& v = *required(key, "an array of numbers");
-  if (!v.is_array()) fail(key, "expected an array of numbers, got " + describe(v));
+  if (!v.is_array()) fail_type(key, "an array of numbers", v);
   std::vector<double> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_number())
-      fail(key + "/" + std::to_string(i), "expected a number, got " + describe(v[i]));
+    if (!v[i].is_number()) fail_type_at(path_of(key, i), "a number", v[i]);
     out.push_back(v[i].get<double>());
+  }
+  return out;
+}
+std::vector<std::string> JsonReader::strings(const std::string& key) const {
+  const Json& v = *required(key, "an array of strings");
+  if (!v.is_array()) fail_type(key, "an array of strings", v);
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) fail_type_at(path_of(key, i), "a string", v[i]);
+    out.push_back(v[i].get<std::string>());
   }
   return out;
 }

@@ -103,7 +103,9 @@ TEST(RequestFields, TgiDetailsOptionsAndTruncate) {
   g.prompt_ids = {1, 2, 3, 4};
   g.prompt_tokens = 4;
   ids.gen = g;
-  ASSERT_FALSE(parse_tgi_fields(nlohmann::json{{"truncate", 3}}, model(), &ids));
+  const nlohmann::json params{{"truncate", 3}};
+  ASSERT_NO_THROW(
+      parse_tgi_fields(config::JsonReader::request_body(params, "parameters"), model(), &ids));
   EXPECT_EQ(ids.gen.prompt_ids, (std::vector<int>{2, 3, 4}));
   EXPECT_EQ(ids.gen.prompt_tokens, 3);
   ParsedRequest ty;  // typical_p is a sampling field: TGI samples (at temperature 1)

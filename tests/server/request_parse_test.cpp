@@ -157,17 +157,26 @@ TEST(RequestParse, KServeAndTgiBodies) {
   EXPECT_EQ(q.gen.prompt_tokens, 1);
 }
 
-TEST(RequestParse, Durations) {
-  double s = 0;
-  EXPECT_TRUE(parse_duration_s("200ms", &s));
-  EXPECT_DOUBLE_EQ(s, 0.2);
-  EXPECT_TRUE(parse_duration_s("1.5s", &s));
-  EXPECT_DOUBLE_EQ(s, 1.5);
-  EXPECT_TRUE(parse_duration_s("2m", &s));
-  EXPECT_DOUBLE_EQ(s, 120);
-  EXPECT_FALSE(parse_duration_s("soon", &s));
-  EXPECT_FALSE(parse_duration_s("-1s", &s));
-  EXPECT_FALSE(parse_duration_s("5 parsecs", &s));
+// "sla" is read as config files read durations (config::parse_duration_s): a number of
+// seconds or a string with a unit; never negative.
+TEST(RequestParse, SlaDurations) {
+  for (const auto& [sla, want] : std::vector<std::pair<std::string, double>>{{"\"200ms\"", 0.2},
+                                                                             {"\"1.5s\"", 1.5},
+                                                                             {"\"2m\"", 120},
+                                                                             {"\"1h\"", 3600},
+                                                                             {"0.5", 0.5}}) {
+    ParsedRequest p;
+    auto e = parse(ApiKind::kCompletion, R"({"model":"m","prompt":"x","sla":)" + sla + "}", &p);
+    ASSERT_FALSE(e) << sla << " -> " << e->message;
+    EXPECT_DOUBLE_EQ(p.gen.sla_s, want) << sla;
+  }
+  for (const std::string sla : {"\"soon\"", "\"-1s\"", "\"5 parsecs\"", "-1"}) {
+    ParsedRequest p;
+    auto e = parse(ApiKind::kCompletion, R"({"model":"m","prompt":"x","sla":)" + sla + "}", &p);
+    ASSERT_TRUE(e) << sla;
+    EXPECT_EQ(e->param, "sla") << sla;
+    EXPECT_NE(e->message.find("'sla' must be a duration"), std::string::npos) << e->message;
+  }
 }
 
 TEST(RequestParse, SamplingFieldsAndTheirDefaultsPerApi) {

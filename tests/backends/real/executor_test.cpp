@@ -6,10 +6,10 @@
 
 #include "backends/real/real_backend.h"
 #include "backends/real/real_executor.h"
-#include "backends/real/real_runtime.h"
 #include "backends/real/tokenizer.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
+#include "engine/wall_runtime.h"
 #include "tests/backends/real/forward_harness.h"
 #include "tests/backends/real/model_fixture.h"
 #include "tests/support/run_prima.h"
@@ -35,7 +35,7 @@ TEST(RealExecutor, ConcurrentRequestsGetTheirAloneTokens) {
   EXPECT_EQ(backend.context_length(), 256);
   EXPECT_EQ(backend.num_kv_blocks(), 6 * 16);
 
-  real::RealRuntime rt;
+  WallRuntime rt;
   Executor* ex = backend.executor(&rt);
   ASSERT_NE(ex, nullptr);
   cluster::EngineOptions eo;

@@ -1,18 +1,19 @@
-// RealRuntime: timers fire in time order at (not before) their time, cancel works, post is
-// safe from other threads and wakes a sleeping loop, stop ends run().
-#include "backends/real/real_runtime.h"
+// WallRuntime: timers fire in time order at (not before) their time, cancel works, post is
+// safe from other threads and wakes a sleeping loop, posted closures go before due timers,
+// stop ends run(), epoch() is now()'s zero.
+#include "engine/wall_runtime.h"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
-namespace prima::real {
+namespace prima {
 namespace {
 
-TEST(RealRuntime, TimersFireInOrderNotEarly) {
-  RealRuntime rt;
+TEST(WallRuntime, TimersFireInOrderNotEarly) {
+  WallRuntime rt;
   std::vector<int> order;
   std::vector<double> fired_at;
   const double t0 = rt.now();
@@ -25,8 +26,8 @@ TEST(RealRuntime, TimersFireInOrderNotEarly) {
   EXPECT_GE(fired_at[2], t0 + 0.03);
 }
 
-TEST(RealRuntime, CancelledTimerNeverFires) {
-  RealRuntime rt;
+TEST(WallRuntime, CancelledTimerNeverFires) {
+  WallRuntime rt;
   bool fired = false, done = false;
   TimerId id = rt.at(rt.now() + 0.005, [&] { fired = true; });
   rt.cancel(id);
@@ -37,9 +38,8 @@ TEST(RealRuntime, CancelledTimerNeverFires) {
   EXPECT_FALSE(fired);
 }
 
-TEST(RealRuntime, PostFromOtherThreadsWakesTheLoop) {
-  RealRuntime rt;
-  std::atomic<int> sum{0};
+TEST(WallRuntime, PostFromOtherThreadsWakesTheLoop) {
+  WallRuntime rt;
   int seen = 0;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
@@ -50,11 +50,29 @@ TEST(RealRuntime, PostFromOtherThreadsWakesTheLoop) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(seen, 1000);
   EXPECT_GE(rt.callbacks_run(), 1000u);
-  (void)sum;
 }
 
-TEST(RealRuntime, StopFromAnotherThreadEndsRun) {
-  RealRuntime rt;
+TEST(WallRuntime, PostedClosuresRunBeforeDueTimersAndDoneIsCheckedFirst) {
+  WallRuntime rt;
+  rt.run_until([] { return true; });  // already done: returns without waiting
+  EXPECT_EQ(rt.callbacks_run(), 0u);
+  std::vector<int> order;
+  rt.at(rt.now(), [&] { order.push_back(2); });
+  rt.post([&] { order.push_back(1); });
+  rt.run_until([&] { return order.size() == 2; });
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(WallRuntime, EpochIsTheInstantOfTimeZero) {
+  WallRuntime rt;
+  const double since_epoch =
+      std::chrono::duration<double>(WallRuntime::Clock::now() - rt.epoch()).count();
+  EXPECT_GE(rt.now(), since_epoch);
+  EXPECT_LT(rt.now() - since_epoch, 1.0);
+}
+
+TEST(WallRuntime, StopFromAnotherThreadEndsRun) {
+  WallRuntime rt;
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     rt.stop();
@@ -65,4 +83,4 @@ TEST(RealRuntime, StopFromAnotherThreadEndsRun) {
 }
 
 }  // namespace
-}  // namespace prima::real
+}  // namespace prima
