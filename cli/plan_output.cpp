@@ -7,7 +7,7 @@
 #include <map>
 
 #include "cli/plan_runner.h"
-#include "engine/plan/prune.h"
+#include "engine/capacity/prune.h"
 
 namespace prima::cli {
 namespace {
@@ -20,20 +20,20 @@ std::string shell_quote(const std::string& s) {
   return q + "'";
 }
 
-const plan::ProbeMetrics* metrics_at(const SearchedConfig& s, double rate) {
+const capacity::ProbeMetrics* metrics_at(const SearchedConfig& s, double rate) {
   for (const auto& [r, m] : s.probes)
     if (r == rate) return &m;
   return nullptr;
 }
 
-Json rerun(const plan::PlanSpec& spec, const SearchedConfig& s, double rate) {
+Json rerun(const capacity::PlanSpec& spec, const SearchedConfig& s, double rate) {
   Json sets = Json::array();
   for (const auto& x : s.config.sets()) sets.push_back(x);
-  for (const auto& x : plan::probe_sets(spec, rate)) sets.push_back(x);
+  for (const auto& x : capacity::probe_sets(spec, rate)) sets.push_back(x);
   return sets;
 }
 
-std::string command_of(const plan::PlanSpec& spec, const Json& sets) {
+std::string command_of(const capacity::PlanSpec& spec, const Json& sets) {
   if (spec.scenario_path.empty()) return "";
   std::string cmd = "prima simulate " + shell_quote(spec.scenario_path);
   for (const auto& s : sets) cmd += " --set " + shell_quote(s.get<std::string>());
@@ -51,7 +51,7 @@ std::string error_column(const Json& plan, const std::string& gpu) {
 
 }  // namespace
 
-Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfig>& searched,
+Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedConfig>& searched,
                      const std::vector<PrunedConfig>& pruned,
                      const std::map<std::string, perf::Fidelity>& fidelity,
                      std::int64_t simulations, double wall_s, std::size_t total_configs) {
@@ -60,7 +60,7 @@ Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfi
   for (const auto& s : searched) {
     if (s.search.any_met()) {
       const double rate = s.search.best_rps();
-      const plan::ProbeMetrics* m = metrics_at(s, rate);
+      const capacity::ProbeMetrics* m = metrics_at(s, rate);
       const int gpus = s.config.gpus();
       Json cost = nullptr, price = nullptr;
       auto p = spec.prices.find(s.config.gpu);
@@ -88,11 +88,11 @@ Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfi
       ranked.push_back(e);
     } else {
       // Failed at min_rps: the first probe says how far it is from the SLO.
-      const plan::ProbeMetrics& m = s.probes.front().second;
+      const capacity::ProbeMetrics& m = s.probes.front().second;
       std::vector<std::string> why;
-      plan::meets_slo(spec.slo, m, &why);
+      capacity::meets_slo(spec.slo, m, &why);
       Json sets = rerun(spec, s, spec.rate.min_rps);
-      const double d = plan::slo_distance(spec.slo, m);
+      const double d = capacity::slo_distance(spec.slo, m);
       Json e = {{"key", s.config.key()},
                 {"config", s.config.to_json()},
                 {"rate_rps", spec.rate.min_rps},
@@ -129,7 +129,7 @@ Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfi
   for (const auto& p : pruned) {
     Json sets = Json::array();
     for (const auto& x : p.config.sets()) sets.push_back(x);
-    for (const auto& x : plan::probe_sets(spec, spec.rate.min_rps)) sets.push_back(x);
+    for (const auto& x : capacity::probe_sets(spec, spec.rate.min_rps)) sets.push_back(x);
     pr.push_back({{"key", p.config.key()},
                   {"config", p.config.to_json()},
                   {"kind", p.kind},
@@ -139,7 +139,7 @@ Json build_plan_json(const plan::PlanSpec& spec, const std::vector<SearchedConfi
   Json j;
   j["name"] = spec.name;
   j["scenario"] = spec.scenario_path.empty() ? Json("inline") : Json(spec.scenario_path);
-  j["slo"] = plan::slo_json(spec.slo);
+  j["slo"] = capacity::slo_json(spec.slo);
   Json fid = Json::object();
   for (const auto& [gpu, f] : fidelity) fid[gpu] = perf::fidelity_to_json(f);
   j["fidelity"] = fid;

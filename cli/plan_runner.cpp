@@ -14,8 +14,8 @@
 #include "cli/commands.h"
 #include "cli/html_report.h"
 #include "cli/plan_search.h"
+#include "engine/capacity/prune.h"
 #include "engine/config/scenario.h"
-#include "engine/plan/prune.h"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +32,7 @@ int fail(int code, const std::string& msg) {
 
 // The base scenario must parse with the probe overrides, and take an arrival rate. Its
 // calibration is every configuration's (the search does not change it).
-Result<perf::Calibration> check_base_scenario(const plan::PlanSpec& spec) {
+Result<perf::Calibration> check_base_scenario(const capacity::PlanSpec& spec) {
   const Json& arr = spec.scenario.contains("workload") && spec.scenario["workload"].is_object()
                         ? spec.scenario["workload"].value("arrival", Json::object())
                         : Json::object();
@@ -41,7 +41,7 @@ Result<perf::Calibration> check_base_scenario(const plan::PlanSpec& spec) {
                             ": /workload/arrival: a closed_loop workload has no request rate to "
                             "search; use poisson, gamma, constant or trace arrivals");
   Json j = spec.scenario;
-  for (const auto& s : plan::probe_sets(spec, spec.rate.min_rps)) {
+  for (const auto& s : capacity::probe_sets(spec, spec.rate.min_rps)) {
     Status st = config::apply_set(&j, s);
     if (!st.ok()) return invalid_argument(spec.scenario_file + ": " + st.message());
   }
@@ -65,8 +65,8 @@ struct Screened {
   std::size_t total_configs = 0;
 };
 
-Result<Screened> screen(const plan::PlanSpec& spec, const perf::Calibration& calibration) {
-  auto list = plan::enumerate_configs(spec);
+Result<Screened> screen(const capacity::PlanSpec& spec, const perf::Calibration& calibration) {
+  auto list = capacity::enumerate_configs(spec);
   if (!list.ok()) return list.status();
   Screened s;
   s.total_configs = list->configs.size() + list->skipped.size();
@@ -76,7 +76,7 @@ Result<Screened> screen(const plan::PlanSpec& spec, const perf::Calibration& cal
     s.fidelity.emplace(k.config.gpu, perf::resolve(calibration, k.config.gpu).fidelity);
   for (const auto& k : list->skipped) s.pruned.push_back({k.config, "invalid", k.reason});
   for (const auto& c : list->configs) {
-    plan::Screening sc = plan::screen_config(spec, c);
+    capacity::Screening sc = capacity::screen_config(spec, c);
     if (sc.pruned) {
       s.pruned.push_back({c, sc.kind, sc.reason});
       continue;
@@ -86,7 +86,7 @@ Result<Screened> screen(const plan::PlanSpec& spec, const perf::Calibration& cal
     cfg.bound_rps = sc.bound_rps;
     const double upper =
         spec.rate.max_rps > 0 ? std::min(spec.rate.max_rps, sc.bound_rps) : sc.bound_rps;
-    cfg.search = plan::RateSearch(spec.rate.min_rps, upper, spec.rate.tolerance);
+    cfg.search = capacity::RateSearch(spec.rate.min_rps, upper, spec.rate.tolerance);
     s.to_search.push_back(std::move(cfg));
   }
   const bool all_invalid =
@@ -121,7 +121,7 @@ std::string results_path(const PlanOptions& o, const std::string& dir) {
 
 // After the search: a shard says how to merge; the whole plan writes plan.json, prints the
 // ranking and renders the report.
-int finish(const plan::PlanSpec& spec, const PlanOptions& o, const std::string& dir,
+int finish(const capacity::PlanSpec& spec, const PlanOptions& o, const std::string& dir,
            const Screened& s, const PlanSearchResult& r, double wall_s) {
   if (o.shard_count > 1) {
     std::printf(
@@ -151,7 +151,7 @@ int finish(const plan::PlanSpec& spec, const PlanOptions& o, const std::string& 
 
 int run_plan(const PlanOptions& o) {
   const auto t0 = Clock::now();
-  auto spec = plan::load_plan(o.plan_path);
+  auto spec = capacity::load_plan(o.plan_path);
   if (!spec.ok()) return fail(kExitBadInput, spec.status().message());
   auto calibration = check_base_scenario(*spec);
   if (!calibration.ok()) return fail(kExitBadInput, calibration.status().message());

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "cli/plan_options.h"
+#include "engine/capacity/plan_spec.h"
+#include "engine/capacity/rate_search.h"
+#include "engine/capacity/search_space.h"
 #include "engine/config/json_reader.h"
 #include "engine/perf/calibration.h"
-#include "engine/plan/plan_spec.h"
-#include "engine/plan/rate_search.h"
-#include "engine/plan/search_space.h"
 
 namespace prima::cli {
 
@@ -23,20 +23,20 @@ int run_plan(const PlanOptions& opts);
 
 // One searched configuration, for the output.
 struct SearchedConfig {
-  plan::PlanConfig config;
+  capacity::PlanConfig config;
   double bound_rps = 0;
-  plan::RateSearch search{1, 1, 0.05};
+  capacity::RateSearch search{1, 1, 0.05};
   // Probes in the order made: (rate, metrics).
-  std::vector<std::pair<double, plan::ProbeMetrics>> probes;
+  std::vector<std::pair<double, capacity::ProbeMetrics>> probes;
 };
 struct PrunedConfig {
-  plan::PlanConfig config;
+  capacity::PlanConfig config;
   std::string kind, reason;
 };
 
 // Builds plan.json (plan_output.cpp). `fidelity`: how far the cost model can be trusted on
 // each GPU type of the space (perf::resolve of the base scenario's calibration), by GPU name.
-config::Json build_plan_json(const plan::PlanSpec& spec,
+config::Json build_plan_json(const capacity::PlanSpec& spec,
                              const std::vector<SearchedConfig>& searched,
                              const std::vector<PrunedConfig>& pruned,
                              const std::map<std::string, perf::Fidelity>& fidelity,

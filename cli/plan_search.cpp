@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "backends/sim/probe_pool.h"
+#include "engine/capacity/prune.h"
 #include "engine/config/json_parse.h"
-#include "engine/plan/prune.h"
 
 namespace fs = std::filesystem;
 
@@ -56,7 +56,7 @@ struct Progress {
 // The state of one search: which configurations have a probe in flight, which are done.
 class Search {
  public:
-  Search(const plan::PlanSpec& spec, const PlanOptions& o, const PlanCache& cache,
+  Search(const capacity::PlanSpec& spec, const PlanOptions& o, const PlanCache& cache,
          std::vector<SearchedConfig>* configs, std::ostream* results)
       : spec_(spec),
         o_(o),
@@ -93,19 +93,19 @@ class Search {
   }
 
  private:
-  const plan::ProbeMetrics* cached(std::size_t i, double rate) const {
+  const capacity::ProbeMetrics* cached(std::size_t i, double rate) const {
     const auto it = cache_.find(configs_[i].config.key());
     if (it == cache_.end()) return nullptr;
     const auto hit = it->second.find(rate);
     return hit == it->second.end() ? nullptr : &hit->second;
   }
 
-  void record(std::size_t i, double rate, const plan::ProbeMetrics& m) {
+  void record(std::size_t i, double rate, const capacity::ProbeMetrics& m) {
     auto& s = configs_[i];
-    s.search.record(rate, plan::meets_slo(spec_.slo, m, nullptr));
+    s.search.record(rate, capacity::meets_slo(spec_.slo, m, nullptr));
     s.probes.push_back({rate, m});
   }
-  void record_cached(std::size_t i, double rate, const plan::ProbeMetrics& m) {
+  void record_cached(std::size_t i, double rate, const capacity::ProbeMetrics& m) {
     record(i, rate, m);
     ++prog_.reused;
     ++prog_.sims;
@@ -121,7 +121,7 @@ class Search {
   void replay_cache() {
     for (std::size_t i = 0; i < configs_.size(); ++i) {
       while (auto rate = configs_[i].search.next()) {
-        const plan::ProbeMetrics* m = cached(i, *rate);
+        const capacity::ProbeMetrics* m = cached(i, *rate);
         if (!m) break;
         record_cached(i, *rate, *m);
       }
@@ -133,7 +133,7 @@ class Search {
   Status advance(std::size_t i) {
     while (!busy_[i] && !finished_[i]) {
       const double rate = *configs_[i].search.next();
-      if (const plan::ProbeMetrics* m = cached(i, rate)) {
+      if (const capacity::ProbeMetrics* m = cached(i, rate)) {
         record_cached(i, rate, *m);
         mark_if_done(i);
         continue;
@@ -142,9 +142,9 @@ class Search {
         stopped_ = true;
         break;
       }
-      auto j = plan::probe_scenario_json(spec_, configs_[i].config, rate);
+      auto j = capacity::probe_scenario_json(spec_, configs_[i].config, rate);
       if (!j.ok()) {  // cannot happen after screening; recorded as a failed probe
-        plan::ProbeMetrics m;
+        capacity::ProbeMetrics m;
         m.error = j.status().message();
         record(i, rate, m);
         mark_if_done(i);
@@ -170,7 +170,7 @@ class Search {
       ++prog_.sims;
       Json line = {{"key", configs_[i].config.key()},
                    {"rate_rps", rate},
-                   {"meets", plan::meets_slo(spec_.slo, d.metrics, nullptr)},
+                   {"meets", capacity::meets_slo(spec_.slo, d.metrics, nullptr)},
                    {"metrics", d.metrics.to_json()},
                    {"config", configs_[i].config.to_json()}};
       results_ << line.dump() << "\n";
@@ -179,7 +179,7 @@ class Search {
     }
   }
 
-  const plan::PlanSpec& spec_;
+  const capacity::PlanSpec& spec_;
   const PlanOptions& o_;
   const PlanCache& cache_;
   std::vector<SearchedConfig>& configs_;
@@ -211,7 +211,7 @@ PlanCache load_plan_cache(const std::string& dir, bool quiet) {
         if (!parsed) throw std::runtime_error("malformed JSON");
         const Json& j = *parsed;
         cache[j.at("key").get<std::string>()][j.at("rate_rps").get<double>()] =
-            plan::ProbeMetrics::from_json(j.at("metrics"));
+            capacity::ProbeMetrics::from_json(j.at("metrics"));
       } catch (const std::exception&) {
         // A line cut short by a kill: its simulation is simply run again.
         if (!quiet)
@@ -223,7 +223,7 @@ PlanCache load_plan_cache(const std::string& dir, bool quiet) {
   return cache;
 }
 
-PlanSearchResult search_plan(const plan::PlanSpec& spec, const PlanOptions& o,
+PlanSearchResult search_plan(const capacity::PlanSpec& spec, const PlanOptions& o,
                              const PlanCache& cache, std::vector<SearchedConfig>* configs,
                              std::ostream* results) {
   return Search(spec, o, cache, configs, results).run();

@@ -14,13 +14,13 @@
 
 #include "cli/plan_options.h"
 #include "cli/plan_runner.h"
-#include "engine/plan/plan_spec.h"
-#include "engine/plan/rate_search.h"
+#include "engine/capacity/plan_spec.h"
+#include "engine/capacity/rate_search.h"
 
 namespace prima::cli {
 
 // Cached simulations: config key -> rate -> metrics.
-using PlanCache = std::map<std::string, std::map<double, plan::ProbeMetrics>>;
+using PlanCache = std::map<std::string, std::map<double, capacity::ProbeMetrics>>;
 // Every results*.jsonl in `dir` (a line cut short by a kill is skipped, with a note unless
 // quiet: its simulation is simply run again).
 PlanCache load_plan_cache(const std::string& dir, bool quiet);
@@ -34,7 +34,7 @@ struct PlanSearchResult {
   std::int64_t started = 0;      // new simulations
   std::int64_t simulations = 0;  // probes recorded, reused ones included
 };
-PlanSearchResult search_plan(const plan::PlanSpec& spec, const PlanOptions& o,
+PlanSearchResult search_plan(const capacity::PlanSpec& spec, const PlanOptions& o,
                              const PlanCache& cache, std::vector<SearchedConfig>* configs,
                              std::ostream* results);
 

@@ -16,8 +16,8 @@
 
 namespace prima::sim {
 
-plan::ProbeMetrics run_probe(const ProbeJob& job) {
-  plan::ProbeMetrics m;
+capacity::ProbeMetrics run_probe(const ProbeJob& job) {
+  capacity::ProbeMetrics m;
   auto sc = config::parse_scenario(job.scenario, job.file, job.base_dir);
   if (!sc.ok()) {
     m.error = sc.status().message();
@@ -30,7 +30,7 @@ plan::ProbeMetrics run_probe(const ProbeJob& job) {
     return m;
   }
   try {
-    m = plan::ProbeMetrics::from_report(res->report);
+    m = capacity::ProbeMetrics::from_report(res->report);
   } catch (const std::exception& e) {
     m.ok = false;
     m.error = std::string("report without the expected keys: ") + e.what();
@@ -75,7 +75,7 @@ Status ProbePool::start(const ProbeJob& job) {
     try {
       line = run_probe(job).to_json().dump() + "\n";
     } catch (const std::exception& e) {
-      plan::ProbeMetrics m;
+      capacity::ProbeMetrics m;
       m.error = std::string("exception: ") + e.what();
       line = m.to_json().dump() + "\n";
     }
@@ -132,7 +132,7 @@ std::vector<ProbeDone> ProbePool::wait() {
         if (it->out.empty()) throw std::runtime_error("no result");
         auto parsed = config::parse_json(it->out, nullptr);
         if (!parsed) throw std::runtime_error("malformed result");
-        d.metrics = plan::ProbeMetrics::from_json(*parsed);
+        d.metrics = capacity::ProbeMetrics::from_json(*parsed);
       } catch (const std::exception&) {
         d.metrics.ok = false;
         d.metrics.error =

@@ -1,6 +1,6 @@
 // ProbePool: runs simulations in child processes, at most `jobs` at a time (SimGrid allows
 // one engine per process, and processes use the cores). start() forks; the child parses the
-// scenario JSON, runs run_simulation and writes one JSON line of plan::ProbeMetrics to a pipe,
+// scenario JSON, runs run_simulation and writes one JSON line of capacity::ProbeMetrics to a pipe,
 // then _exits; its stdout and stderr go to /dev/null. wait() blocks until at least one child
 // has finished and returns the finished ones (a child that crashed or wrote nothing is a
 // failed probe naming the signal or exit status). The parent must not hold a SimGrid engine.
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/capacity/rate_search.h"
 #include "engine/config/json_reader.h"
-#include "engine/plan/rate_search.h"
 
 namespace prima::sim {
 
@@ -25,7 +25,7 @@ struct ProbeJob {
 
 struct ProbeDone {
   std::uint64_t tag = 0;
-  plan::ProbeMetrics metrics;
+  capacity::ProbeMetrics metrics;
 };
 
 class ProbePool {
@@ -58,6 +58,6 @@ class ProbePool {
 
 // What a child does: parse and simulate, return the metrics (also used in-process by tests
 // that fork themselves).
-plan::ProbeMetrics run_probe(const ProbeJob& job);
+capacity::ProbeMetrics run_probe(const ProbeJob& job);
 
 }  // namespace prima::sim

@@ -18,12 +18,12 @@
 #include <sstream>
 #include <string>
 
+#include "engine/capacity/plan_spec.h"
 #include "engine/config/embedded.h"
 #include "engine/config/json_reader.h"
 #include "engine/config/scenario.h"
 #include "engine/perf/calibration.h"
 #include "engine/plan/parallel_plan.h"
-#include "engine/plan/plan_spec.h"
 #include "engine/plan/topology.h"
 #include "engine/workload/trace.h"
 
@@ -68,7 +68,7 @@ void read_as_json(const config::Json& j) {
                                        s->scheduler.max_num_batched_tokens, s->max_model_len);
     check("scenario memory fit", fit.status());
   });
-  guarded("plan", [&] { check("plan", prima::plan::parse_plan(j, kFile, kBaseDir).status()); });
+  guarded("plan", [&] { check("plan", prima::capacity::parse_plan(j, kFile, kBaseDir).status()); });
   guarded("topology", [&] {
     prima::plan::Topology t;
     Status st =

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/capacity/plan_spec.h"
 #include "engine/config/json_reader.h"
-#include "engine/plan/plan_spec.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 
 struct ProbeMetrics {
   bool ok = false;  // false: the simulation did not run (error says why)
@@ -62,4 +62,4 @@ class RateSearch {
   int probes_ = 0;
 };
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/capacity/plan_spec.h"
 #include "engine/config/json_reader.h"
-#include "engine/plan/plan_spec.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 
 struct PlanConfig {
   config::Json topology;       // as set into the scenario's "topology"
@@ -53,4 +53,4 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec);
 // The configurations of shard `index` of `count` (index % count), order kept.
 std::vector<PlanConfig> shard_of(const std::vector<PlanConfig>& all, int index, int count);
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/capacity/plan_spec.h"
+#include "engine/capacity/search_space.h"
 #include "engine/config/scenario.h"
-#include "engine/plan/plan_spec.h"
-#include "engine/plan/search_space.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 
 inline constexpr double kRooflineSlack = 2.0;
 
@@ -39,4 +39,4 @@ struct Screening {
 };
 Screening screen_config(const PlanSpec& spec, const PlanConfig& c);
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

@@ -1,4 +1,4 @@
-#include "engine/plan/rate_search.h"
+#include "engine/capacity/rate_search.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-namespace prima::plan {
+namespace prima::capacity {
 using config::Json;
 
 Json ProbeMetrics::to_json() const {
@@ -112,4 +112,4 @@ void RateSearch::record(double rate_rps, bool meets) {
     fail_ = fail_ == 0 ? rate_rps : std::min(fail_, rate_rps);
 }
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

@@ -14,7 +14,7 @@
 #include "engine/config/json_reader.h"
 #include "engine/core/status.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 
 // A configuration meets the plan's SLO at a rate when every p99 bound that is set (> 0) holds
 // and the share of requests meeting every bound is at least `attainment`.
@@ -70,4 +70,4 @@ Result<PlanSpec> parse_plan(const config::Json& j, const std::string& file,
 // The plan's SLO as JSON ({"ttft_p99_s", ..., "attainment"}).
 config::Json slo_json(const PlanSlo& s);
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

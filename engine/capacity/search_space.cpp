@@ -1,4 +1,4 @@
-#include "engine/plan/search_space.h"
+#include "engine/capacity/search_space.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "engine/plan/topology.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 using config::Json;
 
 namespace {
@@ -116,11 +116,11 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
   for (std::size_t ti = 0; ti < s.topologies.size(); ++ti) {
     for (const auto& gt : gpu_types) {
       const Json entry = gt.empty() ? s.topologies[ti] : with_gpu(s.topologies[ti], gt);
-      Topology topo;
+      plan::Topology topo;
       Status st = config::to_status([&] {
         Json holder = {{"topology", entry}};
         config::JsonReader h(holder, spec.file, fmt::format("/search/topologies/{}", ti));
-        topo = resolve_topology(h, "topology");
+        topo = plan::resolve_topology(h, "topology");
       });
       if (!st.ok()) return st;
       PlanConfig base;
@@ -192,4 +192,4 @@ std::vector<PlanConfig> shard_of(const std::vector<PlanConfig>& all, int index, 
   return out;
 }
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

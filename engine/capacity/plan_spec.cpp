@@ -1,4 +1,4 @@
-#include "engine/plan/plan_spec.h"
+#include "engine/capacity/plan_spec.h"
 
 #include <cmath>
 #include <filesystem>
@@ -6,7 +6,7 @@
 #include "engine/model/model_spec.h"
 #include "engine/plan/topology.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 namespace fs = std::filesystem;
 using config::Json;
 using config::JsonReader;
@@ -61,7 +61,7 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
   for (std::size_t i = 0; i < s->topologies.size(); ++i) {
     Json holder = {{"topology", s->topologies[i]}};
     JsonReader h(holder, r.file(), r.path_of("topologies/" + std::to_string(i)));
-    resolve_topology(h, "topology");
+    plan::resolve_topology(h, "topology");
   }
   if (r.has("gpu_types")) {
     s->gpu_types = list<std::string>(r, "gpu_types", "GPU names",
@@ -70,9 +70,9 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
                                        return e.get<std::string>();
                                      });
     for (std::size_t i = 0; i < s->gpu_types.size(); ++i)
-      if (!gpu_by_name(s->gpu_types[i]).ok())
-        r.fail("gpu_types/" + std::to_string(i),
-               "unknown GPU type \"" + s->gpu_types[i] + "\" (known: " + join(gpu_names()) + ")");
+      if (!plan::gpu_by_name(s->gpu_types[i]).ok())
+        r.fail("gpu_types/" + std::to_string(i), "unknown GPU type \"" + s->gpu_types[i] +
+                                                     "\" (known: " + join(plan::gpu_names()) + ")");
   }
   if (r.has("gpus")) s->gpus = positive_ints(r, "gpus");
   if (r.has("tensor_parallel")) s->tensor_parallel = positive_ints(r, "tensor_parallel");
@@ -170,8 +170,9 @@ Result<PlanSpec> parse_plan(const Json& j, const std::string& file, const std::s
     if (auto rate = r.optional_object("rate")) parse_rate(*rate, &p.rate);
     if (auto prices = r.optional_object("prices")) {
       for (const auto& [gpu, price] : prices->json().items()) {
-        if (!gpu_by_name(gpu).ok())
-          prices->fail(gpu, "unknown GPU type \"" + gpu + "\" (known: " + join(gpu_names()) + ")");
+        if (!plan::gpu_by_name(gpu).ok())
+          prices->fail(gpu,
+                       "unknown GPU type \"" + gpu + "\" (known: " + join(plan::gpu_names()) + ")");
         p.prices[gpu] = prices->positive_number(gpu);
       }
       prices->finish();
@@ -198,4 +199,4 @@ Json slo_json(const PlanSlo& s) {
   return j;
 }
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

@@ -1,4 +1,4 @@
-#include "engine/plan/prune.h"
+#include "engine/capacity/prune.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "engine/workload/lengths.h"
 #include "engine/workload/random.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 using config::Json;
 
 std::vector<std::string> probe_sets(const PlanSpec& spec, double rate_rps) {
@@ -96,4 +96,4 @@ Screening screen_config(const PlanSpec& spec, const PlanConfig& c) {
   return s;
 }
 
-}  // namespace prima::plan
+}  // namespace prima::capacity

@@ -5,12 +5,12 @@
 
 #include <set>
 
-#include "engine/plan/plan_spec.h"
-#include "engine/plan/prune.h"
-#include "engine/plan/rate_search.h"
-#include "engine/plan/search_space.h"
+#include "engine/capacity/plan_spec.h"
+#include "engine/capacity/prune.h"
+#include "engine/capacity/rate_search.h"
+#include "engine/capacity/search_space.h"
 
-namespace prima::plan {
+namespace prima::capacity {
 namespace {
 
 using config::Json;
@@ -121,4 +121,4 @@ TEST(Prune, SeventyBFp16OnOneGpuIsAMemoryPrune) {
 }
 
 }  // namespace
-}  // namespace prima::plan
+}  // namespace prima::capacity
