@@ -13,15 +13,13 @@
 #include <vector>
 
 #include "engine/cluster/replica.h"
+#include "engine/cluster/replica_state.h"
 
 namespace prima::cluster {
 
 // What the cancellations need from the engine (ServingEngine implements it).
-class CancelHost {
+class CancelHost : public SequenceHost {
  public:
-  // The live sequence with this id; nullptr once it ended.
-  virtual Sequence* live_sequence(RequestId id) = 0;
-  virtual Replica* replica(ReplicaId id) = 0;
   virtual int num_replicas() const = 0;
   // Takes the request out of the engine's wait for a healthy replica; false if not there.
   virtual bool leave_pending(RequestId id) = 0;

@@ -26,11 +26,8 @@
 namespace prima::cluster {
 
 // What the hand-off needs from the engine (ServingEngine implements it).
-class HandoffHost {
+class HandoffHost : public SequenceHost {
  public:
-  // The live sequence with this id; nullptr once it ended (cancelled, failed at the end).
-  virtual Sequence* live_sequence(RequestId id) = 0;
-  virtual Replica* replica(ReplicaId id) = 0;
   virtual ReplicaState replica_state(ReplicaId id) const = 0;
   // Device ids per pipeline stage of the replica (may be empty).
   virtual const std::vector<std::vector<DeviceId>>& replica_devices(ReplicaId id) const = 0;
