@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/cluster/serving_engine.h"
-
 namespace prima::cluster {
 
 void Autoscaler::start() {
@@ -49,7 +47,7 @@ void Autoscaler::evaluate() {
   if (desired > current) {
     for (int k = current; k < desired; ++k) {
       if (engine_->add_replica() < 0) break;  // no free GPUs
-      ++engine_->mutable_counters()->scale_ups;
+      ++counters_->scale_ups;
     }
     return;
   }
@@ -68,7 +66,7 @@ void Autoscaler::evaluate() {
   for (const auto& l : idle) {
     if (n == 0) break;
     if (engine_->drain_replica(l.id)) {
-      ++engine_->mutable_counters()->scale_downs;
+      ++counters_->scale_downs;
       --n;
     }
   }

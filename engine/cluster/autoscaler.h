@@ -7,23 +7,43 @@
 //  - scales down to the highest desired count seen over the stabilization window, and only
 //    while no replica is loading, draining the least utilized replicas first (idle ones,
 //    below scale_down_utilization, go first; with scale_down_idle_only, only those).
-// Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it).
+// It records its actions (scale_ups, scale_downs) in the ClusterCounters it is given.
+// Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it), seen
+// only through ScalingTarget.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <utility>
+#include <vector>
 
+#include "engine/cluster/cluster_counters.h"
 #include "engine/cluster/cluster_options.h"
+#include "engine/cluster/replica_state.h"
 #include "engine/runtime.h"
 
 namespace prima::cluster {
 
-class ServingEngine;
+// What the Autoscaler needs from the engine (ServingEngine implements it).
+class ScalingTarget {
+ public:
+  // Replicas in state s (kActive, kLoading).
+  virtual int count(ReplicaState s) const = 0;
+  // Utilization of each active replica since the previous call (or since it became active).
+  virtual std::vector<ReplicaLoad> sample_utilization() = 0;
+  // A new replica (loading); -1 when no GPUs are free.
+  virtual ReplicaId add_replica() = 0;
+  // Stops routing to an active replica, removed once idle; false when it cannot.
+  virtual bool drain_replica(ReplicaId id) = 0;
+
+ protected:
+  ~ScalingTarget() = default;
+};
 
 class Autoscaler {
  public:
-  Autoscaler(Runtime* rt, ServingEngine* engine, AutoscalerOptions o)
-      : rt_(rt), engine_(engine), opts_(o) {}
+  Autoscaler(Runtime* rt, ScalingTarget* engine, AutoscalerOptions o, ClusterCounters* counters)
+      : rt_(rt), engine_(engine), opts_(o), counters_(counters) {}
   ~Autoscaler() { stop(); }
   void start();  // first evaluation one interval from now
   void stop();
@@ -36,8 +56,9 @@ class Autoscaler {
 
  private:
   Runtime* rt_;
-  ServingEngine* engine_;
+  ScalingTarget* engine_;
   AutoscalerOptions opts_;
+  ClusterCounters* counters_;  // records scale_ups, scale_downs
   TimerId timer_ = kNoTimer;
   std::deque<std::pair<Time, int>> history_;  // (time, desired) within the window
   double last_utilization_ = 0;

@@ -1,6 +1,6 @@
 // ServingEngine's failover (health checks, HealthOptions): taking a failed replica out,
-// moving its requests to healthy replicas, the engine-level queue of requests waiting for a
-// healthy replica, and bringing a replica back after its probes. The HealthMonitor decides
+// moving its requests to healthy replicas or into the PendingQueue (requests waiting for a
+// healthy replica), and bringing a replica back after its probes. The HealthMonitor decides
 // when (consecutive failed steps, probes); this file does the moves. Every request still
 // ends exactly once: re-routed (re-prefilled elsewhere), or failed with a reason when its
 // re-routes are exhausted or it waited pending_timeout_s for a healthy replica.
@@ -59,7 +59,7 @@ void ServingEngine::evacuate(ReplicaId id) {
 
 void ServingEngine::reroute(Sequence* s, ReplicaId from) {
   if (is_warmup(s)) {  // not a client request: dropped
-    warm_.erase(s->req.id);
+    warmup_.drop(*s);
     return;
   }
   const int max = opts_.cluster.health.max_request_retries;
@@ -93,27 +93,10 @@ void ServingEngine::route_or_wait(Sequence* s) {
   if (Replica* r = pick_healthy(*s))
     r->submit(s);
   else
-    wait_for_replica(s);
+    pending_.add(s);
 }
 
-void ServingEngine::wait_for_replica(Sequence* s) {
-  Pending p;
-  p.seq = s;
-  const RequestId id = s->req.id;
-  p.timeout = rt_->at(rt_->now() + opts_.cluster.health.pending_timeout_s,
-                      [this, id] { on_pending_timeout(id); });
-  auto pos = std::find_if(pending_.begin(), pending_.end(), [s](const Pending& q) {
-    return q.seq->req.priority > s->req.priority;  // FIFO within a class
-  });
-  pending_.insert(pos, p);
-}
-
-void ServingEngine::on_pending_timeout(RequestId id) {
-  auto it = std::find_if(pending_.begin(), pending_.end(),
-                         [id](const Pending& p) { return p.seq->req.id == id; });
-  if (it == pending_.end()) return;
-  Sequence* s = it->seq;
-  pending_.erase(it);
+void ServingEngine::on_pending_timeout(Sequence* s) {
   end(s, Outcome::kFailed,
       fmt::format("no healthy replica could take the request within {} s (pending_timeout; "
                   "{} replicas unhealthy)",
@@ -121,17 +104,7 @@ void ServingEngine::on_pending_timeout(RequestId id) {
 }
 
 void ServingEngine::drain_pending() {
-  if (pending_.empty()) return;
-  std::deque<Pending> waiting;
-  waiting.swap(pending_);
-  for (const Pending& p : waiting) {
-    if (Replica* r = pick_healthy(*p.seq)) {
-      rt_->cancel(p.timeout);
-      r->submit(p.seq);
-    } else {
-      pending_.push_back(p);  // keeps the order
-    }
-  }
+  pending_.drain([this](const Sequence& s) { return pick_healthy(s); });
 }
 
 bool ServingEngine::recovering_anywhere() const {

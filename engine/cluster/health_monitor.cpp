@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
-#include "engine/cluster/serving_engine.h"
-
 namespace prima::cluster {
 
-HealthMonitor::HealthMonitor(Runtime* rt, ServingEngine* engine, HealthOptions o)
-    : rt_(rt), engine_(engine), opts_(o), alive_(std::make_shared<HealthMonitor*>(this)) {}
+HealthMonitor::HealthMonitor(Runtime* rt, HealthTarget* engine, HealthOptions o,
+                             ClusterCounters* counters)
+    : rt_(rt),
+      engine_(engine),
+      opts_(o),
+      counters_(counters),
+      alive_(std::make_shared<HealthMonitor*>(this)) {}
 
 HealthMonitor::~HealthMonitor() {
   stop();
@@ -68,14 +71,14 @@ void HealthMonitor::arm() {
 }
 
 void HealthMonitor::probe_all() {
-  const auto n = static_cast<ReplicaId>(engine_->replicas().size());
+  const auto n = static_cast<ReplicaId>(engine_->num_replicas());
   for (ReplicaId id = 0; id < n; ++id) {
     if (engine_->replica_state(id) != ReplicaState::kUnhealthy) continue;
     State& s = state(id);
     if (s.probe != 0) continue;  // the previous probe is still within its timeout
     const std::uint64_t token = next_token_++;
     s.probe = token;
-    ++engine_->mutable_counters()->probes;
+    ++counters_->probes;
     s.timeout = rt_->at(rt_->now() + opts_.probe_timeout_s, [this, id, token] {
       State& t = state(id);
       if (t.probe != token) return;
@@ -102,7 +105,7 @@ void HealthMonitor::on_probe(ReplicaId id, std::uint64_t token, Status st) {
   s.timeout = kNoTimer;
   if (engine_->replica_state(id) != ReplicaState::kUnhealthy) return;
   if (!st.ok()) {
-    ++engine_->mutable_counters()->probes_failed;
+    ++counters_->probes_failed;
     s.good_probes = 0;
     return;
   }

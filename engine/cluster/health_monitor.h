@@ -6,23 +6,41 @@
 // probes_to_mark_up good probes in a row asks the engine to bring the replica back
 // (ServingEngine reloads its weights when it can, then serves again).
 // The probe timer only runs while some replica is unhealthy: fault-free runs get no events.
-// Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it).
+// It records its probes (probes, probes_failed) in the ClusterCounters it is given.
+// Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it), seen
+// only through HealthTarget.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "engine/cluster/cluster_counters.h"
 #include "engine/cluster/cluster_options.h"
+#include "engine/cluster/replica_state.h"
 #include "engine/runtime.h"
 
 namespace prima::cluster {
 
-class ServingEngine;
+// What the HealthMonitor needs from the engine (ServingEngine implements it).
+class HealthTarget {
+ public:
+  // Replica ids are 0 .. num_replicas() - 1 (removed replicas keep their id).
+  virtual int num_replicas() const = 0;
+  virtual ReplicaState replica_state(ReplicaId id) const = 0;
+  // The executor probed through Executor::check_health.
+  virtual Executor* executor_of(ReplicaId id) const = 0;
+  // Good probes: bring the replica back (reload its weights, then serve). False when it
+  // cannot start yet (its work is still being taken out): the next probe retries.
+  virtual bool begin_recovery(ReplicaId id) = 0;
+
+ protected:
+  ~HealthTarget() = default;
+};
 
 class HealthMonitor {
  public:
-  HealthMonitor(Runtime* rt, ServingEngine* engine, HealthOptions o);
+  HealthMonitor(Runtime* rt, HealthTarget* engine, HealthOptions o, ClusterCounters* counters);
   ~HealthMonitor();
   HealthMonitor(const HealthMonitor&) = delete;
   HealthMonitor& operator=(const HealthMonitor&) = delete;
@@ -56,9 +74,10 @@ class HealthMonitor {
   void on_probe(ReplicaId id, std::uint64_t token, Status st);
 
   Runtime* rt_;
-  ServingEngine* engine_;
+  HealthTarget* engine_;
   HealthOptions opts_;
-  std::vector<State> st_;  // by replica id (grown on demand)
+  ClusterCounters* counters_;  // records probes, probes_failed
+  std::vector<State> st_;      // by replica id (grown on demand)
   TimerId timer_ = kNoTimer;
   bool stopped_ = false;  // stop() is final (the run is over)
   std::uint64_t next_token_ = 1;

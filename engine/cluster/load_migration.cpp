@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/cluster/serving_engine.h"
+#include "engine/cluster/replica.h"
 
 namespace prima::cluster {
 
@@ -89,7 +89,7 @@ int LoadMigrator::evaluate() {
       if (dst == n || (work[dst] + w) / spd[dst] >= wait[src]) continue;
       if (!pool[src]->cancel(s)) continue;
       pool[dst]->submit(s);
-      ++engine_->mutable_counters()->migrations;
+      ++counters_->migrations;
       ++moves;
       work[src] -= w;
       work[dst] += w;

@@ -9,23 +9,39 @@
 // relative_speed() feeds the router (faster replicas get more new work).
 // Speed is per busy second rather than per second of sim time so that an idle replica is
 // not mistaken for a slow one (on a saturated replica the two agree).
-// Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it).
+// It records the sequences it moved (migrations) in the ClusterCounters it is given.
+// Not thread-safe (engine loop). Borrows the Runtime and the engine (which owns it), seen
+// only through MigrationTarget.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "engine/cluster/cluster_counters.h"
 #include "engine/cluster/cluster_options.h"
 #include "engine/runtime.h"
 
 namespace prima::cluster {
 
-class ServingEngine;
+class Replica;
+
+// What the LoadMigrator needs from the engine (ServingEngine implements it).
+class MigrationTarget {
+ public:
+  // The active replicas that take new requests; the migrator moves work between them
+  // (Replica::movable, cancel, submit).
+  virtual const std::vector<Replica*>& routing_pool() const = 0;
+  // Requests in the system: the evaluation timer runs while there are any.
+  virtual std::int64_t in_system() const = 0;
+
+ protected:
+  ~MigrationTarget() = default;
+};
 
 class LoadMigrator {
  public:
-  LoadMigrator(Runtime* rt, ServingEngine* engine, MigrationOptions o)
-      : rt_(rt), engine_(engine), opts_(o) {}
+  LoadMigrator(Runtime* rt, MigrationTarget* engine, MigrationOptions o, ClusterCounters* counters)
+      : rt_(rt), engine_(engine), opts_(o), counters_(counters) {}
   ~LoadMigrator() { stop(); }
   LoadMigrator(const LoadMigrator&) = delete;
   LoadMigrator& operator=(const LoadMigrator&) = delete;
@@ -50,10 +66,11 @@ class LoadMigrator {
   Stats& stats(ReplicaId id);
 
   Runtime* rt_;
-  ServingEngine* engine_;
+  MigrationTarget* engine_;
   MigrationOptions opts_;
-  std::vector<Stats> stats_;  // by replica id
-  double mean_speed_ = 0;     // over active replicas with a measured speed
+  ClusterCounters* counters_;  // records migrations
+  std::vector<Stats> stats_;   // by replica id
+  double mean_speed_ = 0;      // over active replicas with a measured speed
   TimerId timer_ = kNoTimer;
 };
 

@@ -4,10 +4,6 @@
 
 #include <algorithm>
 
-#include "engine/cluster/autoscaler.h"
-#include "engine/cluster/health_monitor.h"
-#include "engine/cluster/load_migration.h"
-
 namespace prima::cluster {
 namespace {
 
@@ -15,6 +11,14 @@ RouterOptions router_options(const EngineOptions& o) {
   RouterOptions r = o.cluster.router;
   if (!o.use_cluster_router) r.policy = o.routing;
   return r;
+}
+
+KvHandoff::Options handoff_options(const EngineOptions& o) {
+  KvHandoff::Options h;
+  h.kv_bytes_per_token = o.kv_bytes_per_token;
+  h.max_transfer_retries = o.cluster.disaggregation.max_transfer_retries;
+  h.reprefill = o.cluster.health.enabled;
+  return h;
 }
 
 }  // namespace
@@ -28,31 +32,32 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
               router_options(opts).affinity_slack_tokens),
       decode_router_(router_options(opts).policy, router_options(opts).seed + 1,
                      router_options(opts).affinity_slack_tokens),
-      cache_(opts.cluster.response_cache) {
+      cache_(opts.cluster.response_cache),
+      handoff_(rt, this, &decode_router_, &decode_pool_, handoff_options(opts), &counters_),
+      pending_(rt, opts.cluster.health.pending_timeout_s,
+               [this](Sequence* s) { on_pending_timeout(s); }),
+      warmup_(rt, opts.cluster.warmup, &counters_),
+      cancels_(rt, this) {
   events_.on_tokens = [this](const std::vector<Sequence*>& produced) {
     // Runs for every output token of the run. Nothing to do per token but count (no token
     // callback, no cancellation pending, no prefill/decode handoff): count in one go.
-    if (!on_token && cancelling_.empty() && decode_pool_.empty()) {
+    if (!on_token && cancels_.empty() && decode_pool_.empty()) {
       std::int64_t n = 0;
       for (const Sequence* s : produced) n += is_warmup(s) ? 0 : 1;
       recorder_->on_tokens(n);
       return;
     }
     for (Sequence* s : produced) {
-      if (is_warmup(s) || (!cancelling_.empty() && cancelling_.count(s->req.id))) continue;
+      if (is_warmup(s) || cancels_.leaving(s->req.id)) continue;
       recorder_->on_token();
       if (on_token) on_token(*s);
       if (!decode_pool_.empty() && info_[s->replica].role == ReplicaRole::kPrefill &&
           s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
-        start_handoff(s);
+        handoff_.start(s);
     }
   };
   events_.on_finished = [this](Sequence* s) {
-    auto c = cancelling_.find(s->req.id);
-    if (c == cancelling_.end()) return end(s, Outcome::kCompleted, "");
-    Leaving how = std::move(c->second);
-    cancelling_.erase(c);
-    end_leaving(s, std::move(how));
+    if (!cancels_.on_finished(s)) end(s, Outcome::kCompleted, "");
   };
   events_.on_failed = [this](Sequence* s) { end(s, Outcome::kFailed, s->reason); };
   events_.on_step = [this](ReplicaId id, const sched::ScheduledStep& step, const StepResult& r) {
@@ -65,23 +70,20 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
       for (DeviceId d : devs[s]) recorder_->on_device_busy(d, r.stage_busy_s[s]);
     recorder_->on_step(r.start_s, r.end_s, gpu_s, r.flops);
     if (step.preempted) recorder_->on_preemptions(step.preempted);
-    if (ri.state == ReplicaState::kDraining) rt_->post([this, id] { maybe_remove(id); });
+    maybe_remove_later(id);
     // Cancelled while on the devices: out of the scheduler now (before it plans the next
     // step; frees the KV blocks), ended once the step's events are delivered.
-    if (!cancelling_.empty())
-      for (Sequence* s : step.seqs)
-        if (cancelling_.count(s->req.id)) {
-          replicas_[id]->cancel(s);
-          rt_->post([this, rid = s->req.id] { finish_cancel(rid); });
-        }
+    cancels_.on_step(replicas_[id].get(), step.seqs);
     if (migrator_ && r.status.ok())
       migrator_->on_step(id, step.plan.shape.tokens(), r.end_s - r.start_s);
     if (!r.status.ok()) ++counters_.step_failures;
     if (health_->enabled()) on_step_health(id, r);
   };
-  health_ = std::make_unique<HealthMonitor>(rt_, this, opts_.cluster.health);
+  health_ = std::make_unique<HealthMonitor>(rt_, static_cast<HealthTarget*>(this),
+                                            opts_.cluster.health, &counters_);
   if (opts_.cluster.migration.enabled) {
-    migrator_ = std::make_unique<LoadMigrator>(rt_, this, opts_.cluster.migration);
+    migrator_ = std::make_unique<LoadMigrator>(rt_, static_cast<MigrationTarget*>(this),
+                                               opts_.cluster.migration, &counters_);
     router_.set_speed_weight([this](ReplicaId id) { return migrator_->relative_speed(id); });
   }
   const auto& dis = opts_.cluster.disaggregation;
@@ -98,12 +100,11 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
   note_replica_count();
   if (recorder_->gpus() == 0) recorder_->set_gpus(total_gpus);
   if (opts_.cluster.autoscaler.enabled)
-    autoscaler_ = std::make_unique<Autoscaler>(rt_, this, opts_.cluster.autoscaler);
+    autoscaler_ = std::make_unique<Autoscaler>(rt_, static_cast<ScalingTarget*>(this),
+                                               opts_.cluster.autoscaler, &counters_);
 }
 
-ServingEngine::~ServingEngine() {
-  for (const Pending& p : pending_) rt_->cancel(p.timeout);
-}
+ServingEngine::~ServingEngine() = default;
 
 ReplicaId ServingEngine::make_replica(const ReplicaSetup& rs, ReplicaState st, ReplicaRole role) {
   const auto id = static_cast<ReplicaId>(replicas_.size());
@@ -182,7 +183,7 @@ void ServingEngine::note_replica_count() {
 
 void ServingEngine::start() {
   for (std::size_t i = 0; i < replicas_.size(); ++i)
-    if (info_[i].state == ReplicaState::kActive) send_warmup(static_cast<ReplicaId>(i));
+    if (info_[i].state == ReplicaState::kActive) warmup_.send(replicas_[i].get());
   if (autoscaler_) autoscaler_->start();
 }
 
@@ -191,22 +192,6 @@ void ServingEngine::stop() {
   health_->stop();
   if (migrator_) migrator_->stop();
   integrate_below_min(rt_->now());
-}
-
-void ServingEngine::send_warmup(ReplicaId id) {
-  const WarmupOptions& w = opts_.cluster.warmup;
-  for (int k = 0; k < w.requests; ++k) {
-    auto seq = std::make_unique<Sequence>();
-    seq->req.id = next_warmup_id_++;
-    seq->req.arrival_s = rt_->now();
-    seq->req.prompt_tokens = w.prompt_tokens;
-    seq->req.max_output_tokens = w.output_tokens;
-    Sequence* s = seq.get();
-    if (!replicas_[id]->can_ever_fit(*s)) return;
-    warm_.emplace(s->req.id, std::move(seq));
-    ++counters_.warmup_requests;
-    replicas_[id]->submit(s);
-  }
 }
 
 ReplicaId ServingEngine::add_replica() {
@@ -247,7 +232,7 @@ void ServingEngine::activate(ReplicaId id) {
   info_[id].busy_mark_s = info_[id].busy_s;
   rebuild_routing();
   note_replica_count();
-  send_warmup(id);
+  warmup_.send(replicas_[id].get());
   drain_pending();
 }
 
@@ -266,11 +251,17 @@ bool ServingEngine::drain_replica(ReplicaId id) {
 
 void ServingEngine::maybe_remove(ReplicaId id) {
   ReplicaInfo& ri = info_[id];
-  if (ri.state != ReplicaState::kDraining || !replicas_[id]->idle() || ri.pending_handoffs > 0)
+  if (ri.state != ReplicaState::kDraining || !replicas_[id]->idle() || handoff_.heading_to(id) > 0)
     return;
   ri.state = ReplicaState::kRemoved;
   note_replica_count();
   if (provider_.release) provider_.release(id, ri.setup);
+}
+
+void ServingEngine::maybe_remove_later(ReplicaId id) {
+  if (id >= 0 && id < static_cast<ReplicaId>(info_.size()) &&
+      info_[id].state == ReplicaState::kDraining)
+    rt_->post([this, id] { maybe_remove(id); });
 }
 
 std::vector<ReplicaLoad> ServingEngine::sample_utilization() {
@@ -338,7 +329,7 @@ RequestId ServingEngine::submit(Request r) {
   }
   if (migrator_) migrator_->on_work();
   if (accepting_.empty() && health_->enabled() && recovering_anywhere()) {
-    wait_for_replica(s);  // every replica is down, some will come back
+    pending_.add(s);  // every replica is down, some will come back
     return id;
   }
   int idx = router_.pick(accepting_, *s);
@@ -353,97 +344,9 @@ RequestId ServingEngine::submit(Request r) {
   return id;
 }
 
-void ServingEngine::start_handoff(Sequence* s) {
-  Replica* src = replicas_[s->replica].get();
-  if (!src->cancel(s)) return;  // still in a step (cannot happen after complete)
-  Handoff& h = handoffs_[s->req.id];
-  h.src = s->replica;
-  if (info_[h.src].state == ReplicaState::kDraining)
-    rt_->post([this, r = h.src] { maybe_remove(r); });
-  int idx = decode_router_.pick(decode_pool_, *s);
-  if (idx < 0) {
-    handoffs_.erase(s->req.id);
-    end(s, Outcome::kFailed, "no decode replica can hold the sequence");
-    return;
-  }
-  transfer_kv(s->req.id, decode_pool_[idx]->id());
-}
-
-void ServingEngine::transfer_kv(RequestId id, ReplicaId dst) {
-  Sequence* s = live_.at(id).get();
-  Handoff& h = handoffs_[id];
-  h.tried.push_back(dst);
-  h.status = ok_status();
-  ++info_[dst].pending_handoffs;
-  ++counters_.handoffs;
-  const double bytes = double(s->num_computed) * opts_.kv_bytes_per_token;
-  counters_.handoff_bytes += bytes;
-  std::vector<DeviceId> from, to;
-  for (const auto& st : info_[h.src].setup.devices) from.insert(from.end(), st.begin(), st.end());
-  for (const auto& st : info_[dst].setup.devices) to.insert(to.end(), st.begin(), st.end());
-  if (!fabric_ || bytes <= 0 || from.empty() || to.empty()) {
-    h.pending = 1;
-    rt_->post([this, id, dst] { on_transfer_done(id, dst, ok_status()); });
-    return;
-  }
-  // Each GPU holds its share of the KV (its layers and heads): one flow per GPU pair.
-  const std::size_t flows = std::max(from.size(), to.size());
-  h.pending = static_cast<int>(flows);
-  for (std::size_t k = 0; k < flows; ++k)
-    fabric_->transfer(from[k % from.size()], to[k % to.size()], bytes / double(flows),
-                      [this, id, dst](Status st) { on_transfer_done(id, dst, std::move(st)); });
-}
-
-void ServingEngine::on_transfer_done(RequestId id, ReplicaId dst, Status st) {
-  auto hit = handoffs_.find(id);
-  if (hit == handoffs_.end()) return;
-  Handoff& h = hit->second;
-  if (!st.ok() && h.status.ok()) h.status = std::move(st);
-  if (--h.pending > 0) return;
-  --info_[dst].pending_handoffs;
-  auto it = live_.find(id);
-  if (it == live_.end()) {  // ended meanwhile (fail_all)
-    handoffs_.erase(hit);
-    maybe_remove(dst);
-    return;
-  }
-  Sequence* s = it->second.get();
-  if (h.status.ok() && info_[dst].state != ReplicaState::kActive)
-    h.status = unavailable(fmt::format("decode replica {} went down during the KV hand-off", dst));
-  if (h.status.ok()) {
-    handoffs_.erase(hit);
-    replicas_[dst]->submit(s);
-    return;
-  }
-  ++counters_.handoff_retries;
-  std::vector<Replica*> others;
-  for (Replica* r : decode_pool_)
-    if (std::find(h.tried.begin(), h.tried.end(), r->id()) == h.tried.end()) others.push_back(r);
-  const int attempts = static_cast<int>(h.tried.size());
-  int idx = others.empty() ? -1 : decode_router_.pick(others, *s);
-  if (others.empty() && health_->enabled() &&
-      attempts <= opts_.cluster.disaggregation.max_transfer_retries) {
-    // Every decode replica is down or tried: prefilled again wherever it can go (or waits).
-    handoffs_.erase(hit);
-    s->num_computed = 0;
-    route_or_wait(s);
-    return;
-  }
-  if (idx < 0 || attempts > opts_.cluster.disaggregation.max_transfer_retries) {
-    ++counters_.handoff_failures;
-    std::string why = h.status.message();
-    handoffs_.erase(hit);
-    end(s, Outcome::kFailed,
-        fmt::format("KV hand-off failed after {} attempts: {}", attempts, why));
-    return;
-  }
-  transfer_kv(id, others[idx]->id());
-}
-
 void ServingEngine::end(Sequence* s, Outcome o, std::string reason) {
   if (is_warmup(s)) {
-    ++counters_.warmup_completed;
-    warm_.erase(s->req.id);
+    warmup_.complete(*s);
     return;
   }
   s->outcome = o;
@@ -454,73 +357,19 @@ void ServingEngine::end(Sequence* s, Outcome o, std::string reason) {
   if (on_end) on_end(*s);
   const ReplicaId r = s->replica;
   live_.erase(s->req.id);
-  if (r >= 0 && r < static_cast<ReplicaId>(info_.size()) &&
-      info_[r].state == ReplicaState::kDraining)
-    rt_->post([this, r] { maybe_remove(r); });
+  maybe_remove_later(r);
 }
 
 bool ServingEngine::cancel(RequestId id, const std::string& reason) {
-  return take_out(id, Leaving{Outcome::kFailed, reason});
+  return cancels_.take_out(id, Cancellations::Leaving{Outcome::kFailed, reason});
 }
 
 bool ServingEngine::finish_early(RequestId id) {
-  return take_out(id, Leaving{Outcome::kCompleted, ""});
-}
-
-void ServingEngine::end_leaving(Sequence* s, Leaving how) {
-  if (how.outcome == Outcome::kCompleted) s->finish_reason = "stop";
-  end(s, how.outcome, std::move(how.reason));
-}
-
-bool ServingEngine::take_out(RequestId id, Leaving how) {
-  auto it = live_.find(id);
-  if (it == live_.end()) return false;
-  Sequence* s = it->second.get();
-  if (cancelling_.count(id)) return true;  // already on its way out
-  auto p = std::find_if(pending_.begin(), pending_.end(),
-                        [id](const Pending& q) { return q.seq->req.id == id; });
-  if (p != pending_.end()) {  // waiting at the engine for a healthy replica
-    rt_->cancel(p->timeout);
-    pending_.erase(p);
-    end_leaving(s, std::move(how));
-    return true;
-  }
-  if (handoffs_.count(id)) {  // KV in transit: on_transfer_done finds it gone
-    end_leaving(s, std::move(how));
-    return true;
-  }
-  if (s->replica >= 0 && s->replica < static_cast<ReplicaId>(replicas_.size())) {
-    Replica* r = replicas_[s->replica].get();
-    if (s->in_flight) {  // on the devices: taken out when the step returns
-      cancelling_.emplace(id, std::move(how));
-      return true;
-    }
-    r->cancel(s);  // frees its KV blocks; false when not queued there (e.g. cache answer)
-  }
-  end_leaving(s, std::move(how));
-  return true;
-}
-
-void ServingEngine::finish_cancel(RequestId id) {
-  auto c = cancelling_.find(id);
-  if (c == cancelling_.end()) return;
-  Leaving how = std::move(c->second);
-  cancelling_.erase(c);
-  auto it = live_.find(id);
-  if (it == live_.end()) return;  // ended meanwhile (finished or failed in that step)
-  Sequence* s = it->second.get();
-  if (s->in_flight) {  // in a newer step already: wait for that one
-    cancelling_.emplace(id, std::move(how));
-    return;
-  }
-  if (s->replica >= 0 && s->replica < static_cast<ReplicaId>(replicas_.size()))
-    replicas_[s->replica]->cancel(s);
-  end_leaving(s, std::move(how));
+  return cancels_.take_out(id, Cancellations::Leaving{Outcome::kCompleted, ""});
 }
 
 void ServingEngine::fail_all(const std::string& reason) {
   stop();
-  for (const Pending& p : pending_) rt_->cancel(p.timeout);
   pending_.clear();
   std::vector<RequestId> ids;
   for (const auto& [id, seq] : live_) ids.push_back(id);

@@ -9,20 +9,24 @@
 //    provider's `load`, e.g. from storage over the fabric) and only then accepts requests;
 //    a drained replica accepts nothing new, finishes its work, then is handed back;
 //  - disaggregated prefill/decode pools: requests go to a prefill replica; at its first token
-//    the sequence's KV (num_computed x kv_bytes_per_token) moves over the Fabric to a decode
-//    replica picked by the router, which decodes the rest (bounded retries on failure);
+//    the sequence's KV moves to a decode replica (KvHandoff);
 //  - a response cache answering repeated short prompts without a replica;
-//  - warm-up requests per replica at start(), not reported as requests;
+//  - warm-up requests per replica at start(), not reported as requests (Warmup);
 //  - health checks and failover (HealthOptions, on by default; they act only on failures):
 //    a replica whose steps keep failing is paused and taken out of routing (kUnhealthy);
 //    once its steps in flight returned, its sequences are re-prefilled on healthy replicas
 //    (bounded re-routes per request); requests that find no healthy replica wait at the
-//    engine (bounded); probes bring the replica back (reloading its weights). See
-//    HealthMonitor and failover.cpp. min_available bounds voluntary removals (drains);
+//    engine (bounded; PendingQueue); probes bring the replica back (reloading its weights).
+//    See HealthMonitor and failover.cpp. min_available bounds voluntary removals (drains);
 //  - load migration (MigrationOptions, off by default): see LoadMigrator.
+// The engine is the coordinator: it owns the sequences and the replicas (their states,
+// roles, routing pools) and wires its collaborators, each owning one concern and its
+// counters: KvHandoff, PendingQueue, Warmup, ResponseCache, and the monitors HealthMonitor,
+// LoadMigrator and Autoscaler, which see the engine only through the interfaces they
+// declare (HealthTarget, MigrationTarget, ScalingTarget). Each collaborator records its own
+// counters into the engine's ClusterCounters (cluster_counters.h says which fields).
 // Not thread-safe: every call runs on the engine's loop (servers post into it).
-// Owns the sequences, the replicas and the autoscaler; borrows the Runtime, Executors,
-// Fabric and Recorder.
+// Borrows the Runtime, Executors, Fabric and Recorder.
 #pragma once
 
 #include <deque>
@@ -33,18 +37,23 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/cluster/autoscaler.h"
+#include "engine/cluster/cancellations.h"
+#include "engine/cluster/cluster_counters.h"
 #include "engine/cluster/cluster_options.h"
+#include "engine/cluster/health_monitor.h"
+#include "engine/cluster/kv_handoff.h"
+#include "engine/cluster/load_migration.h"
+#include "engine/cluster/pending_queue.h"
 #include "engine/cluster/replica.h"
+#include "engine/cluster/replica_state.h"
 #include "engine/cluster/response_cache.h"
 #include "engine/cluster/router.h"
+#include "engine/cluster/warmup.h"
 #include "engine/metrics/recorder.h"
 #include "engine/sched/scheduler.h"
 
 namespace prima::cluster {
-
-class Autoscaler;
-class HealthMonitor;
-class LoadMigrator;
 
 struct ReplicaSetup {
   Executor* executor = nullptr;  // borrowed; outlives the engine
@@ -77,9 +86,6 @@ struct EngineOptions {
   double kv_bytes_per_token = 0;  // whole replica (all layers, all KV heads): P/D hand-off size
 };
 
-// kUnhealthy: out of routing after failures (health checks), probed until it recovers; then
-// kLoading (reloading weights) and kActive again.
-enum class ReplicaState { kLoading, kActive, kDraining, kRemoved, kUnhealthy };
 enum class ReplicaRole { kBoth, kPrefill, kDecode };
 
 // A snapshot for timelines and gauges.
@@ -92,41 +98,20 @@ struct EngineState {
   std::int64_t in_system = 0;
 };
 
-// One replica's GPU utilization since the last sample (for the autoscaler).
-struct ReplicaLoad {
-  ReplicaId id = 0;
-  double utilization = 0;  // busy fraction of its GPUs
-  double window_s = 0;     // how long it was active in the window
-};
-
-struct ClusterCounters {
-  std::int64_t scale_ups = 0, scale_downs = 0, load_failures = 0;
-  int replicas_min_seen = 0, replicas_max_seen = 0;
-  std::int64_t handoffs = 0, handoff_retries = 0, handoff_failures = 0;
-  double handoff_bytes = 0;
-  std::int64_t warmup_requests = 0, warmup_completed = 0;
-  // GPUs held by replicas (loading, active or draining) integrated over time, up to the
-  // last change; see ServingEngine::provisioned_gpu_seconds().
-  double provisioned_gpu_s = 0;
-  // Health checks and failover (HealthOptions), load migration (MigrationOptions).
-  std::int64_t replica_failures = 0;    // replicas taken out of routing (kActive -> kUnhealthy)
-  std::int64_t replica_recoveries = 0;  // back to kActive after probes (and reload)
-  std::int64_t probes = 0, probes_failed = 0;
-  std::int64_t step_failures = 0;      // failed steps seen (any replica)
-  std::int64_t reroutes = 0;           // requests moved off a failed replica
-  std::int64_t retries_exhausted = 0;  // requests failed after max_request_retries
-  std::int64_t migrations = 0;         // waiting sequences moved by load migration
-  double below_min_available_s = 0;    // time with fewer healthy replicas than min_available
-};
-
-class ServingEngine {
+class ServingEngine final : private HealthTarget,
+                            private MigrationTarget,
+                            private ScalingTarget,
+                            private HandoffHost,
+                            private CancelHost {
  public:
   ServingEngine(Runtime* rt, EngineOptions opts, const std::vector<ReplicaSetup>& replicas,
                 metrics::Recorder* recorder);
   ~ServingEngine();
+  ServingEngine(const ServingEngine&) = delete;
+  ServingEngine& operator=(const ServingEngine&) = delete;
 
   // Optional collaborators, set before start().
-  void set_fabric(Fabric* f) { fabric_ = f; }
+  void set_fabric(Fabric* f) { handoff_.set_fabric(f); }
   void set_replica_provider(ReplicaProvider p) { provider_ = std::move(p); }
 
   // Sends the warm-up requests and starts the autoscaler (when configured). Without it the
@@ -161,14 +146,14 @@ class ServingEngine {
   void fail_all(const std::string& reason);
 
   // Run-time replicas. add_replica: -1 when the provider has no free GPUs (or none is set).
-  ReplicaId add_replica();
+  ReplicaId add_replica() override;
   // Stops routing to an active replica; it is removed once idle. False if not active, or
   // when it would leave fewer active replicas than HealthOptions::min_available (a
   // voluntary removal never breaks the budget).
-  bool drain_replica(ReplicaId id);
-  ReplicaState replica_state(ReplicaId id) const { return info_[id].state; }
+  bool drain_replica(ReplicaId id) override;
+  ReplicaState replica_state(ReplicaId id) const override { return info_[id].state; }
   ReplicaRole replica_role(ReplicaId id) const { return info_[id].role; }
-  int count(ReplicaState s) const;
+  int count(ReplicaState s) const override;
   // GPUs held by replicas that are loading, active or draining.
   int gpus_held() const;
   // GPU-seconds held by replicas from construction until now (autoscaling cost).
@@ -177,62 +162,44 @@ class ServingEngine {
   // min_available is 0); counters().below_min_available_s up to the last state change.
   double below_min_available_seconds() const;
   // Requests waiting at the engine for a healthy replica.
-  std::int64_t pending() const { return static_cast<std::int64_t>(pending_.size()); }
+  std::int64_t pending() const { return pending_.size(); }
   // Utilization of each active replica since the previous call (or since it became active).
-  std::vector<ReplicaLoad> sample_utilization();
+  std::vector<ReplicaLoad> sample_utilization() override;
 
   EngineState state() const;
-  std::int64_t in_system() const { return static_cast<std::int64_t>(live_.size()); }
+  std::int64_t in_system() const override { return static_cast<std::int64_t>(live_.size()); }
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
   const EngineOptions& options() const { return opts_; }
+  // The engine's counters, its collaborators' included (they record into this struct).
   const ClusterCounters& counters() const { return counters_; }
-  ClusterCounters* mutable_counters() { return &counters_; }  // for the autoscaler
   const ResponseCache& response_cache() const { return cache_; }
   const Autoscaler* autoscaler() const { return autoscaler_.get(); }
   const HealthMonitor& health() const { return *health_; }
   const LoadMigrator* migrator() const { return migrator_.get(); }
 
  private:
-  friend class HealthMonitor;
-  friend class LoadMigrator;
-
   struct ReplicaInfo {
     ReplicaSetup setup;
     ReplicaState state = ReplicaState::kActive;
     ReplicaRole role = ReplicaRole::kBoth;
-    double busy_s = 0;         // GPU-busy seconds / gpus, all time
-    double busy_mark_s = 0;    // busy_s at the last sample
-    Time mark_s = 0;           // time of the last sample (or activation)
-    int pending_handoffs = 0;  // KV transfers heading to it
+    double busy_s = 0;       // GPU-busy seconds / gpus, all time
+    double busy_mark_s = 0;  // busy_s at the last sample
+    Time mark_s = 0;         // time of the last sample (or activation)
     // Health: its work was taken out after it went down; recovering: kLoading after probes;
     // retire: it was draining when it failed (removed once its work is out).
     bool evacuated = false, recovering = false, retire = false;
-  };
-  struct Pending {  // a request waiting for a healthy replica
-    Sequence* seq = nullptr;
-    TimerId timeout = kNoTimer;
-  };
-  struct Handoff {
-    ReplicaId src = -1;
-    std::vector<ReplicaId> tried;
-    int pending = 0;
-    Status status;
   };
 
   ReplicaId make_replica(const ReplicaSetup& rs, ReplicaState st, ReplicaRole role);
   void activate(ReplicaId id);
   void rebuild_routing();
-  void maybe_remove(ReplicaId id);
-  void note_replica_count();  // call after any state change
+  void maybe_remove(ReplicaId id) override;
+  void maybe_remove_later(ReplicaId id) override;  // posted when it is draining
+  void note_replica_count();                       // call after any state change
   Time held_since_ = 0;
   int gpus_held_ = 0;
-  void send_warmup(ReplicaId id);
-  bool is_warmup(const Sequence* s) const { return s->req.id >= kWarmupIdBase; }
-  void start_handoff(Sequence* s);
-  void transfer_kv(RequestId id, ReplicaId dst);
-  void on_transfer_done(RequestId id, ReplicaId dst, Status st);
-  void end(Sequence* s, Outcome o, std::string reason);
-  void finish_cancel(RequestId id);  // a cancelled sequence's step returned
+  static bool is_warmup(const Sequence* s) { return Warmup::is_warmup(*s); }
+  void end(Sequence* s, Outcome o, std::string reason) override;
   void integrate_below_min(Time now);
 
   // Health checks and failover (failover.cpp).
@@ -242,23 +209,38 @@ class ServingEngine {
   void reroute(Sequence* s, ReplicaId from);
   Replica* pick_healthy(const Sequence& s);  // nullptr when no healthy replica can take it
   void route_or_wait(Sequence* s);
-  void wait_for_replica(Sequence* s);
-  void on_pending_timeout(RequestId id);
+  void on_pending_timeout(Sequence* s);  // PendingQueue's timeout: fails it
   void drain_pending();
   bool recovering_anywhere() const;
-  bool begin_recovery(ReplicaId id);
-  void reload(ReplicaId id);  // provider_.load, then finish_recovery or back to kUnhealthy  // true
-                              // when it is on its way back
+  void reload(ReplicaId id);  // provider_.load, then finish_recovery or back to kUnhealthy
   void finish_recovery(ReplicaId id);
-  Executor* executor_of(ReplicaId id) const { return info_[id].setup.executor; }
-  const std::vector<Replica*>& routing_pool() const { return accepting_; }
 
-  static constexpr RequestId kWarmupIdBase = RequestId(1) << 62;
+  // HealthTarget (the HealthMonitor's view).
+  int num_replicas() const override { return static_cast<int>(replicas_.size()); }
+  Executor* executor_of(ReplicaId id) const override { return info_[id].setup.executor; }
+  bool begin_recovery(ReplicaId id) override;  // true when it is on its way back
+  // MigrationTarget (the LoadMigrator's view).
+  const std::vector<Replica*>& routing_pool() const override { return accepting_; }
+  // HandoffHost (the KvHandoff's view).
+  Sequence* live_sequence(RequestId id) override {
+    auto it = live_.find(id);
+    return it == live_.end() ? nullptr : it->second.get();
+  }
+  Replica* replica(ReplicaId id) override { return replicas_[id].get(); }
+  const std::vector<std::vector<DeviceId>>& replica_devices(ReplicaId id) const override {
+    return info_[id].setup.devices;
+  }
+  void reprefill(Sequence* s) override { route_or_wait(s); }
+  void fail(Sequence* s, std::string reason) override {
+    end(s, Outcome::kFailed, std::move(reason));
+  }
+  // CancelHost (the Cancellations' view; also live_sequence, replica, num_replicas, end).
+  bool leave_pending(RequestId id) override { return pending_.remove(id); }
+  bool in_handoff(RequestId id) const override { return handoff_.in_transit(id); }
 
   Runtime* rt_;
   EngineOptions opts_;
   metrics::Recorder* recorder_;
-  Fabric* fabric_ = nullptr;
   ReplicaProvider provider_;
   ReplicaEvents events_;
   std::vector<std::unique_ptr<Replica>> replicas_;  // by id; removed ones stay (state kRemoved)
@@ -271,23 +253,15 @@ class ServingEngine {
   std::unique_ptr<Autoscaler> autoscaler_;
   std::unique_ptr<HealthMonitor> health_;
   std::unique_ptr<LoadMigrator> migrator_;
-  std::deque<Pending> pending_;  // by priority class, FIFO within a class
-  Time below_since_ = 0;         // time of the last below-min_available integration
+  KvHandoff handoff_;
+  PendingQueue pending_;
+  Warmup warmup_;
+  Time below_since_ = 0;  // time of the last below-min_available integration
   bool below_min_ = false;
-  ClusterCounters counters_;
+  ClusterCounters counters_;  // the collaborators record their fields here too
   RequestId next_id_ = 1;
-  RequestId next_warmup_id_ = kWarmupIdBase;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> live_;
-  std::unordered_map<RequestId, std::unique_ptr<Sequence>> warm_;
-  std::unordered_map<RequestId, Handoff> handoffs_;
-  // Leaving the system (cancel, finish_early) while in a step on the devices: how it ends.
-  struct Leaving {
-    Outcome outcome = Outcome::kFailed;
-    std::string reason;
-  };
-  bool take_out(RequestId id, Leaving how);
-  void end_leaving(Sequence* s, Leaving how);
-  std::unordered_map<RequestId, Leaving> cancelling_;  // until its step returns
+  Cancellations cancels_;
 };
 
 }  // namespace prima::cluster
