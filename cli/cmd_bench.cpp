@@ -18,7 +18,7 @@
 #include "cli/bench_options.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 #include "engine/workload/trace.h"
 #include "loadgen/output.h"
 #include "loadgen/prompts.h"
@@ -71,7 +71,7 @@ struct BenchWorkload {
 
 // The scenario's workload, seed and SLO; the flags' --num-prompts, --duration and --seed win.
 Status apply_scenario(const BenchOptions& o, BenchWorkload* w) {
-  auto sc = config::load_scenario(*o.scenario, o.sets);
+  auto sc = scenario::load_scenario(*o.scenario, o.sets);
   if (!sc.ok()) return sc.status();
   w->spec = sc->workload;
   if (w->schedule.num_prompts > 0) w->spec.max_requests = w->schedule.num_prompts;

@@ -20,7 +20,7 @@
 #include "backends/sim/sim_cluster.h"
 #include "cli/commands.h"
 #include "cli/serve.h"
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 
 namespace po = boost::program_options;
 
@@ -34,7 +34,7 @@ int serve_sim(const ServeOptions& o) {
     std::fprintf(stderr, "prima serve: %s\n", st.message().c_str());
     return kExitBadInput;
   }
-  auto sc = config::load_scenario(o.scenario_path, o.sets);
+  auto sc = scenario::load_scenario(o.scenario_path, o.sets);
   if (!sc.ok()) {
     std::fprintf(stderr, "prima serve: %s\n", sc.status().message().c_str());
     return kExitBadInput;

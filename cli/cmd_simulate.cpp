@@ -12,8 +12,8 @@
 #include "backends/sim/simulation.h"
 #include "cli/commands.h"
 #include "cli/html_report.h"
-#include "engine/config/scenario.h"
 #include "engine/metrics/report.h"
+#include "engine/scenario/scenario.h"
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -140,7 +140,7 @@ Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and 
   if (vm.count("seed")) sets.push_back("seed=" + std::to_string(vm["seed"].as<std::uint64_t>()));
   const std::string path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
 
-  auto sc = config::load_scenario(path, sets);
+  auto sc = scenario::load_scenario(path, sets);
   if (!sc.ok()) {
     std::fprintf(stderr, "prima simulate: %s\n", sc.status().message().c_str());
     return kExitBadInput;

@@ -7,10 +7,10 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "engine/config/scenario.h"
 #include "engine/perf/calibration.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/plan/topology.h"
+#include "engine/scenario/scenario.h"
 
 namespace po = boost::program_options;
 
@@ -36,7 +36,7 @@ static Status validate_file(const std::string& path, std::string* what) {
     return t.validate();
   }
   *what = "scenario";
-  PRIMA_ASSIGN_OR_RETURN(config::Scenario s, config::load_scenario(path, {}));
+  PRIMA_ASSIGN_OR_RETURN(scenario::Scenario s, scenario::load_scenario(path, {}));
   auto placed = plan::place(s.plan, s.topology);
   if (!placed.ok()) return invalid_argument(path + ": /deployment: " + placed.status().message());
   auto fit = plan::check_plan(s.model, s.quantization, s.topology, s.plan, s.memory,

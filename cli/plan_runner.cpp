@@ -15,7 +15,7 @@
 #include "cli/html_report.h"
 #include "cli/plan_search.h"
 #include "engine/capacity/prune.h"
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 
 namespace fs = std::filesystem;
 
@@ -42,10 +42,10 @@ Result<perf::Calibration> check_base_scenario(const capacity::PlanSpec& spec) {
                             "search; use poisson, gamma, constant or trace arrivals");
   Json j = spec.scenario;
   for (const auto& s : capacity::probe_sets(spec, spec.rate.min_rps)) {
-    Status st = config::apply_set(&j, s);
+    Status st = scenario::apply_set(&j, s);
     if (!st.ok()) return invalid_argument(spec.scenario_file + ": " + st.message());
   }
-  auto sc = config::parse_scenario(j, spec.scenario_file, spec.scenario_dir);
+  auto sc = scenario::parse_scenario(j, spec.scenario_file, spec.scenario_dir);
   if (!sc.ok())
     return invalid_argument(sc.status().message() +
                             " (the plan's base scenario, with the probe's rate and duration set)");

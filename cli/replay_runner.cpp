@@ -14,12 +14,12 @@
 #include "backends/sim/request_timings.h"
 #include "cli/commands.h"
 #include "cli/replay_output.h"
-#include "engine/config/scenario.h"
 #include "engine/perf/fit.h"
 #include "engine/replay/compare.h"
 #include "engine/replay/fit_params.h"
 #include "engine/replay/measured.h"
 #include "engine/replay/replay_scenario.h"
+#include "engine/scenario/scenario.h"
 
 namespace fs = std::filesystem;
 
@@ -72,7 +72,7 @@ std::string param_list(const replay::FitParams& p, const std::vector<double>& x)
 
 // --fit: Nelder–Mead over the chosen parameters; each evaluation simulates the replay with
 // them (in a child process) and scores it with replay::fit_objective.
-int run_fit(const ReplayOptions& o, const config::Scenario& sc, const perf::Efficiency& start,
+int run_fit(const ReplayOptions& o, const scenario::Scenario& sc, const perf::Efficiency& start,
             const replay::FitParams& params, const replay::MeasuredRun& measured,
             const replay::Samples& measured_samples, ReplayFit* fit) {
   const auto t0 = Clock::now();
@@ -93,7 +93,7 @@ int run_fit(const ReplayOptions& o, const config::Scenario& sc, const perf::Effi
   }
   Status first_error;
   auto objective = [&](const std::vector<double>& x) {
-    config::Scenario s = sc;
+    scenario::Scenario s = sc;
     perf::Efficiency e = start;
     replay::set_params(&e, params, x);
     replay::set_gpu_efficiency(&s, e);
@@ -127,7 +127,7 @@ int run_fit(const ReplayOptions& o, const config::Scenario& sc, const perf::Effi
   fit->converged = res->converged;
 
   // The fitted run again, with every token's gap, for the comparison and the page.
-  config::Scenario s = sc;
+  scenario::Scenario s = sc;
   perf::Efficiency e = start;
   replay::set_params(&e, params, fit->fitted);
   replay::set_gpu_efficiency(&s, e);
@@ -175,9 +175,9 @@ int run_replay(const ReplayOptions& o) {
     if (!p.ok()) return bad(p.status().message());
     params = std::move(*p);
   }
-  auto loaded = config::load_scenario(o.scenario, o.sets);
+  auto loaded = scenario::load_scenario(o.scenario, o.sets);
   if (!loaded.ok()) return bad(loaded.status().message());
-  config::Scenario sc = std::move(*loaded);
+  scenario::Scenario sc = std::move(*loaded);
   auto measured = replay::read_measured(o.measured);
   if (!measured.ok()) return bad(measured.status().message());
   if (Status st = replay::check_fits_scenario(*measured, sc); !st.ok()) return bad(st.message());

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "engine/config/scenario.h"
 #include "engine/plan/parallel_plan.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::real {
 namespace {
@@ -35,7 +35,7 @@ Json model_json(const model::ModelSpec& m) {
 
 // The memory fit the simulator computes for scenario `j` (as simulation.cpp does).
 Result<plan::MemoryFit> fit_of(const Json& j, const std::string& file, const std::string& dir) {
-  auto sc = config::parse_scenario(j, file, dir);
+  auto sc = scenario::parse_scenario(j, file, dir);
   if (!sc.ok()) return sc.status();
   return plan::check_plan(sc->model, sc->quantization, sc->topology, sc->plan, sc->memory,
                           sc->scheduler.max_num_batched_tokens, sc->max_model_len);

@@ -12,13 +12,13 @@
 
 #include "backends/sim/simulation.h"
 #include "engine/config/json_parse.h"
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::sim {
 
 capacity::ProbeMetrics run_probe(const ProbeJob& job) {
   capacity::ProbeMetrics m;
-  auto sc = config::parse_scenario(job.scenario, job.file, job.base_dir);
+  auto sc = scenario::parse_scenario(job.scenario, job.file, job.base_dir);
   if (!sc.ok()) {
     m.error = sc.status().message();
     return m;

@@ -75,7 +75,7 @@ void write_all(int fd, const std::string& s) {
 
 }  // namespace
 
-Result<RequestTimings> simulate_request_timings(const config::Scenario& sc, bool token_gaps) {
+Result<RequestTimings> simulate_request_timings(const scenario::Scenario& sc, bool token_gaps) {
   struct Tokens {
     double last = -1;
     std::vector<double> gaps;
@@ -113,7 +113,7 @@ Result<RequestTimings> simulate_request_timings(const config::Scenario& sc, bool
   return t;
 }
 
-Result<RequestTimings> simulate_request_timings_in_child(const config::Scenario& sc,
+Result<RequestTimings> simulate_request_timings_in_child(const scenario::Scenario& sc,
                                                          bool token_gaps) {
   int fds[2];
   if (::pipe(fds) != 0) return internal_error(std::string("pipe: ") + std::strerror(errno));

@@ -10,8 +10,8 @@
 
 #include <vector>
 
-#include "engine/config/scenario.h"
 #include "engine/replay/records.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::sim {
 
@@ -22,12 +22,12 @@ struct RequestTimings {
 };
 
 // token_gaps: record every token's gap (costs memory per token; off for fit evaluations).
-Result<RequestTimings> simulate_request_timings(const config::Scenario& sc, bool token_gaps);
+Result<RequestTimings> simulate_request_timings(const scenario::Scenario& sc, bool token_gaps);
 
 // The same in a forked child. A failure keeps its status code (bad input stays bad input); a
 // child that crashed or wrote nothing is an internal error naming the signal or exit status.
 // The child's stdout and stderr go to /dev/null.
-Result<RequestTimings> simulate_request_timings_in_child(const config::Scenario& sc,
+Result<RequestTimings> simulate_request_timings_in_child(const scenario::Scenario& sc,
                                                          bool token_gaps);
 
 }  // namespace prima::sim

@@ -21,7 +21,7 @@ cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl) {
   return rs;
 }
 
-Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc) {
+Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& sc) {
   auto c = std::make_unique<SimCluster>();
   c->sc = &sc;
   PRIMA_ASSIGN_OR_RETURN(c->fit, check_scenario_plan(sc));

@@ -23,15 +23,15 @@
 #include "backends/sim/sim_runtime.h"
 #include "backends/sim/sim_strategy.h"
 #include "engine/cluster/serving_engine.h"
-#include "engine/config/scenario.h"
 #include "engine/metrics/recorder.h"
 #include "engine/perf/cost_model.h"
 #include "engine/plan/parallel_plan.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::sim {
 
 struct SimCluster {
-  const config::Scenario* sc = nullptr;  // borrowed; outlives the cluster
+  const scenario::Scenario* sc = nullptr;  // borrowed; outlives the cluster
   plan::MemoryFit fit;
   SimSpeedups speedups;           // what its executors apply (sim_strategy.h)
   cluster::ClusterOptions copts;  // the scenario's, with max_replicas capped to the topology
@@ -57,6 +57,6 @@ struct SimCluster {
 };
 
 // Builds the cluster of `sc` (checks the plan first; errors name the scenario file).
-Result<std::unique_ptr<SimCluster>> build_sim_cluster(const config::Scenario& sc);
+Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& sc);
 
 }  // namespace prima::sim

@@ -1,11 +1,11 @@
 #include "backends/sim/sim_options.h"
 
 #include "engine/config/json_reader.h"
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::sim {
 
-SimOptions read_sim_options(const config::Scenario& sc) {
+SimOptions read_sim_options(const scenario::Scenario& sc) {
   SimOptions o;
   config::JsonReader r(sc.sim, sc.file, "/sim");
   o.aggregate_stage_execs = r.boolean("aggregate_stage_execs", o.aggregate_stage_execs);

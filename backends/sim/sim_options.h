@@ -10,7 +10,7 @@
 // what valid means). Plain values.
 #pragma once
 
-namespace prima::config {
+namespace prima::scenario {
 struct Scenario;
 }
 
@@ -42,6 +42,6 @@ struct SimOptions {
 // The scenario's "sim" section (JSON pointer /sim of sc.file); keys it lacks keep the defaults
 // above. Throws config::ConfigError naming the file and key on an unknown key or a value that
 // is not a boolean.
-SimOptions read_sim_options(const config::Scenario& sc);
+SimOptions read_sim_options(const scenario::Scenario& sc);
 
 }  // namespace prima::sim

@@ -25,7 +25,7 @@ double gb(double bytes) {
   return bytes / 1e9;
 }
 
-OJson extra_sections(const config::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
+OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
                      const cluster::ServingEngine& eng, double kv_usage_mean,
                      double fragmentation_mean) {
   OJson j;
@@ -150,7 +150,7 @@ OJson failover_section(const cluster::ClusterOptions& co, const cluster::Serving
   return f;
 }
 
-std::vector<metrics::FaultWindow> fault_windows(const config::Scenario& sc) {
+std::vector<metrics::FaultWindow> fault_windows(const scenario::Scenario& sc) {
   std::vector<metrics::FaultWindow> w;
   for (std::size_t i = 0; i < sc.faults.size(); ++i) {
     const auto& f = sc.faults[i];
@@ -162,7 +162,7 @@ std::vector<metrics::FaultWindow> fault_windows(const config::Scenario& sc) {
 
 }  // namespace
 
-Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc) {
+Result<plan::MemoryFit> check_scenario_plan(const scenario::Scenario& sc) {
   auto placed = plan::place(sc.plan, sc.topology);
   if (!placed.ok())
     return invalid_argument(sc.file + ": /deployment: " + placed.status().message());
@@ -173,7 +173,8 @@ Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc) {
   return fit;
 }
 
-Result<SimulationOutput> run_simulation(const config::Scenario& sc, const SimulationOptions& opts) {
+Result<SimulationOutput> run_simulation(const scenario::Scenario& sc,
+                                        const SimulationOptions& opts) {
   const auto wall_start = Clock::now();
   auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
 

@@ -9,9 +9,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "engine/config/scenario.h"
 #include "engine/metrics/recorder.h"
 #include "engine/plan/parallel_plan.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::sim {
 
@@ -40,9 +40,9 @@ struct SimulationOutput {
 
 // Checks that the scenario's plan can run (divisibility, GPU count, memory fit). The error
 // names the scenario file and the deployment.
-Result<plan::MemoryFit> check_scenario_plan(const config::Scenario& sc);
+Result<plan::MemoryFit> check_scenario_plan(const scenario::Scenario& sc);
 
-Result<SimulationOutput> run_simulation(const config::Scenario& sc,
+Result<SimulationOutput> run_simulation(const scenario::Scenario& sc,
                                         const SimulationOptions& opts = {});
 
 }  // namespace prima::sim

@@ -26,8 +26,9 @@ std::vector<std::string> probe_sets(const PlanSpec& spec, double rate_rps) {
 
 Result<Json> probe_scenario_json(const PlanSpec& spec, const PlanConfig& c, double rate_rps) {
   Json j = spec.scenario;
-  for (const auto& s : c.sets()) PRIMA_RETURN_IF_ERROR(config::apply_set(&j, s));
-  for (const auto& s : probe_sets(spec, rate_rps)) PRIMA_RETURN_IF_ERROR(config::apply_set(&j, s));
+  for (const auto& s : c.sets()) PRIMA_RETURN_IF_ERROR(scenario::apply_set(&j, s));
+  for (const auto& s : probe_sets(spec, rate_rps))
+    PRIMA_RETURN_IF_ERROR(scenario::apply_set(&j, s));
   return j;
 }
 
@@ -46,7 +47,7 @@ double mean_output_tokens(const workload::WorkloadSpec& w) {
 
 }  // namespace
 
-double roofline_capacity_rps(const config::Scenario& sc) {
+double roofline_capacity_rps(const scenario::Scenario& sc) {
   if (sc.workload.arrival.type == workload::ArrivalType::kTrace)
     return std::numeric_limits<double>::infinity();
   perf::CostModel cm(sc.model, sc.quantization, sc.topology.gpu, sc.plan,
@@ -79,7 +80,7 @@ Screening screen_config(const PlanSpec& spec, const PlanConfig& c) {
   };
   auto j = probe_scenario_json(spec, c, spec.rate.min_rps);
   if (!j.ok()) return prune("invalid", j.status().message());
-  auto sc = config::parse_scenario(*j, spec.scenario_file, spec.scenario_dir);
+  auto sc = scenario::parse_scenario(*j, spec.scenario_file, spec.scenario_dir);
   if (!sc.ok()) return prune("invalid", sc.status().message());
   auto placed = place(sc->plan, sc->topology);
   if (!placed.ok()) return prune("invalid", placed.status().message());

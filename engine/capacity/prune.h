@@ -14,7 +14,7 @@
 
 #include "engine/capacity/plan_spec.h"
 #include "engine/capacity/search_space.h"
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::capacity {
 
@@ -29,7 +29,7 @@ Result<config::Json> probe_scenario_json(const PlanSpec& spec, const PlanConfig&
 
 // Upper bound on the requests/s a scenario's deployment can complete (before the slack).
 // Infinite for trace workloads (their lengths are not known here).
-double roofline_capacity_rps(const config::Scenario& sc);
+double roofline_capacity_rps(const scenario::Scenario& sc);
 
 struct Screening {
   bool pruned = false;

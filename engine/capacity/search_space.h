@@ -1,7 +1,7 @@
 // The configurations of a plan's search space: the cartesian product of topologies x GPU
 // types x GPU caps x TP x PP x replicas x quantization x batch limits x priority scheduling x
 // disaggregation, in a fixed order (so a shard i/n is the same list on every machine). Each
-// configuration is a list of `--set` overrides of the base scenario (config::apply_set), so
+// configuration is a list of `--set` overrides of the base scenario (scenario::apply_set), so
 // it is exactly a scenario a user can rerun with `prima simulate BASE --set ...`.
 // Combinations that cannot exist (more GPUs than the topology or the cap, disaggregation
 // with one replica) are returned as skipped, with the reason. Plain values.

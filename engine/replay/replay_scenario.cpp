@@ -9,7 +9,7 @@
 
 namespace prima::replay {
 
-Status check_fits_scenario(const MeasuredRun& run, const config::Scenario& sc) {
+Status check_fits_scenario(const MeasuredRun& run, const scenario::Scenario& sc) {
   for (const MeasuredRequest& r : run.requests) {
     if (!r.ok) continue;
     const std::int64_t need = std::int64_t{r.prompt_tokens} + r.output_tokens;
@@ -39,7 +39,8 @@ Status write_replay_trace(const MeasuredRun& run, const std::string& path) {
                              : invalid_argument(path + ": cannot write the replay trace");
 }
 
-void use_replay_trace(config::Scenario* sc, const std::string& trace_path, const MeasuredRun& run) {
+void use_replay_trace(scenario::Scenario* sc, const std::string& trace_path,
+                      const MeasuredRun& run) {
   workload::ArrivalSpec& a = sc->workload.arrival;
   a = workload::ArrivalSpec{};
   a.type = workload::ArrivalType::kTrace;
@@ -53,7 +54,7 @@ void use_replay_trace(config::Scenario* sc, const std::string& trace_path, const
   sc->duration_s = run.requests.back().arrival_s + 1.0;
 }
 
-void set_gpu_efficiency(config::Scenario* sc, const perf::Efficiency& e) {
+void set_gpu_efficiency(scenario::Scenario* sc, const perf::Efficiency& e) {
   sc->calibration.per_gpu[sc->topology.gpu.name] = e;
 }
 

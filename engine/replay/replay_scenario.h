@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "engine/config/scenario.h"
 #include "engine/perf/calibration.h"
 #include "engine/replay/measured.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::replay {
 
@@ -17,7 +17,7 @@ namespace prima::replay {
 // <= max_model_len): if it does not, the scenario is not the server that answered it. The
 // error names the file, the line and the fields. (A request that failed is replayed as it
 // is: the simulated engine refuses it too.)
-Status check_fits_scenario(const MeasuredRun& run, const config::Scenario& sc);
+Status check_fits_scenario(const MeasuredRun& run, const scenario::Scenario& sc);
 
 // Writes the requests as a JSONL trace (arrival_s with every digit, so the simulator sees the
 // same doubles; priority when the measured file gave one).
@@ -25,10 +25,11 @@ Status write_replay_trace(const MeasuredRun& run, const std::string& path);
 
 // Points the scenario's workload at that trace: type trace, as recorded (no rescaling, no
 // loop, no request cap), and duration_s just past the last arrival.
-void use_replay_trace(config::Scenario* sc, const std::string& trace_path, const MeasuredRun& run);
+void use_replay_trace(scenario::Scenario* sc, const std::string& trace_path,
+                      const MeasuredRun& run);
 
 // The scenario with these efficiency parameters for its GPU (the rest of its calibration
 // kept): what each fit evaluation runs.
-void set_gpu_efficiency(config::Scenario* sc, const perf::Efficiency& e);
+void set_gpu_efficiency(scenario::Scenario* sc, const perf::Efficiency& e);
 
 }  // namespace prima::replay

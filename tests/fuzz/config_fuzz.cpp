@@ -21,10 +21,10 @@
 #include "engine/capacity/plan_spec.h"
 #include "engine/config/embedded.h"
 #include "engine/config/json_reader.h"
-#include "engine/config/scenario.h"
 #include "engine/perf/calibration.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/plan/topology.h"
+#include "engine/scenario/scenario.h"
 #include "engine/workload/trace.h"
 
 namespace {
@@ -58,7 +58,7 @@ void guarded(const char* reader, Fn&& fn) {
 
 void read_as_json(const config::Json& j) {
   guarded("scenario", [&] {
-    auto s = config::parse_scenario(j, kFile, kBaseDir);
+    auto s = prima::scenario::parse_scenario(j, kFile, kBaseDir);
     check("scenario", s.status());
     if (!s.ok()) return;
     auto placed = prima::plan::place(s->plan, s->topology);
@@ -96,12 +96,13 @@ void read_as_trace(const std::string& text) {
 
 void read_as_set_and_units(const std::string& text) {
   guarded("--set", [&] {
-    static const std::string scenario(*config::embedded_file("scenarios/default.json"));
-    auto j = config::parse_json_text(scenario, "default.json");
+    static const std::string default_text(*config::embedded_file("scenarios/default.json"));
+    auto j = config::parse_json_text(default_text, "default.json");
     if (!j.ok()) fail("--set", "the embedded default scenario does not parse");
-    Status st = config::apply_set(&*j, text);
+    Status st = prima::scenario::apply_set(&*j, text);
     check("--set", st);
-    if (st.ok()) check("--set scenario", config::parse_scenario(*j, kFile, kBaseDir).status());
+    if (st.ok())
+      check("--set scenario", prima::scenario::parse_scenario(*j, kFile, kBaseDir).status());
   });
   guarded("units", [&] {
     double v = 0;

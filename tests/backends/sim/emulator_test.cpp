@@ -19,9 +19,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::unique_ptr<SimCluster> default_cluster(config::Scenario* sc,
+std::unique_ptr<SimCluster> default_cluster(scenario::Scenario* sc,
                                             const std::vector<std::string>& sets = {}) {
-  auto loaded = config::load_scenario("", sets);
+  auto loaded = scenario::load_scenario("", sets);
   EXPECT_TRUE(loaded.ok()) << loaded.status().message();
   *sc = *loaded;
   auto c = build_sim_cluster(*sc);
@@ -31,7 +31,7 @@ std::unique_ptr<SimCluster> default_cluster(config::Scenario* sc,
 
 // Returns the runtime's count of timers fired inside SimGrid's rounds (activities in flight).
 std::uint64_t tokens_come_out_on_time(const std::vector<std::string>& sets) {
-  config::Scenario sc;
+  scenario::Scenario sc;
   auto cl = default_cluster(&sc, sets);
   EXPECT_TRUE(cl);
   if (!cl) return 0;
@@ -103,7 +103,7 @@ TEST(Emulator, TokensComeOutOnTimeWithSimGridActivitiesInFlight) {
 }
 
 TEST(Emulator, CancelFromAnotherThreadFreesTheBlocks) {
-  config::Scenario sc;
+  scenario::Scenario sc;
   auto cl = default_cluster(&sc);
   ASSERT_TRUE(cl);
   cl->engine->start();

@@ -9,20 +9,20 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 
 namespace prima::sim {
 namespace {
 
-config::Scenario small_scenario() {
-  auto sc = config::load_scenario(
+scenario::Scenario small_scenario() {
+  auto sc = scenario::load_scenario(
       std::string(PRIMA_SOURCE_DIR) + "/tests/data/cli/replay_small.json", {"duration=5s"});
   EXPECT_TRUE(sc.ok()) << sc.status().message();
   return *sc;
 }
 
 TEST(RequestTimings, AChildGivesWhatTheProcessWouldWithEveryTokenGap) {
-  const config::Scenario sc = small_scenario();
+  const scenario::Scenario sc = small_scenario();
   auto child = simulate_request_timings_in_child(sc, /*token_gaps=*/true);
   ASSERT_TRUE(child.ok()) << child.status().message();
   auto again = simulate_request_timings_in_child(sc, /*token_gaps=*/false);  // a second engine
@@ -60,7 +60,7 @@ TEST(RequestTimings, AChildGivesWhatTheProcessWouldWithEveryTokenGap) {
 }
 
 TEST(RequestTimings, AFailureInTheChildKeepsItsCode) {
-  config::Scenario sc = small_scenario();
+  scenario::Scenario sc = small_scenario();
   sc.workload.arrival.type = workload::ArrivalType::kTrace;
   sc.workload.arrival.format = workload::TraceFormat::kJsonl;
   sc.workload.arrival.path = "/nonexistent/trace.jsonl";

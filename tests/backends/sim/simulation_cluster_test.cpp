@@ -11,12 +11,12 @@
 namespace prima::sim {
 namespace {
 
-config::Scenario scenario(std::vector<std::string> sets, const char* cluster_json) {
+scenario::Scenario scenario(std::vector<std::string> sets, const char* cluster_json) {
   // The cluster objects go in as --set overrides, parsed with the rest of the scenario.
   config::Json extra = config::Json::parse(cluster_json);
   for (auto it = extra.begin(); it != extra.end(); ++it)
     sets.push_back(it.key() + "=" + it.value().dump());
-  auto sc = config::load_scenario("", sets);
+  auto sc = scenario::load_scenario("", sets);
   EXPECT_TRUE(sc.ok()) << sc.status().message();
   return *sc;
 }

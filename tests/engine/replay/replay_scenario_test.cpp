@@ -53,7 +53,7 @@ TEST(ReplayScenario, TheTraceHoldsTheExactArrivalsAndLengths) {
 }
 
 TEST(ReplayScenario, ReplacesTheWorkloadAndHoldsEveryArrival) {
-  config::Scenario sc;
+  scenario::Scenario sc;
   sc.workload.arrival.type = workload::ArrivalType::kPoisson;
   sc.workload.arrival.rate_rps = 99;
   sc.workload.max_requests = 5;
@@ -71,7 +71,7 @@ TEST(ReplayScenario, ReplacesTheWorkloadAndHoldsEveryArrival) {
 }
 
 TEST(ReplayScenario, ARequestOverTheContextLimitNamesItsLine) {
-  config::Scenario sc;
+  scenario::Scenario sc;
   sc.file = "s.json";
   sc.max_model_len = 100;
   MeasuredRun run = run_of({{0, 50}, {1, 93}, {2, 200}});  // 93 + 7 = 100 fits

@@ -1,4 +1,4 @@
-#include "engine/config/scenario.h"
+#include "engine/scenario/scenario.h"
 
 #include <filesystem>
 
@@ -7,8 +7,10 @@
 #include "engine/config/json_parse.h"
 #include "engine/sched/scheduler_options.h"
 
-namespace prima::config {
+namespace prima::scenario {
 namespace fs = std::filesystem;
+using config::Json;
+using config::JsonReader;
 
 Status apply_set(Json* j, const std::string& assignment) {
   auto eq = assignment.find('=');
@@ -17,7 +19,7 @@ Status apply_set(Json* j, const std::string& assignment) {
                             "deployment.parallel_strategy.tensor_parallel=8");
   const std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
   Json value = text;  // a bare word is a string
-  if (auto parsed = parse_json(text, nullptr)) value = std::move(*parsed);
+  if (auto parsed = config::parse_json(text, nullptr)) value = std::move(*parsed);
   Json* cur = j;
   std::size_t start = 0;
   while (true) {
@@ -57,7 +59,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
   s.file = file;
   s.base_dir = base_dir;
   s.resolved = j;
-  Status st = to_status([&] {
+  Status st = config::to_status([&] {
     JsonReader r(j, file);
     s.name = r.string("name", fs::path(file).stem().string());
     r.string("description", "");
@@ -121,21 +123,21 @@ Result<Scenario> load_scenario(const std::string& path, const std::vector<std::s
   std::string file, base_dir = ".";
   std::string embedded_name = path.empty() ? "default" : path;
   if (!path.empty() && fs::exists(path)) {
-    PRIMA_ASSIGN_OR_RETURN(j, read_json_file(path));
+    PRIMA_ASSIGN_OR_RETURN(j, config::read_json_file(path));
     file = path;
     base_dir = fs::path(path).parent_path().string();
     if (base_dir.empty()) base_dir = ".";
   } else {
-    auto text = embedded_file("scenarios/" + embedded_name + ".json");
+    auto text = config::embedded_file("scenarios/" + embedded_name + ".json");
     if (!text) {
       return not_found(path + ": no such file, and no built-in scenario of that name " +
                        "(built in: default)");
     }
     file = "<embedded>/scenarios/" + embedded_name + ".json";
-    PRIMA_ASSIGN_OR_RETURN(j, parse_json_text(std::string(*text), file));
+    PRIMA_ASSIGN_OR_RETURN(j, config::parse_json_text(std::string(*text), file));
   }
   for (const auto& a : sets) PRIMA_RETURN_IF_ERROR(apply_set(&j, a));
   return parse_scenario(j, file, base_dir);
 }
 
-}  // namespace prima::config
+}  // namespace prima::scenario

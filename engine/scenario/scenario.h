@@ -19,7 +19,7 @@
 #include "engine/sched/scheduler.h"
 #include "engine/workload/workload.h"
 
-namespace prima::config {
+namespace prima::scenario {
 
 // Service-level objective. A request meets it when every bound that is set (> 0) holds; a
 // request's own "sla" (from its metadata) bounds its TTFT.
@@ -50,17 +50,17 @@ struct Scenario {
   std::vector<faults::FaultSpec> faults;  // "faults": the fault timeline (docs/faults.md)
   faults::CommEnv env;                    // "env": NCCL_TIMEOUT, UCX_MEMTYPE_CACHE
   perf::Calibration calibration;
-  Json sim;       // the "sim" section, read by the sim backend
-  Json resolved;  // the whole scenario JSON after --set overrides
+  config::Json sim;       // the "sim" section, read by the sim backend
+  config::Json resolved;  // the whole scenario JSON after --set overrides
 };
 
 // Loads a scenario from a file path, or, when `path` is empty, the embedded default. A path
 // that is not a file but names an embedded scenario ("default") loads that one.
 Result<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& sets);
 // Parses an already-read JSON document (file names messages).
-Result<Scenario> parse_scenario(const Json& j, const std::string& file,
+Result<Scenario> parse_scenario(const config::Json& j, const std::string& file,
                                 const std::string& base_dir);
 // Applies one "a.b.c=value" override (value is JSON if it parses as JSON, else a string).
-Status apply_set(Json* j, const std::string& assignment);
+Status apply_set(config::Json* j, const std::string& assignment);
 
-}  // namespace prima::config
+}  // namespace prima::scenario
