@@ -20,7 +20,7 @@
 #include "cli/real_backend_open.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
-#include "engine/wall_runtime.h"
+#include "backends/wall/wall_runtime.h"
 
 namespace po = boost::program_options;
 

@@ -15,7 +15,7 @@
 #include "cli/serve.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
-#include "engine/wall_runtime.h"
+#include "backends/wall/wall_runtime.h"
 #include "server/text_codec.h"
 
 namespace prima::cli {

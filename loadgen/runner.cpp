@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-#include "engine/wall_runtime.h"
+#include "backends/wall/wall_runtime.h"
 
 namespace prima::loadgen {
 namespace {

@@ -32,12 +32,13 @@ def step_key(p):
 
 def main():
     calib = json.load(open(os.path.join(ROOT, "data/calibration/published.json")))
-    fitted = {step_key(p) for p in calib["points"] if p["kind"] == "step"}
+    seen = {step_key(p) for p in calib["points"] if p["kind"] == "step"}  # fitted, or added
     points = []
 
     def add(ident, base, phase, batch, measured_ms, **shape):
         p = dict(base, id=ident, phase=phase, batch=batch, measured=f"{measured_ms}ms", **shape)
-        if step_key(p) not in fitted and not any(step_key(q) == step_key(p) for q in points):
+        if step_key(p) not in seen:
+            seen.add(step_key(p))
             points.append(p)
 
     for r in csv.DictReader(open(os.path.join(ROOT, "data/calibration/splitwise-perf-model.csv"))):

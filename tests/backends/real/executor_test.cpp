@@ -9,7 +9,7 @@
 #include "backends/real/tokenizer.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
-#include "engine/wall_runtime.h"
+#include "backends/wall/wall_runtime.h"
 #include "tests/backends/real/forward_harness.h"
 #include "tests/backends/real/model_fixture.h"
 #include "tests/support/run_prima.h"

@@ -1,6 +1,6 @@
 // WallRuntime: a mutex-protected timer map and post queue; the loop thread takes one callback
 // at a time (posted closures first, then the earliest due timer) and runs it unlocked.
-#include "engine/wall_runtime.h"
+#include "backends/wall/wall_runtime.h"
 
 namespace prima {
 

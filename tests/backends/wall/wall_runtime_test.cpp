@@ -1,7 +1,7 @@
 // WallRuntime: timers fire in time order at (not before) their time, cancel works, post is
 // safe from other threads and wakes a sleeping loop, posted closures go before due timers,
 // stop ends run(), epoch() is now()'s zero.
-#include "engine/wall_runtime.h"
+#include "backends/wall/wall_runtime.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 // construction), for everything that runs the engine's loop in real time: the real backend
 // (`prima generate`, `prima serve --backend real`) and the load generator's arrival loop
 // (`prima bench`). The engine's components never construct it or read the clock themselves:
-// they see a Runtime&. It lives beside the seam because the real backend and loadgen/ both
-// run on it and neither depends on the other.
+// they see a Runtime&. Its own library (prima_wall) because real serving and loadgen/ both
+// run on it and neither depends on the other; engine/ reads no clock.
 //
 // Threading: run() and run_until() process timers and posted closures on the calling thread
 // (the loop thread), one callback at a time, each run with the lock released. post() may be
