@@ -89,8 +89,8 @@ struct BatchShape {
 struct StepPlan {
   ReplicaId replica = 0;
   std::uint64_t step_id = 0;
-  // Per sequence; left empty for an executor that does not read it
-  // (Executor::wants_seq_work), `shape` is complete either way.
+  // Per sequence, in the scheduler's order. An executor that times a step from its shape
+  // alone (the simulator) does not read it.
   std::vector<SeqWork> seqs;
   BatchShape shape;  // kept consistent with seqs by add_seq()
   void add_seq(const SeqWork& w) {
@@ -120,10 +120,6 @@ class Executor {
   virtual void launch(const StepPlan& step, std::function<void(const StepResult&)> done) = 0;
   // How many steps may be in flight at once (pipeline depth; 1 without pipelining).
   virtual int max_inflight() const { return 1; }
-  // Whether launch reads StepPlan::seqs. An executor that times a step from its shape alone
-  // (the simulator) says false, and the scheduler does not fill them (a cost per sequence per
-  // step).
-  virtual bool wants_seq_work() const { return true; }
   // Health probe of the replica's devices and links (the engine's health checks): done(ok)
   // when every device answers, done(error naming the device or link) otherwise. It may answer
   // late (an unresponsive device): the engine applies its own timeout. Runs done on the loop.

@@ -71,7 +71,6 @@ class SimExecutor : public Executor {
 
   void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
   int max_inflight() const override { return static_cast<int>(rep_.stages.size()); }
-  bool wants_seq_work() const override { return false; }  // steps are timed from their shape
   // done(ok) on the loop when every GPU of the replica is on and every link of its rings and
   // sends is up; done(unavailable naming the GPU or link, and the fault that downed it)
   // otherwise; with an active unresponsive peer among its GPUs, only after stall_s.

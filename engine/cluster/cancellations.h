@@ -47,7 +47,7 @@ class Cancellations {
 
   // False when the id is not in the system; true when it ended or is on its way out.
   bool take_out(RequestId id, Leaving how);
-  // No request is waiting for its step to return (the engine's fast path).
+  // No request is marked (none waits for its step to return).
   bool empty() const { return marked_.empty(); }
   // On its way out: its tokens are not reported.
   bool leaving(RequestId id) const { return !marked_.empty() && marked_.count(id) > 0; }

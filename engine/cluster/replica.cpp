@@ -10,9 +10,7 @@ Replica::Replica(ReplicaId id, int gpus, Runtime* rt, Executor* exec, sched::Sch
       exec_(exec),
       kv_(num_kv_blocks, opts.block_size, opts.watermark),
       sched_(opts, &kv_),
-      events_(events) {
-  if (exec_ != nullptr) sched_.set_plan_seqs(exec_->wants_seq_work());
-}
+      events_(events) {}
 
 bool Replica::can_ever_fit(const Sequence& s) const {
   return sched_.can_ever_fit(s);

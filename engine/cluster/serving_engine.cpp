@@ -39,22 +39,18 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
       warmup_(rt, opts.cluster.warmup, &counters_),
       cancels_(rt, this) {
   events_.on_tokens = [this](const std::vector<Sequence*>& produced) {
-    // Runs for every output token of the run. Nothing to do per token but count (no token
-    // callback, no cancellation pending, no prefill/decode handoff): count in one go.
-    if (!on_token && cancels_.empty() && decode_pool_.empty()) {
-      std::int64_t n = 0;
-      for (const Sequence* s : produced) n += is_warmup(s) ? 0 : 1;
-      recorder_->on_tokens(n);
-      return;
-    }
+    // Every sequence that sampled a token this step: counted, streamed (on_token) and, on a
+    // prefill replica of a disaggregated cluster, handed to the decode pool after its first.
+    std::int64_t n = 0;
     for (Sequence* s : produced) {
       if (is_warmup(s) || cancels_.leaving(s->req.id)) continue;
-      recorder_->on_token();
+      ++n;
       if (on_token) on_token(*s);
       if (!decode_pool_.empty() && info_[s->replica].role == ReplicaRole::kPrefill &&
           s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
         handoff_.start(s);
     }
+    recorder_->on_tokens(n);
   };
   events_.on_finished = [this](Sequence* s) {
     if (!cancels_.on_finished(s)) end(s, Outcome::kCompleted, "");

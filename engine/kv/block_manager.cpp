@@ -58,12 +58,6 @@ int BlockManager::take_block() {
 bool BlockManager::grow_blocks(Sequence& seq, int tokens) {
   int need = extra_blocks(seq, tokens);
   if (need > free_blocks()) return false;
-  if (!ids_) {
-    counted_used_ += need;
-    seq.num_blocks += need;
-    peak_used_ = std::max(peak_used_, used_blocks());
-    return true;
-  }
   if (seq.blocks.capacity() == 0)  // one allocation for most sequences (capped at 4 KiB)
     seq.blocks.reserve(
         static_cast<std::size_t>(std::max(need, std::min(blocks_for(seq.max_tokens()), 1024))));
@@ -74,12 +68,6 @@ bool BlockManager::grow_blocks(Sequence& seq, int tokens) {
 }
 
 void BlockManager::release(Sequence& seq) {
-  if (!ids_) {
-    counted_used_ -= seq.num_blocks;
-    seq.num_blocks = 0;
-    seq.kv_cached_blocks = 0;
-    return;
-  }
   // Last block first: with the prefix cache, a chain's tail is evicted before its head.
   for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) {
     const int b = *it;

@@ -39,7 +39,7 @@ class BlockManager {
   int num_blocks() const { return num_blocks_; }
   // Blocks a sequence can get now: the free list plus evictable prefix-cache blocks.
   int free_blocks() const {
-    return static_cast<int>(free_.size() + lru_.size()) + (num_blocks_ - fresh_) - counted_used_;
+    return static_cast<int>(free_.size() + lru_.size()) + (num_blocks_ - fresh_);
   }
   int used_blocks() const { return num_blocks_ - free_blocks(); }
   // Share of blocks held by sequences (utilization of the KV cache).
@@ -71,18 +71,7 @@ class BlockManager {
   double internal_fragmentation(std::int64_t tokens_stored) const;
 
   // --- Prefix cache ---
-  void set_prefix_caching(bool on) {
-    prefix_caching_ = on;
-    if (on) ids_ = true;
-  }
-
-  // Block ids (Sequence::blocks, the block table) are kept unless turned off here: when no
-  // executor reads block tables (Executor::wants_seq_work false: the simulator) and prefix
-  // caching is off, only counts are kept (Sequence::num_blocks and the blocks in use), with
-  // the same admission, growth and preemption decisions and no per-block memory traffic.
-  // Call before any block is handed out; prefix caching keeps ids regardless.
-  void set_keep_ids(bool on) { ids_ = on || prefix_caching_; }
-  bool keeps_ids() const { return ids_; }
+  void set_prefix_caching(bool on) { prefix_caching_ = on; }
   bool prefix_caching() const { return prefix_caching_; }
   // For a sequence holding no blocks: shares the cached blocks of its longest cached prefix
   // (seq.blocks, seq.kv_cached_blocks) and returns the tokens they hold, always fewer than
@@ -125,8 +114,6 @@ class BlockManager {
   int block_size_;
   int watermark_blocks_;
   int peak_used_ = 0;
-  bool ids_ = true;       // keep block ids (set_keep_ids)
-  int counted_used_ = 0;  // blocks in use when ids are not kept (else 0)
   // Free blocks: the stack free_ (released blocks) on top of the never-used blocks
   // [fresh_, num_blocks_), which come next in ascending order: the same order as one stack
   // of every free id filled lowest-on-top, without touching memory per block up front (a

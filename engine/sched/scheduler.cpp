@@ -158,24 +158,17 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
   return nullptr;
 }
 
-// Runs for every token scheduled: inlined into its two callers (no call overhead).
-[[gnu::always_inline]] inline void Scheduler::add_work(Sequence* s, int n, Budget& b,
-                                                       ScheduledStep* step, Time now) {
+// Adds n tokens of s to the step (its SeqWork and the shape) and charges the budget.
+void Scheduler::add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now) {
   const bool is_prefill = !s->decoding();
-  const int context_len = s->num_computed + n;
-  const bool samples = context_len == s->known_tokens();
-  if (plan_seqs_) {
-    SeqWork w;
-    w.request = s->req.id;
-    w.seq = s;
-    w.num_tokens = n;
-    w.context_len = context_len;
-    w.is_prefill = is_prefill;
-    w.samples = samples;
-    step->plan.add_seq(w);
-  } else {
-    step->plan.shape.add(n, context_len, is_prefill, samples);
-  }
+  SeqWork w;
+  w.request = s->req.id;
+  w.seq = s;
+  w.num_tokens = n;
+  w.context_len = s->num_computed + n;
+  w.is_prefill = is_prefill;
+  w.samples = w.context_len == s->known_tokens();
+  step->plan.add_seq(w);
   step->seqs.push_back(s);
   s->in_flight = true;
   s->step_tokens = n;
@@ -203,30 +196,12 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
   const std::size_t seq_cap = static_cast<std::size_t>(std::max(0, b.seq_cap));
   const bool long_queue = opts_.long_prompt_queue;
   const bool chunked = opts_.chunked_prefill;
-  // A decoding sequence with no decode cap, no long-prompt queue and no SeqWork to fill (the
-  // simulator's common case) takes the short path below: the general path's choices for it
-  // are all known (one token; it samples; it was scheduled before), so this does the same
-  // updates in the same order (same shapes, bit for bit) with fewer tests per sequence.
-  const bool decode_fast = !decode_capped && !long_queue && !plan_seqs_;
-  const std::int64_t block_size = kv_->block_size();
   for (std::size_t i = 0; i < nready; ++i) {
     Sequence* s = ready_[i];
     if (b.tokens <= 0) break;
     if (step->seqs.size() >= seq_cap) break;
     if (!s->running) continue;  // preempted by a sequence before it
     const bool decode = s->decoding();
-    if (decode && decode_fast && s->scheduled &&
-        s->num_computed < static_cast<std::int64_t>(s->num_blocks) * block_size) {
-      // Its next token fits its blocks (else the general path grows them, or preempts).
-      const int context_len = s->num_computed + 1;
-      step->plan.shape.add(1, context_len, /*is_prefill=*/false, /*samples=*/true);
-      step->seqs.push_back(s);
-      s->in_flight = true;
-      s->step_tokens = 1;
-      b.tokens -= 1;
-      b.decode -= 1;
-      continue;
-    }
     // With the long-prompt queue: pass 0 runs all but long prefills, pass 1 those.
     if (long_queue && (pass == 1) != (!decode && is_long(s))) continue;
     int n = std::min(s->remaining(), b.tokens);

@@ -84,12 +84,6 @@ class Scheduler {
   Scheduler(SchedulerOptions opts, kv::BlockManager* kv);
 
   const SchedulerOptions& options() const { return opts_; }
-  // Whether steps carry StepPlan::seqs (on by default; off for an executor that does not
-  // read them: Executor::wants_seq_work). ScheduledStep::seqs and the shape are always filled.
-  void set_plan_seqs(bool on) {
-    plan_seqs_ = on;
-    kv_->set_keep_ids(on);  // no block tables read without SeqWork
-  }
   // Whether `s` can ever be admitted on this replica under these options: its whole KV
   // footprint fits above the watermark; without chunked prefill its prompt fits the step's
   // token budget; with priority scheduling a non-high sequence's first chunk fits outside the
@@ -160,7 +154,6 @@ class Scheduler {
 
   SchedulerOptions opts_;
   kv::BlockManager* kv_;
-  bool plan_seqs_ = true;
   std::deque<Sequence*> waiting_;
   std::deque<Sequence*> long_waiting_;  // long_prompt_queue only
   std::vector<Sequence*> running_;      // admission order

@@ -35,42 +35,38 @@ TEST(BlockManager, RefusesWhenFullWithoutPartialAllocation) {
   EXPECT_EQ(kv.free_blocks(), 1);
 }
 
-// Without block ids (the simulator), the counts and every decision are those of the manager
-// that keeps ids, over a random run of grows and releases; no block table is filled.
-TEST(BlockManager, CountsOnlyModeDecidesAsWithIds) {
-  BlockManager with_ids(80, 16, 0.0), counts(80, 16, 0.0);
-  counts.set_keep_ids(false);
-  EXPECT_TRUE(with_ids.keeps_ids());
-  EXPECT_FALSE(counts.keeps_ids());
-  std::vector<Sequence> a(12), b(12);
+// Over a random run of grows and releases, every sequence's block table holds its block
+// count of distinct ids, and held plus free blocks make the cache.
+TEST(BlockManager, BlockTablesAndFreeCountBalanceOverARandomRun) {
+  BlockManager kv(80, 16, 0.0);
+  std::vector<Sequence> a(12);
   std::mt19937 rng(5);
   int refused = 0;
   for (int i = 0; i < 3000; ++i) {
     const std::size_t k = rng() % a.size();
     if (rng() % 4 == 0) {
-      with_ids.release(a[k]);
-      counts.release(b[k]);
-      a[k].num_computed = b[k].num_computed = 0;
+      kv.release(a[k]);
+      a[k].num_computed = 0;
     } else {
       const int tokens = a[k].num_computed + 1 + int(rng() % 40);
-      const bool ok = with_ids.grow(a[k], tokens);
-      ASSERT_EQ(counts.grow(b[k], tokens), ok) << "step " << i;
-      if (ok) a[k].num_computed = b[k].num_computed = tokens;
+      const bool ok = kv.grow(a[k], tokens);
+      if (ok) a[k].num_computed = tokens;
       refused += !ok;
     }
-    ASSERT_EQ(counts.free_blocks(), with_ids.free_blocks()) << "step " << i;
-    ASSERT_EQ(b[k].num_blocks, a[k].num_blocks);
-    ASSERT_EQ(a[k].num_blocks, static_cast<int>(a[k].blocks.size()));
-    ASSERT_TRUE(b[k].blocks.empty());
+    int held = 0;
+    std::vector<char> seen(80, 0);
+    for (const Sequence& s : a) {
+      ASSERT_EQ(s.num_blocks, static_cast<int>(s.blocks.size())) << "step " << i;
+      held += s.num_blocks;
+      for (int blk : s.blocks) {
+        ASSERT_FALSE(seen[blk]) << "block " << blk << " held twice at step " << i;
+        seen[blk] = 1;
+      }
+    }
+    ASSERT_EQ(held + kv.free_blocks(), 80) << "step " << i;
   }
-  EXPECT_EQ(counts.peak_used_blocks(), with_ids.peak_used_blocks());
-  EXPECT_EQ(with_ids.peak_used_blocks(), 80);  // the run filled the cache
-  EXPECT_GT(refused, 0);                       // and was refused blocks
-  // Prefix caching needs ids: it turns them back on.
-  BlockManager cached(10, 16, 0.0);
-  cached.set_prefix_caching(true);
-  cached.set_keep_ids(false);
-  EXPECT_TRUE(cached.keeps_ids());
+  EXPECT_EQ(kv.peak_used_blocks(), 80);  // the run filled the cache
+  EXPECT_GT(refused, 0);                 // and was refused blocks
 }
 
 TEST(BlockManager, WatermarkGuardsAdmission) {

@@ -70,79 +70,53 @@ TEST(Scheduler, ChunkedPrefillThenDecode) {
   EXPECT_EQ(sch.num_running(), 0u);
 }
 
-// Without per-sequence work (an executor that reads only the shape: Executor::wants_seq_work),
-// a step carries no SeqWork but the same shape, and completes the same way.
-TEST(Scheduler, StepsWithoutSeqWorkKeepTheShapeAndComplete) {
-  kv::BlockManager kv_a(100, 16, 0.0), kv_b(100, 16, 0.0);
-  SchedulerOptions o;
-  o.max_num_batched_tokens = 64;
-  Scheduler with(o, &kv_a), without(o, &kv_b);
-  without.set_plan_seqs(false);
-  auto a1 = make_seq(1, 100, 3), b1 = make_seq(2, 20, 2);
-  auto a2 = make_seq(1, 100, 3), b2 = make_seq(2, 20, 2);
-  with.add(a1.get());
-  with.add(b1.get());
-  without.add(a2.get());
-  without.add(b2.get());
-  for (int t = 0; t < 6; ++t) {
-    auto s1 = with.schedule(t), s2 = without.schedule(t);
-    EXPECT_FALSE(s1.plan.seqs.empty() && !s1.seqs.empty());
-    EXPECT_TRUE(s2.plan.seqs.empty());
-    ASSERT_EQ(s1.seqs.size(), s2.seqs.size());
-    expect_same_shape(s1.plan.shape, s2.plan.shape);
-    const auto o1 = with.complete(s1, ok_result(), t + 0.5);
-    const auto o2 = without.complete(s2, ok_result(), t + 0.5);
-    EXPECT_EQ(o1.produced_token.size(), o2.produced_token.size());
-    EXPECT_EQ(o1.finished.size(), o2.finished.size());
-  }
-  EXPECT_EQ(a2->num_computed, a1->num_computed);
-  EXPECT_EQ(a2->num_generated, 3);
-  EXPECT_EQ(b2->num_generated, 2);
-  EXPECT_EQ(without.num_running(), 0u);
-  EXPECT_EQ(kv_b.free_blocks(), 100);
-}
-
-// The decode fast path (no SeqWork, no decode cap, no long-prompt queue) forms the general
-// path's steps: same sequences in the same order, same shapes bit for bit, same preemptions,
-// over a run whose decodes cross block boundaries and run out of blocks (small blocks, a
-// tight cache), with sequences joining and finishing throughout.
-TEST(Scheduler, DecodeFastPathFormsTheGeneralPathsSteps) {
-  kv::BlockManager kv_a(40, 4, 0.0), kv_b(40, 4, 0.0);
+// Every step carries one SeqWork per sequence, in the order of ScheduledStep::seqs, and a
+// shape that is exactly their sum (the simulator times the shape, the real backend runs the
+// SeqWork: one plan for both). Over a run whose decodes cross block boundaries and run out of
+// blocks (small blocks, a tight cache), with sequences joining and finishing throughout, every
+// running sequence's block table matches its block count and the cache's books balance.
+TEST(Scheduler, StepsCarrySeqWorkMatchingTheirShapeAndBlockTables) {
+  kv::BlockManager kv(40, 4, 0.0);
   SchedulerOptions o;
   o.block_size = 4;
   o.max_num_batched_tokens = 48;
   o.max_num_seqs = 12;
-  Scheduler general(o, &kv_a), fast(o, &kv_b);
-  fast.set_plan_seqs(false);  // no SeqWork: the fast path; `general` fills SeqWork
-  std::vector<std::unique_ptr<Sequence>> a, b;
-  int preempted = 0, fast_steps = 0;
+  Scheduler sch(o, &kv);
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  int preempted = 0, decode_steps = 0;
   for (int t = 0; t < 400; ++t) {
-    if (t % 2 == 0 && a.size() < 80) {  // arrivals
+    if (t % 2 == 0 && seqs.size() < 80) {  // arrivals
       const int prompt = 3 + (t * 13) % 29, output = 20 + (t * 7) % 41;
-      a.push_back(make_seq(RequestId(t + 1), prompt, output));
-      b.push_back(make_seq(RequestId(t + 1), prompt, output));
-      general.add(a.back().get());
-      fast.add(b.back().get());
+      seqs.push_back(make_seq(RequestId(t + 1), prompt, output));
+      sch.add(seqs.back().get());
     }
-    auto s1 = general.schedule(t), s2 = fast.schedule(t);
-    ASSERT_EQ(s1.seqs.size(), s2.seqs.size()) << "step " << t;
-    for (std::size_t i = 0; i < s1.seqs.size(); ++i)
-      ASSERT_EQ(s1.seqs[i]->req.id, s2.seqs[i]->req.id) << "step " << t;
-    expect_same_shape(s1.plan.shape, s2.plan.shape);
+    auto s = sch.schedule(t);
+    ASSERT_EQ(s.plan.seqs.size(), s.seqs.size()) << "step " << t;
+    BatchShape sum;
+    for (std::size_t i = 0; i < s.seqs.size(); ++i) {
+      const SeqWork& w = s.plan.seqs[i];
+      ASSERT_EQ(w.seq, s.seqs[i]) << "step " << t;
+      EXPECT_EQ(w.request, s.seqs[i]->req.id);
+      EXPECT_EQ(w.context_len, s.seqs[i]->num_computed + w.num_tokens);
+      sum.add(w);
+    }
+    expect_same_shape(s.plan.shape, sum);
     if (::testing::Test::HasFailure()) return;
-    ASSERT_EQ(s1.preempted, s2.preempted) << "step " << t;
-    preempted += s1.preempted;
-    fast_steps += s2.plan.shape.decode_tokens > 0;
-    general.complete(s1, ok_result(), t + 0.5);
-    fast.complete(s2, ok_result(), t + 0.5);
-    ASSERT_EQ(kv_a.free_blocks(), kv_b.free_blocks()) << "step " << t;
+    preempted += s.preempted;
+    decode_steps += s.plan.shape.decode_tokens > 0;
+    sch.complete(s, ok_result(), t + 0.5);
+    int held = 0;
+    for (const Sequence* r : sch.running()) {
+      ASSERT_EQ(r->num_blocks, static_cast<int>(r->blocks.size())) << "step " << t;
+      held += r->num_blocks;
+    }
+    ASSERT_EQ(held + kv.free_blocks(), kv.num_blocks()) << "step " << t;
   }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(b[i]->num_generated, a[i]->num_generated) << i;
-    EXPECT_EQ(b[i]->finished(), a[i]->finished()) << i;
-  }
-  EXPECT_GT(preempted, 0);    // the cache ran out
-  EXPECT_GT(fast_steps, 50);  // and decodes were many
+  int finished = 0;
+  for (const auto& s : seqs) finished += s->num_generated == s->req.max_output_tokens;
+  EXPECT_GE(finished, 30);      // sequences ran to their end throughout
+  EXPECT_GT(preempted, 0);      // the cache ran out
+  EXPECT_GT(decode_steps, 50);  // and decodes were many
 }
 
 // Steps in flight together (pipeline): the sequences of steps that finished, in whatever
