@@ -1,5 +1,6 @@
 // `prima replay --measured FILE --scenario SCENARIO [--out DIR] [--fit] ...`: replays a
-// measured run's arrivals and lengths on the simulated cluster and compares the latencies
+// measured run's arrivals and lengths on the simulated cluster and compares the latencies;
+// --fit with --measured given more than once fits to all the runs together
 // (cli/replay_runner.h, docs/replay.md). This file is the flags.
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -45,16 +46,17 @@ int cmd_replay(const Args& args) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("measured,m", po::value<std::string>(),
+      ("measured,m", po::value<std::vector<std::string>>()->composing(),
        "the measured run: prima bench --save-requests JSONL, prima simulate's requests.csv, or "
-       "a CSV with arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s")
+       "a CSV with arrival_s, prompt_tokens, output_tokens, ttft_s, e2e_s; with --fit it may be "
+       "given more than once, to fit to all the runs together")
       ("scenario,s", po::value<std::string>(),
        "the scenario that describes the measured server (a file or a built-in name); its "
        "workload is replaced by the measured requests")
       ("set", po::value<std::vector<std::string>>()->composing(),
        "override a scenario field: PATH=VALUE (repeatable), e.g. --set calibration=cal.json")
       ("out,o", po::value<std::string>(), "output directory (default out/replay-<scenario name>)")
-      ("fit", "fit calibration parameters to the measurement; writes DIR/profile.json")
+      ("fit", "fit calibration parameters to the measurement(s); writes DIR/profile.json")
       ("fit-params", po::value<std::string>(), fit_params_help.c_str())
       ("fit-iterations", po::value<int>(), "Nelder-Mead iterations at most (default 60)")
       ("json", "print comparison.json on stdout (the table goes to stderr)")
@@ -83,7 +85,11 @@ with Nelder-Mead, one simulation per evaluation, minimising the mean over TTFT, 
 Default parameters: )"
               << replay::kDefaultFitParams << R"(.
 It writes DIR/profile.json, a hardware profile with its own error as fidelity, which a
-scenario reads as "calibration": "DIR/profile.json". Parameters --fit-params takes:
+scenario reads as "calibration": "DIR/profile.json". With --measured given more than once, the
+fit is to all the runs together, each replayed with its own arrivals and lengths (objective:
+the mean of the runs' objectives; one simulation per run per evaluation): each run's files go
+to DIR/run1/, DIR/run2/, ... in the order given, and DIR/fit.json (the joint fit; --json prints
+it) and DIR/profile.json hold the fit. Parameters --fit-params takes:
 )" << wrapped_param_names(2, 92)
               << R"(
 
@@ -96,6 +102,7 @@ examples:
   prima replay --measured run.jsonl --scenario my_server.json --out out/replay
   prima replay -m run.jsonl -s my_server.json --fit --out out/fit     # + out/fit/profile.json
   prima replay -m run.jsonl -s my_server.json --fit --fit-params step_overhead_s,gemm_memory
+  prima replay -m low.jsonl -m high.jsonl -s my_server.json --fit --out out/fit2  # both runs
   prima replay -m out/default/requests.csv -s default               # the simulator against itself
   prima replay -m run.jsonl -s my_server.json --set calibration=out/fit/profile.json --json
 
@@ -111,7 +118,7 @@ or the flag).
                  "replay --help)\n");
     return kExitBadInput;
   }
-  o.measured = vm["measured"].as<std::string>();
+  o.measured = vm["measured"].as<std::vector<std::string>>();
   o.scenario = vm["scenario"].as<std::string>();
   if (vm.count("set")) o.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("out")) o.out_dir = vm["out"].as<std::string>();

@@ -175,7 +175,9 @@ std::string comparison_html(const ReplayResult& r) {
        "</p><p>Calibration: " + esc(r.fidelity.summary()) + "</p>";
   if (r.fit) {
     const ReplayFit& f = *r.fit;
-    o += "<p>Fit: ";
+    o += f.joint_files.empty() ? "<p>Fit: "
+                               : fmt::format("<p>Fit to {} runs together (objective of this run): ",
+                                             f.joint_files.size());
     for (std::size_t i = 0; i < f.params.size(); ++i)
       o += fmt::format("{}<code>{}</code> {:.6g} &rarr; {:.6g}", i ? ", " : "", f.params[i]->name,
                        f.initial[i], f.fitted[i]);

@@ -36,6 +36,27 @@ std::string param_names(const replay::FitParams& p) {
   return s;
 }
 
+// The search: params, initial and fitted values, the objective, iterations, evaluations.
+void put_search(const ReplayFit& f, double initial_objective, double fitted_objective, OJson* j) {
+  (*j)["params"] = OJson::array();
+  for (const auto* p : f.params) (*j)["params"].push_back(p->name);
+  (*j)["initial"] = params_json(f.params, f.initial);
+  (*j)["fitted"] = params_json(f.params, f.fitted);
+  (*j)["objective"] = {{"initial", initial_objective}, {"fitted", fitted_objective}};
+  (*j)["iterations"] = f.iterations;
+  (*j)["max_iterations"] = f.max_iterations;
+  (*j)["evaluations"] = f.evaluations;
+}
+
+// One line per fitted parameter: its name, initial -> fitted value, what it is.
+std::string param_lines(const ReplayFit& f) {
+  std::string s;
+  for (std::size_t i = 0; i < f.params.size(); ++i)
+    s += fmt::format("  {:<22} {:>12.6g} -> {:<12.6g} {}\n", f.params[i]->name, f.initial[i],
+                     f.fitted[i], f.params[i]->what);
+  return s;
+}
+
 }  // namespace
 
 OJson comparison_json(const ReplayResult& r) {
@@ -56,20 +77,19 @@ OJson comparison_json(const ReplayResult& r) {
   if (r.fit) {
     const ReplayFit& f = *r.fit;
     OJson fj;
-    fj["params"] = OJson::array();
-    for (const auto* p : f.params) fj["params"].push_back(p->name);
-    fj["initial"] = params_json(f.params, f.initial);
-    fj["fitted"] = params_json(f.params, f.fitted);
-    fj["objective"] = {{"initial", f.initial_objective}, {"fitted", f.fitted_objective}};
-    fj["iterations"] = f.iterations;
-    fj["max_iterations"] = f.max_iterations;
-    fj["evaluations"] = f.evaluations;
+    put_search(f, f.initial_objective, f.fitted_objective, &fj);
     fj["converged"] = f.converged;
     fj["completed_simulated"] = completed(f.simulated);
     fj["metrics"] = replay::comparison_to_json(f.comparison);
     fj["fidelity"] = OJson(perf::fidelity_to_json(f.profile.fidelity));
-    fj["profile"] = "profile.json";
+    fj["profile"] = f.joint_files.empty() ? "profile.json" : "../profile.json";
     fj["wall_s"] = f.wall_s;
+    if (!f.joint_files.empty())
+      fj["joint"] = {
+          {"runs", f.joint_files},
+          {"objective",
+           {{"initial", f.joint_initial_objective}, {"fitted", f.joint_fitted_objective}}},
+          {"fit", "../fit.json"}};
     j["fit"] = std::move(fj);
   }
   j["run"] = {{"simulated_s", r.simulated_s}, {"wall_s", r.wall_s}};
@@ -122,23 +142,74 @@ std::string replay_summary(const ReplayResult& r, const std::string& out_dir) {
   if (std::isfinite(obj))
     s += fmt::format(
         "  objective  {:.6g} (mean squared log ratio of TTFT, TPOT, E2E mean and p90)\n", obj);
-  if (r.fit) {
+  if (r.fit && !r.fit->joint_files.empty()) {  // the fit itself: joint_fit_summary
+    const ReplayFit& f = *r.fit;
+    s += fmt::format("  objective  {:.6g} -> {:.6g} with the values fitted to {} runs together:\n",
+                     f.initial_objective, f.fitted_objective, f.joint_files.size());
+    s += replay::comparison_table(f.comparison);
+  } else if (r.fit) {
     const ReplayFit& f = *r.fit;
     s +=
         fmt::format("fit of {}: {} iterations{}, {} simulations, {:.1f} s\n", param_names(f.params),
                     f.iterations, f.converged ? " (converged)" : " (the cap; not converged)",
                     f.evaluations, f.wall_s);
-    for (std::size_t i = 0; i < f.params.size(); ++i)
-      s += fmt::format("  {:<22} {:>12.6g} -> {:<12.6g} {}\n", f.params[i]->name, f.initial[i],
-                       f.fitted[i], f.params[i]->what);
+    s += param_lines(f);
     s += fmt::format("  objective  {:.6g} -> {:.6g}\n", f.initial_objective, f.fitted_objective);
     s += "  with the fitted values:\n";
     s += replay::comparison_table(f.comparison);
     s += "  fitted     " + f.profile.fidelity.summary() + "\n";
   }
+  const bool own_profile = r.fit && r.fit->joint_files.empty();
   s += fmt::format(
       "  wrote      {}/{{comparison.json,comparison.html,per_request.csv,trace.jsonl{}}}\n",
-      out_dir, r.fit ? ",profile.json" : "");
+      out_dir, own_profile ? ",profile.json" : "");
+  return s;
+}
+
+OJson joint_fit_json(const std::vector<const ReplayResult*>& runs,
+                     const std::vector<std::string>& dirs, double wall_s) {
+  const ReplayResult& first = *runs.front();
+  const ReplayFit& f = *first.fit;
+  OJson j;
+  j["runs"] = OJson::array();
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const ReplayResult& r = *runs[i];
+    j["runs"].push_back(
+        {{"measured_file", r.measured->file},
+         {"dir", dirs[i]},
+         {"requests", r.measured->requests.size()},
+         {"objective",
+          {{"initial", r.fit->initial_objective}, {"fitted", r.fit->fitted_objective}}}});
+  }
+  j["scenario"] = first.scenario_file;
+  j["scenario_name"] = first.scenario_name;
+  j["gpu"] = first.gpu;
+  put_search(f, f.joint_initial_objective, f.joint_fitted_objective, &j);
+  j["simulations"] = f.evaluations * static_cast<int>(runs.size());
+  j["converged"] = f.converged;
+  j["fidelity"] = OJson(perf::fidelity_to_json(f.profile.fidelity));
+  j["profile"] = "profile.json";
+  j["fit_wall_s"] = f.wall_s;
+  j["wall_s"] = wall_s;
+  return j;
+}
+
+std::string joint_fit_summary(const std::vector<const ReplayResult*>& runs,
+                              const std::string& out_dir) {
+  const ReplayFit& f = *runs.front()->fit;
+  std::string s =
+      fmt::format("fit of {} to {} runs together: {} iterations{}, {} simulations, {:.1f} s\n",
+                  param_names(f.params), runs.size(), f.iterations,
+                  f.converged ? " (converged)" : " (the cap; not converged)",
+                  f.evaluations * static_cast<int>(runs.size()), f.wall_s);
+  s += param_lines(f);
+  for (const ReplayResult* r : runs)
+    s += fmt::format("  objective  {:.6g} -> {:.6g}  {}\n", r->fit->initial_objective,
+                     r->fit->fitted_objective, r->measured->file);
+  s += fmt::format("  objective  {:.6g} -> {:.6g}  joint (the mean of the runs')\n",
+                   f.joint_initial_objective, f.joint_fitted_objective);
+  s += "  fitted     " + f.profile.fidelity.summary() + "\n";
+  s += fmt::format("  wrote      {}/{{fit.json,profile.json}}\n", out_dir);
   return s;
 }
 

@@ -26,6 +26,11 @@ struct ReplayFit {
   replay::Samples samples;
   replay::Comparison comparison;
   perf::Profile profile;  // what DIR/profile.json holds
+  // A fit to several runs together (--measured more than once): every run's file and the
+  // objective over them all (replay::joint_fit_objective); empty with one run. The
+  // initial/fitted objectives above are then this run's.
+  std::vector<std::string> joint_files;
+  double joint_initial_objective = 0, joint_fitted_objective = 0;
 };
 
 struct ReplayResult {
@@ -46,5 +51,12 @@ Status write_per_request_csv(const ReplayResult& r, const std::string& path);
 std::string replay_summary(const ReplayResult& r, const std::string& out_dir);
 // DIR/comparison.html (replay_html.cpp): self-contained, inline SVG, no script.
 std::string comparison_html(const ReplayResult& r);
+
+// A fit to several runs together: DIR/fit.json and its summary for the terminal. `runs` are
+// the runs' results (each with its `fit`), `dirs` their folders relative to DIR.
+nlohmann::ordered_json joint_fit_json(const std::vector<const ReplayResult*>& runs,
+                                      const std::vector<std::string>& dirs, double wall_s);
+std::string joint_fit_summary(const std::vector<const ReplayResult*>& runs,
+                              const std::string& out_dir);
 
 }  // namespace prima::cli

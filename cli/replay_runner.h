@@ -1,9 +1,11 @@
 // The `prima replay` driver: reads a measured run, replays exactly its arrivals and lengths on
 // the scenario's simulated cluster (one simulation per child process), compares TTFT, TPOT,
 // ITL, E2E and queue time, optionally fits calibration parameters with Nelder–Mead (one
-// simulation per evaluation), and writes DIR/comparison.json, DIR/comparison.html,
-// DIR/per_request.csv, DIR/trace.jsonl (and DIR/profile.json with --fit). docs/replay.md.
-// Not thread-safe (forks).
+// simulation per evaluation, replay_fit.h), and writes DIR/comparison.json,
+// DIR/comparison.html, DIR/per_request.csv, DIR/trace.jsonl (and DIR/profile.json with --fit).
+// With several measured runs (--fit only) the fit is to all of them together: each run's files
+// go to DIR/run<K>/ (K from 1, in the order given), DIR/fit.json and DIR/profile.json hold the
+// joint fit. docs/replay.md. Not thread-safe (forks).
 #pragma once
 
 #include <string>
@@ -12,8 +14,8 @@
 namespace prima::cli {
 
 struct ReplayOptions {
-  std::string measured;  // the measured file
-  std::string scenario;  // a scenario file or built-in name
+  std::vector<std::string> measured;  // the measured files: one, or several with --fit
+  std::string scenario;               // a scenario file or built-in name
   std::vector<std::string> sets;
   std::string out_dir;  // "" = out/replay-<scenario name>
   bool fit = false;

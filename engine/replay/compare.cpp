@@ -114,11 +114,23 @@ int fit_objective_terms(const Comparison& c) {
   return n;
 }
 
+double joint_fit_objective(const std::vector<Comparison>& runs) {
+  double sum = 0;
+  for (const Comparison& c : runs) sum += fit_objective(c);  // NaN stays NaN
+  return runs.empty() ? kNaN : sum / static_cast<double>(runs.size());
+}
+
 perf::Fidelity comparison_fidelity(const Comparison& c, const std::string& calibration_data) {
+  return comparison_fidelity(std::vector<Comparison>{c}, calibration_data);
+}
+
+perf::Fidelity comparison_fidelity(const std::vector<Comparison>& runs,
+                                   const std::string& calibration_data) {
   std::vector<double> errs;
-  for (const auto& mc : c.metrics)
-    for (const auto& sc : mc.stats)
-      if (std::isfinite(sc.error)) errs.push_back(sc.error);
+  for (const Comparison& c : runs)
+    for (const auto& mc : c.metrics)
+      for (const auto& sc : mc.stats)
+        if (std::isfinite(sc.error)) errs.push_back(sc.error);
   perf::Fidelity f;
   f.calibration_data = calibration_data;
   perf::summarize_errors(errs, &f);

@@ -54,10 +54,16 @@ Comparison compare(const Samples& measured, const Samples& simulated);
 double fit_objective(const Comparison& c);
 // How many figures fit_objective uses.
 int fit_objective_terms(const Comparison& c);
+// A fit to several runs at once: the mean of the runs' fit_objective, each run counting the
+// same whatever its size. NaN when there is no run or a run has no figure to compare.
+double joint_fit_objective(const std::vector<Comparison>& runs);
 
 // The absolute relative errors of every compared figure as a Fidelity (points, median, p90,
 // max); `calibration_data` says what was compared.
 perf::Fidelity comparison_fidelity(const Comparison& c, const std::string& calibration_data);
+// The same over several runs' figures pooled.
+perf::Fidelity comparison_fidelity(const std::vector<Comparison>& runs,
+                                   const std::string& calibration_data);
 
 // {"ttft": {"count": {"measured": N, "simulated": M}, "mean": {"measured", "simulated",
 // "error"}, "p50": ..., "p90": ..., "p99": ...}, "tpot": ...}; null where NaN.

@@ -7,6 +7,10 @@
 
 namespace prima::replay {
 
+namespace {
+constexpr double kZeroSeconds = 1e-9;
+}  // namespace
+
 std::string fit_param_names() {
   std::string s;
   for (const auto& f : perf::efficiency_fields()) {
@@ -57,7 +61,9 @@ double fit_initial_step(const perf::EfficiencyField& f, double value) {
     case perf::EfficiencyField::kOptionalShare:
       return 0.1;
     case perf::EfficiencyField::kSeconds:
-      return value > 0 ? 0.5 * value : 1e-4;
+      // Under a nanosecond is a fit's zero (prima profile writes e.g. 5e-15 s for a host term
+      // its forward steps cannot see): half of it would be a step that never moves.
+      return value >= kZeroSeconds ? 0.5 * value : 1e-4;
     case perf::EfficiencyField::kCount:
       return value > 0 ? 0.5 * value : 1;
   }

@@ -29,7 +29,7 @@ std::string fit_param_names();
 // optional shares [0, 1], seconds and counts [0, inf).
 perf::FitBound fit_bound(const perf::EfficiencyField& f);
 // The first simplex step from `value`: 0.1 for shares, half the value for seconds and counts
-// (100 us or 1 when the value is 0).
+// (100 us when the value is under 1 ns, 1 when a count is 0).
 double fit_initial_step(const perf::EfficiencyField& f, double value);
 
 std::vector<double> get_params(const perf::Efficiency& e, const FitParams& p);

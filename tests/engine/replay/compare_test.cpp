@@ -94,6 +94,29 @@ TEST(Compare, NothingToCompareGivesNoObjective) {
   EXPECT_EQ(comparison_fidelity(c, "").points, 0);
 }
 
+TEST(Compare, AJointObjectiveIsTheMeanOfTheRunsAndFidelityPoolsTheirFigures) {
+  // Run a: TTFT 20% long, the rest exact; run b: everything exact, with two requests.
+  const Comparison a = compare(measured_samples({measured(0.1, 0.01, 0.2)}),
+                               simulated_samples({simulated(0.12, 0.01, 0.2)}));
+  const Comparison b =
+      compare(measured_samples({measured(0.1, 0.01, 0.2), measured(0.3, 0.02, 0.5)}),
+              simulated_samples({simulated(0.1, 0.01, 0.2), simulated(0.3, 0.02, 0.5)}));
+  EXPECT_NEAR(fit_objective(a), 2 * std::pow(std::log(1.2), 2) / 6, 1e-12);
+  EXPECT_NEAR(fit_objective(b), 0, 1e-12);
+  // Each run counts the same, whatever its size.
+  EXPECT_NEAR(joint_fit_objective({a, b}), fit_objective(a) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(joint_fit_objective({a}), fit_objective(a));
+  EXPECT_TRUE(std::isnan(joint_fit_objective({})));
+  EXPECT_TRUE(std::isnan(joint_fit_objective({a, compare(Samples{}, Samples{})})));
+  // Fidelity over both: 12 figures each (TTFT, TPOT, E2E x 4), 4 of them 20% off.
+  const perf::Fidelity f = comparison_fidelity(std::vector<Comparison>{a, b}, "two runs");
+  EXPECT_EQ(f.points, 24);
+  EXPECT_NEAR(f.max_abs_error, 0.2, 1e-12);
+  EXPECT_NEAR(f.median_abs_error, 0, 1e-12);
+  EXPECT_EQ(f.calibration_data, "two runs");
+  EXPECT_EQ(comparison_fidelity(a, "").points, 12);
+}
+
 TEST(Compare, JsonHasEveryMetricAndFigureWithNullsForMissing) {
   std::vector<MeasuredRequest> m = {measured(0.1, 0.01, 0.2)};
   std::vector<SimulatedRequest> s = {simulated(0.1, 0.01, 0.2)};

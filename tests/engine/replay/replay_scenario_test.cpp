@@ -114,6 +114,11 @@ TEST(FitParams, BoundsAndStepsFollowTheKind) {
   EXPECT_EQ(fit_bound(*(*p)[2]).hi, 1);
   EXPECT_DOUBLE_EQ(fit_initial_step(*(*p)[1], 2e-3), 1e-3);
   EXPECT_GT(fit_initial_step(*(*p)[1], 0), 0);
+  // A value under a nanosecond is a fit's zero (prima profile writes e.g. 5e-15 s): the step
+  // is the one from 0, not half of nothing.
+  EXPECT_DOUBLE_EQ(fit_initial_step(*(*p)[1], 5e-15), fit_initial_step(*(*p)[1], 0));
+  EXPECT_DOUBLE_EQ(fit_initial_step(*(*p)[1], 0), 1e-4);
+  EXPECT_DOUBLE_EQ(fit_initial_step(*(*p)[1], 2e-6), 1e-6);
   EXPECT_GT(fit_initial_step(*(*p)[3], 0), 0);
   perf::Efficiency e;
   set_params(&e, *p, {0.5, 4e-3, 0.25, 64});
