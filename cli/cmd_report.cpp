@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/html_report.h"
 
 namespace po = boost::program_options;
@@ -78,12 +79,7 @@ Exit codes: 0 ok, 1 the renderer failed (or python3/matplotlib missing), 2 bad i
     return kExitBadInput;
   }
   Status st = render_html_report(kind, dir);
-  if (!st.ok()) {
-    std::fprintf(stderr, "prima report: %s\n", st.message().c_str());
-    const bool bad_input =
-        st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound;
-    return bad_input ? kExitBadInput : kExitFailure;
-  }
+  if (!st.ok()) return fail_with("prima report", st);
   std::printf("wrote %s\n", (fs::path(dir) / "report.html").string().c_str());
   return kExitOk;
 }

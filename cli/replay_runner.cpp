@@ -13,6 +13,7 @@
 
 #include "backends/sim/request_timings.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/replay_output.h"
 #include "engine/perf/fit.h"
 #include "engine/replay/compare.h"
@@ -35,11 +36,7 @@ int bad(const std::string& msg) {
 
 // A simulation's failure: bad input when the scenario could not run as given, else a failure.
 int failed(const Status& st) {
-  std::fprintf(stderr, "prima replay: %s\n", st.message().c_str());
-  const StatusCode c = st.code();
-  const bool bad_input = c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound ||
-                         c == StatusCode::kFailedPrecondition;
-  return bad_input ? kExitBadInput : kExitFailure;
+  return fail_with("prima replay", st, BadInput::kAlsoPrecondition);
 }
 
 // The simulator must have replayed what was measured: the same number of requests, the same
