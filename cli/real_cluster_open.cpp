@@ -1,24 +1,23 @@
-// Opening the real backend for a command (see real_backend_open.h).
-#include "cli/real_backend_open.h"
+// Opening the real backend's cluster for a command (see real_cluster_open.h).
+#include "cli/real_cluster_open.h"
 
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 
 namespace prima::cli {
 
-std::unique_ptr<real::RealBackend> open_real_backend(const real::RealBackendOptions& bo,
+std::unique_ptr<real::RealCluster> open_real_cluster(const real::RealBackendOptions& bo,
                                                      bool repack_asked, const char* command,
                                                      int* exit_code) {
-  auto opened = real::RealBackend::open(bo);
+  auto opened = real::open_real_cluster(bo);
   if (!opened.ok()) {
-    std::fprintf(stderr, "%s: %s\n", command, opened.status().message().c_str());
-    const StatusCode c = opened.status().code();
-    *exit_code = c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound ? kExitBadInput
-                                                                                 : kExitFailure;
+    *exit_code = fail_with(command, opened.status());
     return nullptr;
   }
-  if (repack_asked && !(*opened)->repacked() && (*opened)->is_leader())
+  const real::RealBackend& backend = *(*opened)->backend;
+  if (repack_asked && !backend.repacked() && backend.is_leader())
     std::fprintf(stderr,
                  "%s: --repack: this CPU has no AVX-512 VNNI packed kernels; the weights keep "
                  "the GGUF layout\n",
@@ -26,8 +25,8 @@ std::unique_ptr<real::RealBackend> open_real_backend(const real::RealBackendOpti
   return std::move(*opened);
 }
 
-int run_real_worker(real::RealBackend* backend, const char* command) {
-  Status st = backend->run_worker();
+int run_real_worker(real::RealCluster* cluster, const char* command) {
+  Status st = cluster->run_worker();
   if (!st.ok()) {
     std::fprintf(stderr, "%s (worker): %s\n", command, st.message().c_str());
     return kExitFailure;
