@@ -8,8 +8,6 @@
 
 #include <boost/program_options.hpp>
 #include <csignal>
-#include <cstdio>
-#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
