@@ -193,6 +193,9 @@ GenerateRun run_requests(const GenerateOptions& o, real::RealCluster* cl,
   if (!done) rt.run_until([&] { return done; });
   printer->emit(run.out, true);
   cl->shutdown();  // joins the executor's worker (it posts to `rt`), releases other ranks
+  // The hooks capture this function's locals; the engine outlives them (the cluster owns it).
+  engine.on_token = nullptr;
+  engine.on_end = nullptr;
   return run;
 }
 
