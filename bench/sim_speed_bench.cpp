@@ -1,4 +1,4 @@
-// Google Benchmark: speed of the sim backend (formerly tests/backends/sim/speed_test.cpp).
+// Google Benchmark: speed of the sim backend.
 // A closed loop of steps on SimExecutors (each replica launches its next step when one ends);
 // the counter sim_speedup is simulated seconds per wall second. No assertions: speed figures
 // belong here, not in unit tests.

@@ -265,14 +265,9 @@ int run(const BenchOptions& o) {
 }  // namespace
 
 int cmd_bench(const Args& args) {
-  const po::options_description flags = bench_flags();
   po::variables_map vm;
-  std::string error;
-  if (!parse_flags(args, flags, &vm, &error)) return bad(error + " (see prima bench --help)");
-  if (vm.count("help")) {
-    std::cout << flags << kExamples;
-    return kExitOk;
-  }
+  if (auto done = parse_command_line({"prima bench", bench_flags(), {}, {}, kExamples}, args, &vm))
+    return *done;
   const BenchOptions o = bench_options(vm);
   if (Status st = o.validate(); !st.ok()) return bad(st.message());
   return run(o);

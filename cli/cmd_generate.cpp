@@ -1,7 +1,8 @@
 // `prima generate`: runs one prompt through the engine on the real backend (a GGUF model on
 // CPU; TP x PP ranks under mpirun) and streams the completion to stdout. The engine is the
 // same as in simulation (ServingEngine, one replica, its scheduler and KV block manager) on
-// a WallRuntime; ranks != 0 execute the leader's steps. Single-threaded apart from the
+// a WallRuntime, assembled by backends/real/real_cluster.h; ranks != 0 execute the leader's
+// steps. Single-threaded apart from the
 // backend's worker thread and the runtime's post().
 #include <fmt/format.h>
 
@@ -12,15 +13,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "backends/real/real_backend.h"
+#include "backends/real/real_cluster.h"
 #include "backends/real/tokenizer.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/generate_options.h"
-#include "cli/real_backend_open.h"
-#include "engine/cluster/serving_engine.h"
-#include "engine/metrics/recorder.h"
-#include "backends/wall/wall_runtime.h"
+#include "cli/real_cluster_open.h"
 
 namespace po = boost::program_options;
 
@@ -44,11 +42,11 @@ Status read_prompt_file(GenerateOptions* o) {
   return ok_status();
 }
 
-std::unique_ptr<real::RealBackend> open_backend(const GenerateOptions& o, int* exit_code) {
+std::unique_ptr<real::RealCluster> open_cluster(const GenerateOptions& o, int* exit_code) {
   real::RealBackendOptions bo = o.backend;
   bo.max_num_seqs = o.batch;
   bo.repack = !o.no_repack;
-  return open_real_backend(bo, o.repack, "prima generate", exit_code);
+  return open_real_cluster(bo, o.repack, "prima generate", exit_code);
 }
 
 // The prompt's token ids (with the chat template under --chat), shorter than the context.
@@ -146,24 +144,13 @@ Request make_request(const GenerateOptions& o, const std::vector<int>& ids, int 
   return r;
 }
 
-// Runs --batch copies of the request (seeds seed..seed+N-1) on the engine until every one has
-// ended, or the first has reached a stop string; prints the first as it goes. Shuts the
-// backend down.
-GenerateRun run_requests(const GenerateOptions& o, real::RealBackend* backend,
+// Runs --batch copies of the request (seeds seed..seed+N-1) on the cluster's engine until
+// every one has ended, or the first has reached a stop string; prints the first as it goes.
+// Shuts the backend down.
+GenerateRun run_requests(const GenerateOptions& o, real::RealCluster* cl,
                          const std::vector<int>& ids, int max_tokens, TextPrinter* printer) {
-  WallRuntime rt;
-  cluster::EngineOptions eo;
-  eo.scheduler.block_size = backend->block_size();
-  eo.scheduler.max_num_seqs = o.batch;
-  eo.max_model_len = backend->context_length();
-  cluster::ReplicaSetup rs;
-  rs.executor = backend->executor(&rt);
-  rs.gpus = o.backend.tp * o.backend.pp;
-  rs.stage_gpus = o.backend.tp;
-  rs.num_kv_blocks = backend->num_kv_blocks();
-  metrics::Recorder rec(o.backend.tp * o.backend.pp);
-  cluster::ServingEngine engine(&rt, eo, {rs}, &rec);
-
+  WallRuntime& rt = *cl->rt;
+  cluster::ServingEngine& engine = *cl->engine;
   GenerateRun run;
   RequestId first_id = 0;
   int ended = 0;
@@ -194,7 +181,7 @@ GenerateRun run_requests(const GenerateOptions& o, real::RealBackend* backend,
     run.reason = s.reason;
     if (!printer->stopped()) run.out = s.output_ids;
   };
-  Request r = make_request(o, ids, max_tokens, backend->tokenizer(), rt.now());
+  Request r = make_request(o, ids, max_tokens, cl->backend->tokenizer(), rt.now());
   run.t0 = rt.now();
   for (int i = 1; i < o.batch; ++i) {
     Request copy = r;
@@ -205,7 +192,10 @@ GenerateRun run_requests(const GenerateOptions& o, real::RealBackend* backend,
   first_id = engine.submit(std::move(r));
   if (!done) rt.run_until([&] { return done; });
   printer->emit(run.out, true);
-  backend->shutdown();  // joins the executor's worker (it posts to `rt`), releases other ranks
+  cl->shutdown();  // joins the executor's worker (it posts to `rt`), releases other ranks
+  // The hooks capture this function's locals; the engine outlives them (the cluster owns it).
+  engine.on_token = nullptr;
+  engine.on_end = nullptr;
   return run;
 }
 
@@ -239,14 +229,14 @@ void print_summary(const GenerateOptions& o, std::size_t prompt_tokens, const Ge
 }
 
 // Rank 0: tokenizes the prompt, runs it, prints the completion; the exit code.
-int run_leader(const GenerateOptions& o, real::RealBackend* backend) {
-  const real::Tokenizer& tok = backend->tokenizer();
-  const int ctx = backend->context_length();
+int run_leader(const GenerateOptions& o, real::RealCluster* cl) {
+  const real::Tokenizer& tok = cl->backend->tokenizer();
+  const int ctx = cl->max_model_len;
   auto ids = prompt_ids(o, tok, ctx);
   if (!ids.ok()) return fail(kExitBadInput, ids.status().message());
   const int max_tokens = std::min(o.max_tokens, ctx - static_cast<int>(ids->size()));
   TextPrinter printer(tok, o);
-  const GenerateRun run = run_requests(o, backend, *ids, max_tokens, &printer);
+  const GenerateRun run = run_requests(o, cl, *ids, max_tokens, &printer);
   if (run.outcome == Outcome::kRejected || run.outcome == Outcome::kFailed)
     return fail(run.outcome == Outcome::kRejected ? kExitBadInput : kExitFailure,
                 fmt::format("request {}: {}",
@@ -273,10 +263,10 @@ int cmd_generate(const Args& args) {
   if (Status st = o.validate(); !st.ok()) return fail(kExitBadInput, st.message());
   if (Status st = read_prompt_file(&o); !st.ok()) return fail(kExitBadInput, st.message());
   int exit_code = kExitOk;
-  const std::unique_ptr<real::RealBackend> backend = open_backend(o, &exit_code);
-  if (!backend) return exit_code;
-  if (!backend->is_leader()) return run_real_worker(backend.get(), "prima generate");
-  return run_leader(o, backend.get());
+  const std::unique_ptr<real::RealCluster> cl = open_cluster(o, &exit_code);
+  if (!cl) return exit_code;
+  if (!cl->is_leader()) return run_real_worker(cl.get(), "prima generate");
+  return run_leader(o, cl.get());
 }
 
 }  // namespace prima::cli

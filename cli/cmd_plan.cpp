@@ -1,8 +1,6 @@
 // `prima plan PLAN.json [--out DIR] [--jobs N] [--shard i/n]`: capacity search under an SLO.
 // Option parsing and help; the options are cli/plan_options.h, the search cli/plan_runner.cpp.
 #include <boost/program_options.hpp>
-#include <cstdio>
-#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/flags.h"
@@ -12,21 +10,9 @@
 namespace po = boost::program_options;
 
 namespace prima::cli {
+namespace {
 
-int cmd_plan(const Args& args) {
-  const po::options_description opts = plan_flags();
-  po::options_description all;
-  all.add(opts).add(plan_hidden_flags());
-  po::positional_options_description pos;
-  pos.add("plan", 1);
-  po::variables_map vm;
-  std::string error;
-  if (!parse_flags(args, all, &vm, &error, &pos)) {
-    std::fprintf(stderr, "prima plan: %s (see prima plan --help)\n", error.c_str());
-    return kExitBadInput;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << R"(
+constexpr const char* kHelp = R"(
 Finds, for each configuration of the plan's search space (topology, GPU type, TP x PP,
 replicas, quantization, batch limits, priority scheduling, disaggregation), the highest request
 rate that meets the plan's SLO, by simulating it, and ranks them by goodput per GPU (and cost
@@ -44,13 +30,16 @@ examples:
 Exit codes: 0 ok (also when no configuration meets the SLO: plan.json lists the closest),
 1 the run failed or was stopped, 2 bad input (the message names the file and JSON path).
 )";
-    return kExitOk;
-  }
+
+}  // namespace
+
+int cmd_plan(const Args& args) {
+  CommandLine cl{"prima plan", plan_flags(), plan_hidden_flags(), {}, kHelp};
+  cl.positional.add("plan", 1);
+  po::variables_map vm;
+  if (auto done = parse_command_line(cl, args, &vm)) return *done;
   const PlanOptions o = plan_options(vm);
-  if (Status st = o.validate(); !st.ok()) {
-    std::fprintf(stderr, "prima plan: %s\n", st.message().c_str());
-    return kExitBadInput;
-  }
+  if (Status st = o.validate(); !st.ok()) return fail_with("prima plan", st);
   return run_plan(o);
 }
 

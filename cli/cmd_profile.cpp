@@ -3,18 +3,22 @@
 // hardware profile, the calibration the simulator's cost model reads
 // (backends/real/profiler.h); optionally a one-device topology and a scenario of the real
 // server on it (backends/real/profile_scenario.h).
+#include <fmt/format.h>
+
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
-#include <sstream>
+#include <string>
+#include <utility>
 
 #include "backends/real/profile_scenario.h"
 #include "backends/real/profiler.h"
 #include "backends/real/real_backend.h"
 #include "cli/commands.h"
-#include "cli/serve.h"
+#include "cli/flags.h"
+#include "cli/profile_options.h"
+#include "cli/serve_options.h"
 #include "engine/cluster/serving_engine.h"
 
 namespace po = boost::program_options;
@@ -54,56 +58,7 @@ bool write_json(const std::string& path, const nlohmann::json& j) {
   return static_cast<bool>(f);
 }
 
-bool parse_int_list(const std::string& s, std::vector<int>* out) {
-  out->clear();
-  std::stringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    try {
-      std::size_t used = 0;
-      int v = std::stoi(item, &used);
-      if (used != item.size() || v <= 0) return false;
-      out->push_back(v);
-    } catch (...) {
-      return false;
-    }
-  }
-  return !out->empty();
-}
-
-}  // namespace
-
-int cmd_profile(const Args& args) {
-  po::options_description opts("prima profile --model PATH --out FILE [options]");
-  opts.add_options()("help,h", "show this help")("model", po::value<std::string>(),
-                                                 "GGUF model file (llama architecture)")(
-      "out", po::value<std::string>(), "hardware profile to write (JSON)")(
-      "topology-out", po::value<std::string>()->default_value(""),
-      "also write a one-device topology of this machine (JSON)")(
-      "scenario-out", po::value<std::string>()->default_value(""),
-      "also write a scenario of prima serve --backend real on it, calibrated by the profile")(
-      "threads", po::value<int>()->default_value(0), "kernel threads (0: all cores)")(
-      "batches", po::value<std::string>()->default_value("1,2,4,8,16,32,64,128"),
-      "token counts for the operator timings")(
-      "contexts", po::value<std::string>()->default_value("128,512,1024,2048"),
-      "context lengths for the attention timings")("repeats", po::value<int>()->default_value(5),
-                                                   "timed runs per measurement (median)")(
-      "name", po::value<std::string>()->default_value(""),
-      "hardware name of the profile (default cpu:<CPU model>)")(
-      "manifest", po::value<std::string>()->default_value(""), "sha256 manifest of the model")(
-      "repack",
-      "measure the packed-weight kernels (the default where the CPU has them, as prima generate "
-      "runs them)")("no-repack", "measure the GGUF-layout kernels (prima generate --no-repack)");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "prima profile: %s (see prima profile --help)\n", e.what());
-    return kExitBadInput;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << R"(
+constexpr const char* kHelp = R"(
 Measures this machine with the real CPU backend: memory bandwidth, every linear layer (and
 the LM head) over batch sizes, attention over context lengths, norms/RoPE/SwiGLU, and whole
 forward steps (decode batches, prefill chunks). Fits the cost model's efficiency shares
@@ -125,78 +80,45 @@ examples:
 
 Exit codes: 0 ok, 1 a measurement failed, 2 bad input (flags, model file).
 )";
-    return kExitOk;
-  }
-  if (!vm.count("model") || !vm.count("out")) {
-    std::fprintf(stderr, "prima profile: --model and --out are required (see --help)\n");
-    return kExitBadInput;
-  }
-  real::ProfileOptions po_;
-  po_.model_path = vm["model"].as<std::string>();
-  po_.manifest = vm["manifest"].as<std::string>();
-  po_.threads = vm["threads"].as<int>();
-  po_.repeats = vm["repeats"].as<int>();
-  po_.name = vm["name"].as<std::string>();
-  if (vm.count("repack") && vm.count("no-repack")) {
-    std::fprintf(stderr, "prima profile: --repack and --no-repack exclude each other\n");
-    return kExitBadInput;
-  }
-  po_.repack = vm.count("no-repack") == 0;
-  if (po_.threads < 0 || po_.repeats < 1) {
-    std::fprintf(stderr, "prima profile: --threads must be >= 0 and --repeats >= 1\n");
-    return kExitBadInput;
-  }
-  if (!parse_int_list(vm["batches"].as<std::string>(), &po_.batches) ||
-      !parse_int_list(vm["contexts"].as<std::string>(), &po_.contexts)) {
-    std::fprintf(stderr,
-                 "prima profile: --batches and --contexts take positive integers separated by "
-                 "commas, e.g. 1,8,64\n");
-    return kExitBadInput;
-  }
-  const std::string out = vm["out"].as<std::string>();
-  // The output directories, before minutes of measuring.
-  for (const char* flag : {"out", "topology-out", "scenario-out"}) {
-    const fs::path dir = fs::path(vm[flag].as<std::string>()).parent_path();
+
+// The output files' directories, made before minutes of measuring.
+Status make_output_dirs(const ProfileOptions& o) {
+  for (const auto& [flag, path] :
+       {std::pair{"out", o.out}, std::pair{"topology-out", o.topology_out},
+        std::pair{"scenario-out", o.scenario_out}}) {
+    const fs::path dir = fs::path(path).parent_path();
     std::error_code ec;
     if (!dir.empty()) fs::create_directories(dir, ec);
-    if (ec) {
-      std::fprintf(stderr, "prima profile: --%s: cannot create %s: %s\n", flag, dir.c_str(),
-                   ec.message().c_str());
-      return kExitBadInput;
-    }
+    if (ec)
+      return invalid_argument(
+          fmt::format("--{}: cannot create {}: {}", flag, dir.string(), ec.message()));
   }
-  auto r = real::run_profile(
-      po_, [](const std::string& line) { std::fprintf(stderr, "profile: %s\n", line.c_str()); });
-  if (!r.ok()) {
-    std::fprintf(stderr, "prima profile: %s\n", r.status().message().c_str());
-    return r.status().code() == StatusCode::kInvalidArgument ||
-                   r.status().code() == StatusCode::kNotFound
-               ? kExitBadInput
-               : kExitFailure;
-  }
-  if (!write_json(out, real::profile_to_json(*r))) {
-    std::fprintf(stderr, "prima profile: cannot write %s\n", out.c_str());
-    return kExitFailure;
-  }
-  const perf::Efficiency& e = r->efficiency;
-  std::printf("%s, %d threads (%s kernels), read bandwidth %.1f GB/s\n", r->cpu.c_str(), r->threads,
-              r->isa.c_str(), r->mem_bw_Bps / 1e9);
+  return ok_status();
+}
+
+// What was measured and how well the fitted model predicts each step, on stdout.
+void print_profile(const real::ProfileResult& r) {
+  const perf::Efficiency& e = r.efficiency;
+  std::printf("%s, %d threads (%s kernels), read bandwidth %.1f GB/s\n", r.cpu.c_str(), r.threads,
+              r.isa.c_str(), r.mem_bw_Bps / 1e9);
   std::printf("fitted: gemm_memory %.3f, gemm_compute %.3f, attention_memory %.3f\n", e.gemm_memory,
               e.gemm_compute, e.attention_memory);
   std::printf("%-8s %5s %7s %7s %11s %11s %7s\n", "step", "seqs", "tokens", "context",
               "measured_ms", "predicted_ms", "ratio");
-  for (const auto& s : r->steps)
+  for (const auto& s : r.steps)
     std::printf("%-8s %5d %7d %7d %11.2f %11.2f %7.2f%s\n", s.kind.c_str(), s.seqs, s.tokens,
                 s.context, s.seconds * 1e3, s.predicted_s * 1e3, s.predicted_s / s.seconds,
                 s.fitted ? "  (fitted)" : "");
-  std::printf("fidelity: %s\n", real::to_profile(*r).fidelity.summary().c_str());
-  std::printf("wrote %s\n", out.c_str());
+  std::printf("fidelity: %s\n", real::to_profile(r).fidelity.summary().c_str());
+}
 
-  // The simulated twin: a topology of this machine and a scenario of the real server on it.
-  const std::string topo_out = vm["topology-out"].as<std::string>();
-  const std::string scen_out = vm["scenario-out"].as<std::string>();
+// The simulated twin: a topology of this machine and a scenario of the real server on it
+// (each only where its flag asked for it); the exit code.
+int write_twin(const ProfileOptions& o, const real::ProfileResult& r) {
+  const std::string& topo_out = o.topology_out;
+  const std::string& scen_out = o.scenario_out;
   const nlohmann::json topology = real::single_device_topology(
-      *r, topo_out.empty() ? "profiled_device" : fs::path(topo_out).stem().string());
+      r, topo_out.empty() ? "profiled_device" : fs::path(topo_out).stem().string());
   if (!topo_out.empty()) {
     if (!write_json(topo_out, topology)) {
       std::fprintf(stderr, "prima profile: cannot write %s\n", topo_out.c_str());
@@ -204,22 +126,51 @@ Exit codes: 0 ok, 1 a measurement failed, 2 bad input (flags, model file).
     }
     std::printf("wrote %s\n", topo_out.c_str());
   }
-  if (!scen_out.empty()) {
-    const std::string scen_dir = fs::path(scen_out).parent_path().string();
-    auto sc = real::profile_scenario(*r, topology, default_server_limits(r->model),
-                                     path_from(out, scen_dir), scen_out);
-    if (!sc.ok()) {
-      std::fprintf(stderr, "prima profile: --scenario-out %s: %s\n", scen_out.c_str(),
-                   sc.status().message().c_str());
-      return kExitFailure;
-    }
-    if (!write_json(scen_out, *sc)) {
-      std::fprintf(stderr, "prima profile: cannot write %s\n", scen_out.c_str());
-      return kExitFailure;
-    }
-    std::printf("wrote %s (simulate it: prima simulate %s)\n", scen_out.c_str(), scen_out.c_str());
+  if (scen_out.empty()) return kExitOk;
+  const std::string scen_dir = fs::path(scen_out).parent_path().string();
+  auto sc = real::profile_scenario(r, topology, default_server_limits(r.model),
+                                   path_from(o.out, scen_dir), scen_out);
+  if (!sc.ok()) {
+    std::fprintf(stderr, "prima profile: --scenario-out %s: %s\n", scen_out.c_str(),
+                 sc.status().message().c_str());
+    return kExitFailure;
   }
+  if (!write_json(scen_out, *sc)) {
+    std::fprintf(stderr, "prima profile: cannot write %s\n", scen_out.c_str());
+    return kExitFailure;
+  }
+  std::printf("wrote %s (simulate it: prima simulate %s)\n", scen_out.c_str(), scen_out.c_str());
   return kExitOk;
+}
+
+// Measures, writes the profile (and the twin), prints the table; the exit code.
+int profile_machine(const ProfileOptions& o) {
+  if (Status st = make_output_dirs(o); !st.ok()) {
+    std::fprintf(stderr, "prima profile: %s\n", st.message().c_str());
+    return kExitBadInput;
+  }
+  auto r = real::run_profile(o.profile, [](const std::string& line) {
+    std::fprintf(stderr, "profile: %s\n", line.c_str());
+  });
+  if (!r.ok()) return fail_with("prima profile", r.status());
+  if (!write_json(o.out, real::profile_to_json(*r))) {
+    std::fprintf(stderr, "prima profile: cannot write %s\n", o.out.c_str());
+    return kExitFailure;
+  }
+  print_profile(*r);
+  std::printf("wrote %s\n", o.out.c_str());
+  return write_twin(o, *r);
+}
+
+}  // namespace
+
+int cmd_profile(const Args& args) {
+  po::variables_map vm;
+  if (auto done = parse_command_line({"prima profile", profile_flags(), {}, {}, kHelp}, args, &vm))
+    return *done;
+  const ProfileOptions o = profile_options(vm);
+  if (Status st = o.validate(); !st.ok()) return fail_with("prima profile", st);
+  return profile_machine(o);
 }
 
 }  // namespace prima::cli

@@ -4,9 +4,9 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/html_report.h"
 
 namespace po = boost::program_options;
@@ -14,27 +14,9 @@ namespace fs = std::filesystem;
 
 namespace prima::cli {
 
-int cmd_report(const Args& args) {
-  po::options_description opts("prima report DIR [options]");
-  opts.add_options()("help,h", "show this help")(
-      "kind", po::value<std::string>(),
-      "simulate or plan (default: plan if DIR/plan.json exists, else simulate)");
-  po::options_description hidden;
-  hidden.add_options()("dir", po::value<std::string>(), "output directory");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("dir", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "prima report: %s (see prima report --help)\n", e.what());
-    return kExitBadInput;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << R"(
+namespace {
+
+constexpr const char* kHelp = R"(
 DIR is the output directory of a run: `prima simulate --out DIR` (report.json, requests.csv,
 timeline.csv) or a plan (plan.json, results.jsonl). Writes DIR/report.html: one file, charts
 inline (no network needed to view it). Needs python3 with matplotlib (scripts/setup.sh
@@ -47,8 +29,20 @@ examples:
 
 Exit codes: 0 ok, 1 the renderer failed (or python3/matplotlib missing), 2 bad input.
 )";
-    return kExitOk;
-  }
+
+}  // namespace
+
+int cmd_report(const Args& args) {
+  po::options_description opts("prima report DIR [options]");
+  opts.add_options()("help,h", "show this help")(
+      "kind", po::value<std::string>(),
+      "simulate or plan (default: plan if DIR/plan.json exists, else simulate)");
+  po::options_description hidden;
+  hidden.add_options()("dir", po::value<std::string>(), "output directory");
+  CommandLine cl{"prima report", opts, hidden, {}, kHelp};
+  cl.positional.add("dir", 1);
+  po::variables_map vm;
+  if (auto done = parse_command_line(cl, args, &vm)) return *done;
   if (!vm.count("dir")) {
     std::fprintf(stderr, "prima report: missing DIR (see prima report --help)\n");
     return kExitBadInput;
@@ -78,12 +72,7 @@ Exit codes: 0 ok, 1 the renderer failed (or python3/matplotlib missing), 2 bad i
     return kExitBadInput;
   }
   Status st = render_html_report(kind, dir);
-  if (!st.ok()) {
-    std::fprintf(stderr, "prima report: %s\n", st.message().c_str());
-    const bool bad_input =
-        st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound;
-    return bad_input ? kExitBadInput : kExitFailure;
-  }
+  if (!st.ok()) return fail_with("prima report", st);
   std::printf("wrote %s\n", (fs::path(dir) / "report.html").string().c_str());
   return kExitOk;
 }

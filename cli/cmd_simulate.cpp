@@ -1,7 +1,8 @@
 // `prima simulate [SCENARIO] [--out DIR] [--set PATH=VALUE]...`: runs a scenario on the
-// simulated cluster, writes DIR/report.json, DIR/requests.csv, DIR/timeline.csv and prints a
-// summary table. Progress goes to stderr once a second of wall time. With --html, also
-// DIR/report.html (cli/html_report.h); a failure to render is a warning, not an error.
+// simulated cluster (sim::run_simulation), writes DIR/report.json, DIR/requests.csv,
+// DIR/timeline.csv and prints a summary table. Progress goes to stderr once a second of wall
+// time. With --html, also DIR/report.html (cli/html_report.h); a failure to render is a
+// warning, not an error. The flags are cli/simulate_options.h.
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
@@ -11,7 +12,9 @@
 
 #include "backends/sim/simulation.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/html_report.h"
+#include "cli/simulate_options.h"
 #include "engine/metrics/report.h"
 #include "engine/scenario/scenario.h"
 
@@ -92,35 +95,7 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, 
                 html ? ",report.html" : "");
 }
 
-}  // namespace
-
-int cmd_simulate(const Args& args) {
-  po::options_description opts("prima simulate [SCENARIO] [options]");
-  opts.add_options()("help,h", "show this help")("out,o", po::value<std::string>(),
-                                                 "output directory (default: out/<scenario name>)")(
-      "set", po::value<std::vector<std::string>>()->composing(),
-      "override a scenario field: PATH=VALUE (repeatable), e.g. --set seed=7")(
-      "seed", po::value<std::uint64_t>(), "shortcut for --set seed=N")(
-      "no-files", "print the summary only, write nothing")(
-      "html", "also write DIR/report.html (self-contained; needs python3-matplotlib)")(
-      "json", "print report.json to stdout instead of the summary table")("quiet,q",
-                                                                          "no progress on stderr");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
-  po::options_description all;
-  all.add(opts).add(hidden);
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::fprintf(stderr, "prima simulate: %s (see prima simulate --help)\n", e.what());
-    return kExitBadInput;
-  }
-  if (vm.count("help")) {
-    std::cout << opts << R"(
+constexpr const char* kHelp = R"(
 SCENARIO is a scenario JSON file, or the name of a built-in one; without it, the built-in
 default runs (Llama-2-70B W8A8 on two Bitbrick_K1 nodes, TP4 x PP2, Poisson load).
 
@@ -133,25 +108,37 @@ examples:
 
 Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and JSON path).
 )";
-    return kExitOk;
-  }
-  std::vector<std::string> sets;
-  if (vm.count("set")) sets = vm["set"].as<std::vector<std::string>>();
-  if (vm.count("seed")) sets.push_back("seed=" + std::to_string(vm["seed"].as<std::uint64_t>()));
-  const std::string path = vm.count("scenario") ? vm["scenario"].as<std::string>() : "";
 
-  auto sc = scenario::load_scenario(path, sets);
+// The progress line, rewritten in place on stderr.
+void print_progress(const sim::Progress& p) {
+  std::fprintf(stderr,
+               "\r[prima] sim %.0f/%.0f s  requests %lld (done %lld, in flight %lld)  wall "
+               "%.1f s  %.0fx ",
+               p.sim_s, p.duration_s, static_cast<long long>(p.submitted),
+               static_cast<long long>(p.ended), static_cast<long long>(p.in_system), p.wall_s,
+               p.wall_s > 0 ? p.sim_s / p.wall_s : 0.0);
+  std::fflush(stderr);
+}
+
+// report.json, requests.csv and timeline.csv into out_dir.
+Status write_outputs(const sim::SimulationOutput& res, const std::string& out_dir) {
+  for (Status st : {metrics::write_report_json(res.report, out_dir + "/report.json"),
+                    metrics::write_requests_csv(*res.recorder, out_dir + "/requests.csv"),
+                    metrics::write_timeline_csv(*res.recorder, out_dir + "/timeline.csv")})
+    if (!st.ok()) return st;
+  return ok_status();
+}
+
+// Loads the scenario, runs it, writes and prints what it measured; the exit code.
+int run_simulate(const SimulateOptions& o) {
+  auto sc = scenario::load_scenario(o.scenario_path, o.sets);
   if (!sc.ok()) {
     std::fprintf(stderr, "prima simulate: %s\n", sc.status().message().c_str());
     return kExitBadInput;
   }
-  if (vm.count("html") && vm.count("no-files")) {
-    std::fprintf(stderr, "prima simulate: --html needs the output files; drop --no-files\n");
-    return kExitBadInput;
-  }
   std::string out_dir;
-  if (!vm.count("no-files")) {
-    out_dir = vm.count("out") ? vm["out"].as<std::string>() : "out/" + sc->name;
+  if (!o.no_files) {
+    out_dir = o.out_dir.empty() ? "out/" + sc->name : o.out_dir;
     std::error_code ec;
     fs::create_directories(out_dir, ec);
     if (ec) {
@@ -161,49 +148,40 @@ Exit codes: 0 ok, 1 the run failed, 2 bad input (the message names the file and 
     }
   }
   sim::SimulationOptions so;
-  if (!vm.count("quiet")) {
-    so.progress = [](const sim::Progress& p) {
-      std::fprintf(stderr,
-                   "\r[prima] sim %.0f/%.0f s  requests %lld (done %lld, in flight %lld)  wall "
-                   "%.1f s  %.0fx ",
-                   p.sim_s, p.duration_s, static_cast<long long>(p.submitted),
-                   static_cast<long long>(p.ended), static_cast<long long>(p.in_system), p.wall_s,
-                   p.wall_s > 0 ? p.sim_s / p.wall_s : 0.0);
-      std::fflush(stderr);
-    };
-  }
+  if (!o.quiet) so.progress = print_progress;
   auto res = sim::run_simulation(*sc, so);
   if (so.progress) std::fprintf(stderr, "\n");
-  if (!res.ok()) {
-    std::fprintf(stderr, "prima simulate: %s\n", res.status().message().c_str());
-    const StatusCode c = res.status().code();
-    const bool bad_input = c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound ||
-                           c == StatusCode::kFailedPrecondition;
-    return bad_input ? kExitBadInput : kExitFailure;
-  }
-  if (!out_dir.empty()) {
-    for (Status st : {metrics::write_report_json(res->report, out_dir + "/report.json"),
-                      metrics::write_requests_csv(*res->recorder, out_dir + "/requests.csv"),
-                      metrics::write_timeline_csv(*res->recorder, out_dir + "/timeline.csv")}) {
-      if (!st.ok()) {
-        std::fprintf(stderr, "prima simulate: %s\n", st.message().c_str());
-        return kExitFailure;
-      }
+  if (!res.ok()) return fail_with("prima simulate", res.status(), BadInput::kAlsoPrecondition);
+  if (!out_dir.empty())
+    if (Status st = write_outputs(*res, out_dir); !st.ok()) {
+      std::fprintf(stderr, "prima simulate: %s\n", st.message().c_str());
+      return kExitFailure;
     }
-  }
   bool html = false;
-  if (vm.count("html")) {
+  if (o.html) {
     Status st = render_html_report("simulate", out_dir);
     if (st.ok())
       html = true;
     else
       std::fprintf(stderr, "prima simulate: warning: no report.html: %s\n", st.message().c_str());
   }
-  if (vm.count("json"))
+  if (o.json)
     std::cout << res->report.dump(2) << "\n";
   else
     print_summary(res->report, out_dir, html);
   return kExitOk;
+}
+
+}  // namespace
+
+int cmd_simulate(const Args& args) {
+  CommandLine cl{"prima simulate", simulate_flags(), simulate_hidden_flags(), {}, kHelp};
+  cl.positional.add("scenario", 1);
+  po::variables_map vm;
+  if (auto done = parse_command_line(cl, args, &vm)) return *done;
+  const SimulateOptions o = simulate_options(vm);
+  if (Status st = o.validate(); !st.ok()) return fail_with("prima simulate", st);
+  return run_simulate(o);
 }
 
 }  // namespace prima::cli

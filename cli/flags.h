@@ -1,5 +1,6 @@
-// Parsing a subcommand's arguments against its flags (boost::program_options), and reading
-// them into the fields of an options struct (cli/*_options.h). Plain functions; thread-safe.
+// Parsing a subcommand's arguments against its flags (boost::program_options), reading them
+// into the fields of an options struct (cli/*_options.h), and the exit code of a failed run.
+// Plain functions; thread-safe (fail_with prints to stderr).
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "engine/core/status.h"
 
 namespace prima::cli {
 
@@ -18,6 +20,23 @@ bool parse_flags(
     const Args& args, const boost::program_options::options_description& flags,
     boost::program_options::variables_map* vm, std::string* error,
     const boost::program_options::positional_options_description* positional = nullptr);
+
+// A subcommand's command line: the flags --help shows, the hidden ones (positional arguments,
+// test-only flags) and which flags take the arguments without a flag.
+struct CommandLine {
+  const char* command;  // "prima serve": starts every message
+  boost::program_options::options_description shown;
+  boost::program_options::options_description hidden;
+  boost::program_options::positional_options_description positional;
+  const char* help = "";  // printed after the shown flags by --help
+};
+
+// Parses `args` into *vm. nullopt: the command goes on with *vm. Otherwise the exit code of
+// the two cases that end it first: flags that do not parse (kExitBadInput, after
+// "COMMAND: error (see COMMAND --help)" on stderr) and --help (kExitOk, after the shown flags
+// and the help text on stdout).
+std::optional<int> parse_command_line(const CommandLine& cl, const Args& args,
+                                      boost::program_options::variables_map* vm);
 
 // The type a flag's value is parsed as: T for an option of type T or std::optional<T>.
 template <typename T>
@@ -40,5 +59,17 @@ void get_flag(const boost::program_options::variables_map& vm,
       return;
     }
 }
+
+// Which failures are the user's input: an invalid argument or a missing file always; with
+// kAlsoPrecondition a failed precondition too (a scenario's plan that does not fit its
+// topology), where that precondition is the input's and not the machine's.
+enum class BadInput { kArgumentOrMissing, kAlsoPrecondition };
+
+// The exit code of a run that failed with `st`: kExitBadInput when the input was bad (see
+// BadInput), else kExitFailure.
+int exit_code_of(const Status& st, BadInput bad = BadInput::kArgumentOrMissing);
+
+// Prints "COMMAND: message" on stderr and returns exit_code_of(st, bad).
+int fail_with(const char* command, const Status& st, BadInput bad = BadInput::kArgumentOrMissing);
 
 }  // namespace prima::cli

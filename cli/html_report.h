@@ -1,4 +1,4 @@
-// Self-contained HTML reports (issue 7): renders DIR/report.html from the files a run wrote,
+// Self-contained HTML reports: renders DIR/report.html from the files a run wrote,
 // with the Python renderer under reports/ (matplotlib; embedded in the binary, so it works
 // from any directory). Kinds: "simulate" (report.json, requests.csv, timeline.csv: summary
 // tables, latency CDFs, timelines of queue/latency/utilization with fault windows shaded)

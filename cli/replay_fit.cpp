@@ -11,6 +11,7 @@
 
 #include "backends/sim/request_timings.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "engine/perf/fit.h"
 #include "engine/replay/replay_scenario.h"
 
@@ -84,11 +85,7 @@ perf::Profile fitted_profile(const std::vector<ReplayRun>& runs, const replay::F
 }  // namespace
 
 int replay_failed(const Status& st) {
-  std::fprintf(stderr, "prima replay: %s\n", st.message().c_str());
-  const StatusCode c = st.code();
-  const bool bad_input = c == StatusCode::kInvalidArgument || c == StatusCode::kNotFound ||
-                         c == StatusCode::kFailedPrecondition;
-  return bad_input ? kExitBadInput : kExitFailure;
+  return fail_with("prima replay", st, BadInput::kAlsoPrecondition);
 }
 
 Status check_reproduced(const replay::MeasuredRun& m,

@@ -1,7 +1,7 @@
 // TextCodec: what the served model does with text, for the request parsers and the engine
 // bridge. The sim backend has no tokenizer (SyntheticCodec: lengths estimated from bytes,
 // output words from synthetic_text.h); the real backend tokenizes with the model's own
-// tokenizer and chat template (cli/serve_real.cpp implements this interface, so server/ stays
+// tokenizer and chat template (cli/real_codec.h implements this interface, so server/ stays
 // free of backends/).
 //  - encode(): a prompt's token count and, with a tokenizer, its ids;
 //  - encode_chat(): chat messages rendered with the model's template, then encoded;

@@ -88,22 +88,11 @@ bool ClosedForm::can_plan(const Step* st, std::size_t from, bool* folds) {
 
 bool ClosedForm::plan_fold(Stage& stage, Step* x, const perf::StageCost& c, double start,
                            double* flops) {
-  FoldedSend& f = x->folds[static_cast<std::size_t>(stage.index)];
-  f.rep = &rep_;
-  f.st = x;
-  f.path = &stage.send;
-  f.route = stage.send.occ;
-  f.stage = stage.index;
-  f.compute_flops = *flops;
-  f.send_start_s = start + *flops / stage.lead_speed;                  // the compute timer's end
-  f.bytes = static_cast<double>(static_cast<uint64_t>(c.send_bytes));  // as start_send
-  LinkOccupancy& occ = rep_.platform->occupancy();
-  if (!occ.idle(*f.path->occ, f.send_start_s, f.lone_end_s())) return false;
-  occ.add_lone(&f);
-  x->folds_registered |= 1u << stage.index;
+  const double folded = rep_.transfers->register_fold(stage, x, c, start, *flops);
+  if (folded < 0) return false;
   x->folds_planned |= 1u << stage.index;
-  planned_.push_back(&f);
-  *flops = *flops + (f.lone_end_s() - f.send_start_s) * stage.lead_speed;  // as fold_send
+  planned_.push_back(&x->folds[static_cast<std::size_t>(stage.index)]);
+  *flops = folded;
   return true;
 }
 

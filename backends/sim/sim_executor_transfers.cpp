@@ -290,19 +290,26 @@ double Transfers::fold_send(Stage& stage, Step* st, const perf::StageCost& c,
   if (ring_flows_follow(stage, c) || !send_flow_follows(stage, c) || !(stage.send.rate_Bps > 0) ||
       !(stage.lead_speed > 0))
     return -1;
-  FoldedSend& f = st->folds[static_cast<std::size_t>(st->stage)];
+  const double folded = register_fold(stage, st, c, rep_.now(), compute_flops);
+  if (folded >= 0) st->send_folded = true;
+  return folded;
+}
+
+double Transfers::register_fold(Stage& stage, Step* x, const perf::StageCost& c, double start,
+                                double compute_flops) {
+  FoldedSend& f = x->folds[static_cast<std::size_t>(stage.index)];
   f.rep = &rep_;
-  f.st = st;
+  f.st = x;
   f.path = &stage.send;
   f.route = stage.send.occ;
-  f.stage = st->stage;
+  f.stage = stage.index;
   f.compute_flops = compute_flops;
-  f.send_start_s = rep_.now() + compute_flops / stage.lead_speed;      // start_timer's end
+  f.send_start_s = start + compute_flops / stage.lead_speed;           // start_timer's end
   f.bytes = static_cast<double>(static_cast<uint64_t>(c.send_bytes));  // as start_send
-  if (!rep_.platform->occupancy().idle(*f.path->occ, f.send_start_s, f.lone_end_s())) return -1;
-  rep_.platform->occupancy().add_lone(&f);
-  st->folds_registered |= 1u << st->stage;
-  st->send_folded = true;
+  LinkOccupancy& occ = rep_.platform->occupancy();
+  if (!occ.idle(*f.path->occ, f.send_start_s, f.lone_end_s())) return -1;
+  occ.add_lone(&f);
+  x->folds_registered |= 1u << stage.index;
   return compute_flops + (f.lone_end_s() - f.send_start_s) * stage.lead_speed;
 }
 

@@ -68,6 +68,12 @@ class Transfers {
   // Folds the stage's PP send into its compute timer when its links are free for the whole
   // send (returns the timer's flops, or -1 when it does not fold).
   double fold_send(Stage& stage, Step* st, const perf::StageCost& c, double compute_flops);
+  // Registers x's folded send at `stage` (x->folds[stage.index]) when the send's links are
+  // free from the end of compute_flops started at `start` to the send's lone-flow end: the
+  // timer's flops (compute, then the send), or -1 (nothing registered). fold_send for a stage
+  // starting now, ClosedForm::plan_fold for one planned at launch.
+  double register_fold(Stage& stage, Step* x, const perf::StageCost& c, double start,
+                       double compute_flops);
   // A flow started on folded send f's links at `now` (ClosedForm::on_fold_converted).
   void unfold_send(FoldedSend* f, double now, double eps);
   void unregister_fold(Step* x, int stage);  // folds[stage], if registered

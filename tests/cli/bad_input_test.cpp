@@ -188,7 +188,7 @@ TEST(BadInput, PolicyOptionsNameTheField) {
 namespace prima::testing {
 namespace {
 
-// Faults (issue 4): an element the topology lacks, a time outside the run, incompatible
+// Faults: an element the topology lacks, a time outside the run, incompatible
 // overlaps: exit 2 naming the fault entry. dgx_a100 = 2 nodes x 8 GPUs; the run is 5 s.
 TEST(BadInput, FaultOnAGpuTheTopologyLacks) {
   auto p = write(

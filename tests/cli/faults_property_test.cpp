@@ -1,8 +1,9 @@
-// Issue 4's property test: random fault schedules on a small cluster. For every schedule the
-// run must end with every request accounted for exactly once (conservation, one requests.csv
-// row per request, no duplicate ids, a reason on every rejected or failed request), and the
-// same scenario and seed must give the same report. Schedules come from a seeded generator,
-// so a failure names a reproducible case (the scenario file is kept in the message).
+// Fault injection's property test: random fault schedules on a small cluster. For every
+// schedule the run must end with every request accounted for exactly once (conservation, one
+// requests.csv row per request, no duplicate ids, a reason on every rejected or failed
+// request), and the same scenario and seed must give the same report. Schedules come from a
+// seeded generator, so a failure names a reproducible case (the scenario file is kept in the
+// message).
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-// Issue 4's incident scenarios (scenarios/incidents/<name>.json and <name>_mitigated.json):
+// The incident scenarios (scenarios/incidents/<name>.json and <name>_mitigated.json):
 // each symptom is reproduced and its fix measurably removes it. Assertions are on the
 // reports the users read (report.json, timeline.csv).
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// Issue 3's proofs in simulation: each policy scenario (scenarios/policies/*.json) run with
-// and without its policy; the tests assert the direction and size of the effect.
+// The cluster policies proved in simulation: each policy scenario (scenarios/policies/*.json)
+// run with and without its policy; the tests assert the direction and size of the effect.
 #include <gtest/gtest.h>
 
 #include <algorithm>

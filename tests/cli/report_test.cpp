@@ -1,4 +1,4 @@
-// Issue 7: self-contained HTML reports. `prima simulate --html` and `prima report DIR` write
+// Self-contained HTML reports. `prima simulate --html` and `prima report DIR` write
 // DIR/report.html with the renderer embedded in the binary (reports/render.py, matplotlib).
 // matplotlib is required (scripts/setup.sh installs python3-matplotlib): without it these
 // tests fail and the failure message carries the install hint; they never skip.

@@ -631,7 +631,7 @@ class MetricsTest(unittest.TestCase):
             r = subprocess.run(["promtool", "check", "metrics"], input=body,
                                capture_output=True, timeout=30)
             # promtool 2.42 lints names with ':' (reserved for recording rules), which the
-            # vLLM-style names of the issue have; anything else is a failure.
+            # vLLM-style names (vllm:...) have; anything else is a failure.
             problems = [l for l in (r.stdout + r.stderr).decode().splitlines()
                         if l.strip() and "metric names should not contain ':'" not in l]
             self.assertEqual(problems, [], r)

@@ -2,7 +2,8 @@
 // logit_bias then repetition / frequency / presence penalties in vLLM's order and semantics;
 // raw log-probabilities (log-softmax before any processing) of the sampled token and the top
 // alternatives; sample_row is sample_token on the untouched row when nothing is asked; the
-// step encoding carries the new fields to the other ranks.
+// step encoding carries the penalties, typical_p, logit_bias, logprobs and the token
+// histories to the other ranks.
 #include "backends/real/logit_processing.h"
 
 #include <gtest/gtest.h>

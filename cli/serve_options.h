@@ -1,0 +1,48 @@
+// The options of `prima serve` (cli/cmd_serve.cpp): its flags as one struct with their
+// defaults, filled from the parsed command line by serve_options() and checked by validate()
+// (a Status whose message names the flag and its bad value). The flags come in three groups:
+// the HTTP server's and the drain's (both backends), --backend sim's and --backend real's; a
+// flag of one backend given with the other is an error. Checks that need files (the scenario,
+// the model) are the backends'. Plain values; thread-compatible.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "server/http_server.h"
+
+namespace prima::cli {
+
+struct ServeOptions {
+  server::ServerOptions http;  // api_key: --api-key, else $PRIMA_API_KEY
+  std::string backend = "sim";
+  std::string port_file;
+  double drain_timeout_s = 30;
+  // sim
+  std::string scenario_path;
+  std::vector<std::string> sets;
+  double speed = 1.0;
+  // real
+  std::string model_path, manifest, served_name;
+  int tp = 1, pp = 1;
+  int kernel_threads = 0;
+  int max_num_seqs = 8;
+  int max_model_len = 0;
+  bool repack = false;     // --repack given (packing is the default where the CPU has the kernels)
+  bool no_repack = false;  // --no-repack: the GGUF layout
+  // The flags given on the command line (without the "--"; a default is not "given"): each
+  // must apply to the backend chosen.
+  std::set<std::string> given;
+
+  Status validate() const;
+};
+
+// The flags, their defaults and help text, in their three groups (all three in one).
+boost::program_options::options_description serve_flags();
+// The options the parsed flags give (not validated).
+ServeOptions serve_options(const boost::program_options::variables_map& vm);
+
+}  // namespace prima::cli
