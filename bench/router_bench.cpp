@@ -18,7 +18,7 @@ struct NullRuntime : Runtime {
   void post(std::function<void()>) override {}
 };
 struct NullExecutor : Executor {
-  void launch(const StepPlan&, std::function<void(const StepResult&)>) override {}
+  void launch(const StepBatch&, std::function<void(const StepResult&)>) override {}
 };
 
 void BM_RouterPick(benchmark::State& state) {

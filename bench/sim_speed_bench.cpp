@@ -61,7 +61,7 @@ struct Loop {
   int left;
   void next() {
     if (left-- <= 0) return;
-    StepPlan p;
+    StepBatch p;
     ex->launch(p, [this](const StepResult&) { next(); });
   }
 };

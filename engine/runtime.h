@@ -86,7 +86,7 @@ struct BatchShape {
   void add(const SeqWork& w) { add(w.num_tokens, w.context_len, w.is_prefill, w.samples); }
 };
 
-struct StepPlan {
+struct StepBatch {
   ReplicaId replica = 0;
   std::uint64_t step_id = 0;
   // Per sequence, in the scheduler's order. An executor that times a step from its shape
@@ -116,8 +116,8 @@ struct StepResult {
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Starts the step; `done` runs on the loop when it finishes or fails. The plan is copied.
-  virtual void launch(const StepPlan& step, std::function<void(const StepResult&)> done) = 0;
+  // Starts the step; `done` runs on the loop when it finishes or fails. The batch is copied.
+  virtual void launch(const StepBatch& step, std::function<void(const StepResult&)> done) = 0;
   // How many steps may be in flight at once (pipeline depth; 1 without pipelining).
   virtual int max_inflight() const { return 1; }
   // Health probe of the replica's devices and links (the engine's health checks): done(ok)

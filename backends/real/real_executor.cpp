@@ -24,7 +24,7 @@ void RealExecutor::stop() {
   if (worker_.joinable()) worker_.join();
 }
 
-StepInput RealExecutor::make_input(const StepPlan& step, int block_size) {
+StepInput RealExecutor::make_input(const StepBatch& step, int block_size) {
   StepInput in;
   in.step_id = step.step_id;
   in.kind = StepKind::kForward;
@@ -52,7 +52,7 @@ StepInput RealExecutor::make_input(const StepPlan& step, int block_size) {
   return in;
 }
 
-void RealExecutor::launch(const StepPlan& step, std::function<void(const StepResult&)> done) {
+void RealExecutor::launch(const StepBatch& step, std::function<void(const StepResult&)> done) {
   Job j;
   j.input = make_input(step, block_size_);
   j.done = std::move(done);

@@ -24,14 +24,14 @@ class RealExecutor : public Executor {
   RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp);
   ~RealExecutor() override;
 
-  void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
+  void launch(const StepBatch& step, std::function<void(const StepResult&)> done) override;
   int max_inflight() const override { return pp_; }
   void check_health(std::function<void(Status)> done) override;
   // Finishes the queued work and joins the worker thread (idempotent).
   void stop();
 
   // The step's inputs as the ranks need them (reads the sequences; loop thread).
-  static StepInput make_input(const StepPlan& step, int block_size);
+  static StepInput make_input(const StepBatch& step, int block_size);
 
  private:
   struct Job {

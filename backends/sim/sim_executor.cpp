@@ -120,7 +120,7 @@ void SimExecutor::release(Step* st) {
   free_steps_.push_back(st);
 }
 
-void SimExecutor::launch(const StepPlan& step, std::function<void(const StepResult&)> done) {
+void SimExecutor::launch(const StepBatch& step, std::function<void(const StepResult&)> done) {
   Step* st = acquire();
   transfers_.refresh_if_claims_changed();
   st->step_id = step.step_id;

@@ -69,7 +69,7 @@ class SimExecutor : public Executor {
   SimExecutor(const SimExecutor&) = delete;
   SimExecutor& operator=(const SimExecutor&) = delete;
 
-  void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
+  void launch(const StepBatch& step, std::function<void(const StepResult&)> done) override;
   int max_inflight() const override { return static_cast<int>(rep_.stages.size()); }
   // done(ok) on the loop when every GPU of the replica is on and every link of its rings and
   // sends is up; done(unavailable naming the GPU or link, and the fault that downed it)

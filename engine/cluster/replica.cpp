@@ -105,10 +105,10 @@ void Replica::kick() {
       return;
     }
     free_steps_.pop_back();
-    step->plan.replica = id_;
+    step->batch.replica = id_;
     ++inflight_;
     ++steps_;
-    exec_->launch(step->plan, [this, step](const StepResult& r) { on_step_done(step, r); });
+    exec_->launch(step->batch, [this, step](const StepResult& r) { on_step_done(step, r); });
   }
 }
 

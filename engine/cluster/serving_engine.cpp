@@ -71,7 +71,7 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
     // step; frees the KV blocks), ended once the step's events are delivered.
     cancels_.on_step(replicas_[id].get(), step.seqs);
     if (migrator_ && r.status.ok())
-      migrator_->on_step(id, step.plan.shape.tokens(), r.end_s - r.start_s);
+      migrator_->on_step(id, step.batch.shape.tokens(), r.end_s - r.start_s);
     if (!r.status.ok()) ++counters_.step_failures;
     if (health_->enabled()) on_step_health(id, r);
   };

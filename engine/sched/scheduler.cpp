@@ -95,7 +95,7 @@ void Scheduler::preempt(Sequence* victim, ScheduledStep* step) {
     // Its K/V go to host memory; it resumes where it was.
     victim->swapped_blocks = nblocks;
     swapped_blocks_ += nblocks;
-    step->plan.shape.swap_out_bytes += bytes_of(nblocks);
+    step->batch.shape.swap_out_bytes += bytes_of(nblocks);
     ++swap_outs_;
   } else {
     victim->num_computed = 0;  // recompute: prompt and generated tokens are prefilled again
@@ -168,7 +168,7 @@ void Scheduler::add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Tim
   w.context_len = s->num_computed + n;
   w.is_prefill = is_prefill;
   w.samples = w.context_len == s->known_tokens();
-  step->plan.add_seq(w);
+  step->batch.add_seq(w);
   step->seqs.push_back(s);
   s->in_flight = true;
   s->step_tokens = n;
@@ -308,7 +308,7 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
   kv_->grow(*s, s->num_computed + n);
   if (lookup) kv_->note_lookup(s->req.prompt_tokens, hit);
   if (s->swapped_blocks > 0) {
-    step->plan.shape.swap_in_bytes += bytes_of(s->swapped_blocks);
+    step->batch.shape.swap_in_bytes += bytes_of(s->swapped_blocks);
     swapped_blocks_ -= s->swapped_blocks;
     s->swapped_blocks = 0;
     ++swap_ins_;
@@ -469,7 +469,7 @@ void Scheduler::schedule(Time now, ScheduledStep* out) {
   }
 
   if (!step.empty()) {
-    step.plan.step_id = next_step_++;
+    step.batch.step_id = next_step_++;
   }
 }
 

@@ -45,18 +45,18 @@
 namespace prima::sched {
 
 struct ScheduledStep {
-  StepPlan plan;
-  std::vector<Sequence*> seqs;  // parallel to plan.seqs (when filled)
+  StepBatch batch;
+  std::vector<Sequence*> seqs;  // parallel to batch.seqs
   int preempted = 0;            // sequences preempted to make room for this step
   bool in_rank_order =
       true;  // seqs sorted by run rank (false once pass 1 of the long-prompt queue added some)
   bool empty() const { return seqs.empty(); }
   // Empties the step, keeping the vectors' storage for reuse.
   void clear() {
-    plan.replica = 0;
-    plan.step_id = 0;
-    plan.seqs.clear();
-    plan.shape = BatchShape{};
+    batch.replica = 0;
+    batch.step_id = 0;
+    batch.seqs.clear();
+    batch.shape = BatchShape{};
     seqs.clear();
     preempted = 0;
     in_rank_order = true;

@@ -14,7 +14,7 @@ using prima::testing::ManualRuntime;
 
 struct Fixture {
   ManualRuntime rt;
-  ManualExecutor ex{&rt, [](const StepPlan&) { return 0.01; }};
+  ManualExecutor ex{&rt, [](const StepBatch&) { return 0.01; }};
   metrics::Recorder rec;
   std::unique_ptr<cluster::ServingEngine> eng;
   std::unique_ptr<EngineBridge> bridge;

@@ -16,13 +16,13 @@ namespace prima::testing {
 
 class FaultyExecutor : public Executor {
  public:
-  using StepTime = std::function<double(const StepPlan&)>;
+  using StepTime = std::function<double(const StepBatch&)>;
   enum class Health { kOk, kError, kNever };
 
   FaultyExecutor(ManualRuntime* rt, StepTime step_time, std::string name = "gpu")
       : rt_(rt), step_time_(std::move(step_time)), name_(std::move(name)) {}
 
-  void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override {
+  void launch(const StepBatch& step, std::function<void(const StepResult&)> done) override {
     ++launched_;
     StepResult r;
     r.start_s = rt_->now();

@@ -41,7 +41,7 @@ int ManualRuntime::run_until_idle(int max_events) {
   return n;
 }
 
-void ManualExecutor::launch(const StepPlan& step, std::function<void(const StepResult&)> done) {
+void ManualExecutor::launch(const StepBatch& step, std::function<void(const StepResult&)> done) {
   ++launched_;
   StepResult r;
   r.start_s = rt_->now();

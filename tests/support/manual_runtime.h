@@ -36,10 +36,10 @@ class ManualRuntime : public Runtime {
 // Runs every step in `step_time(plan)` seconds of manual time.
 class ManualExecutor : public Executor {
  public:
-  using StepTime = std::function<double(const StepPlan&)>;
+  using StepTime = std::function<double(const StepBatch&)>;
   ManualExecutor(ManualRuntime* rt, StepTime step_time, int max_inflight = 1)
       : rt_(rt), step_time_(std::move(step_time)), max_inflight_(max_inflight) {}
-  void launch(const StepPlan& step, std::function<void(const StepResult&)> done) override;
+  void launch(const StepBatch& step, std::function<void(const StepResult&)> done) override;
   int max_inflight() const override { return max_inflight_; }
   int launched() const { return launched_; }
   // When set, the next launched step fails with this status.

@@ -7,9 +7,9 @@
 #include "backends/real/real_backend.h"
 #include "backends/real/real_executor.h"
 #include "backends/real/tokenizer.h"
+#include "backends/wall/wall_runtime.h"
 #include "engine/cluster/serving_engine.h"
 #include "engine/metrics/recorder.h"
-#include "backends/wall/wall_runtime.h"
 #include "tests/backends/real/forward_harness.h"
 #include "tests/backends/real/model_fixture.h"
 #include "tests/support/run_prima.h"
@@ -101,7 +101,7 @@ TEST(RealExecutor, MakeInputCopiesTheStep) {
   seq.output_ids = {20, 21};
   seq.num_generated = 2;
   seq.blocks = {7, 3, 5};
-  StepPlan p;
+  StepBatch p;
   p.step_id = 4;
   SeqWork w;
   w.request = 9;

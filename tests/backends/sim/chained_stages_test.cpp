@@ -48,7 +48,7 @@ struct Driver {
   int total = 0;
   std::vector<StepResult> results;
   void launch() {
-    StepPlan p;
+    StepBatch p;
     p.step_id = static_cast<std::uint64_t>(launched);
     p.shape.num_seqs = launched % 5;
     ++launched;

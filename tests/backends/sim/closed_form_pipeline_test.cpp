@@ -144,7 +144,7 @@ TEST(ClosedFormPipeline, DestroyedWithStepsInFlight) {
   int done = 0;
   rt.at(0.0, [&] {
     for (int i = 0; i < 4; ++i) {
-      StepPlan s;
+      StepBatch s;
       s.step_id = static_cast<std::uint64_t>(i);
       ex->launch(s, [&done](const StepResult&) { ++done; });
     }

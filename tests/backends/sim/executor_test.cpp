@@ -49,7 +49,7 @@ StepResult run_one(Harness& h, SimExecutor& ex, Time at = 0) {
   StepResult out;
   out.end_s = -1;
   h.rt->at(at, [&] {
-    StepPlan plan;
+    StepBatch plan;
     plan.step_id = 7;
     ex.launch(plan, [&](const StepResult& r) { out = r; });
   });
@@ -128,7 +128,7 @@ TEST(SimExecutor, PipelinedStepsOverlap) {
   std::vector<StepResult> rs;
   h.rt->at(0, [&] {
     for (int i = 0; i < 3; ++i) {
-      StepPlan p;
+      StepBatch p;
       p.step_id = i;
       ex.launch(p, [&](const StepResult& r) { rs.push_back(r); });
     }
@@ -302,8 +302,8 @@ TEST(SimExecutor, SharedLinksKeepFlows) {
   SimExecutor b(h.platform.get(), h.rt, placement({{1}, {9}}), costs);
   StepResult ra, rb;
   h.rt->at(0, [&] {
-    a.launch(StepPlan{}, [&](const StepResult& r) { ra = r; });
-    b.launch(StepPlan{}, [&](const StepResult& r) { rb = r; });
+    a.launch(StepBatch{}, [&](const StepResult& r) { ra = r; });
+    b.launch(StepBatch{}, [&](const StepResult& r) { rb = r; });
   });
   h.platform->run();
   EXPECT_EQ(a.activities_started(), 3u);
@@ -345,7 +345,7 @@ TEST(SimExecutor, CostModelStepMatchesStepTime) {
   perf::CostModel cm(*m, model::Quantization::kFP16, h.platform->topology().gpu, pp,
                      perf::Efficiency{});
   SimExecutor ex(h.platform.get(), h.rt, placement({{0}}), cost_fns_from(cm));
-  StepPlan plan;
+  StepBatch plan;
   for (int i = 0; i < 8; ++i) plan.add_seq(SeqWork{static_cast<RequestId>(i), 1, 512, false, true});
   const double expect = cm.step_time_s(plan.shape, {}, {});
   StepResult out;

@@ -84,7 +84,7 @@ StepResult step_at(Harness& h, SimExecutor& ex, Time at) {
   StepResult out;
   bool done = false;
   h.rt->at(at, [&] {
-    ex.launch(StepPlan{}, [&](const StepResult& r) {
+    ex.launch(StepBatch{}, [&](const StepResult& r) {
       out = r;
       done = true;
     });

@@ -168,8 +168,8 @@ Pair run_pair(Harness& h, bool lone, double offset) {
   Pair p;
   const long conv0 = h.platform->occupancy().conversions();
   const double at = h.rt->now() + 1.0;
-  h.rt->at(at, [&] { a.launch(StepPlan{}, [&](const StepResult& r) { p.a = r; }); });
-  h.rt->at(at + offset, [&] { b.launch(StepPlan{}, [&](const StepResult& r) { p.b = r; }); });
+  h.rt->at(at, [&] { a.launch(StepBatch{}, [&](const StepResult& r) { p.a = r; }); });
+  h.rt->at(at + offset, [&] { b.launch(StepBatch{}, [&](const StepResult& r) { p.b = r; }); });
   h.platform->run();
   p.acts_a = a.activities_started();
   p.acts_b = b.activities_started();
@@ -253,7 +253,7 @@ WithTransfer run_with_transfer(Harness& h, SimFabric& fabric, bool lone, double 
   double transfer_end = -1;
   const long conv0 = h.platform->occupancy().conversions();
   const double at = h.rt->now() + 1.0;
-  h.rt->at(at, [&] { a.launch(StepPlan{}, [&](const StepResult& x) { r = x; }); });
+  h.rt->at(at, [&] { a.launch(StepBatch{}, [&](const StepResult& x) { r = x; }); });
   h.rt->at(at + transfer_after, [&] {
     fabric.transfer(2, 10, bytes, [&](Status s) {
       EXPECT_TRUE(s.ok()) << s.to_string();

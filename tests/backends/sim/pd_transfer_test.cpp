@@ -20,7 +20,7 @@ using testing::test_topology;
 class TimerExecutor : public Executor {
  public:
   explicit TimerExecutor(Runtime* rt) : rt_(rt) {}
-  void launch(const StepPlan&, std::function<void(const StepResult&)> done) override {
+  void launch(const StepBatch&, std::function<void(const StepResult&)> done) override {
     StepResult r;
     r.start_s = rt_->now();
     r.end_s = r.start_s + 0.01;

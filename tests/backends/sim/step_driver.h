@@ -17,7 +17,7 @@ struct StepDriver {
   int total = 0;
   std::vector<StepResult> results;
   void launch() {
-    StepPlan p;
+    StepBatch p;
     p.step_id = static_cast<std::uint64_t>(launched);
     p.shape.num_seqs = (launched * 7) % 11;
     ++launched;

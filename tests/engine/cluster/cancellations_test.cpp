@@ -27,7 +27,7 @@ struct Ended {
 class FakeEngine final : public CancelHost {
  public:
   explicit FakeEngine(ManualRuntime* rt)
-      : ex_(rt, [](const StepPlan&) { return 0.01; }),
+      : ex_(rt, [](const StepBatch&) { return 0.01; }),
         rep_(0, 1, rt, &ex_, sched::SchedulerOptions{}, 1000, nullptr) {}
   Sequence* live_sequence(RequestId id) override {
     auto it = live.find(id);

@@ -64,7 +64,7 @@ struct PdRun {
 
 PdRun run_pd(bool disaggregated, int decode_replicas, int fail_transfers, int max_retries = 2) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   ManualFabric fabric(&rt, 1e9);
   metrics::Recorder rec;
   EngineOptions o;
@@ -124,7 +124,7 @@ TEST(Disaggregation, RetriesAreBounded) {
 
 TEST(Disaggregation, SingleTokenRequestsEndAtThePrefillReplica) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   ManualFabric fabric(&rt, 1e9);
   metrics::Recorder rec;
   EngineOptions o;
@@ -143,7 +143,7 @@ TEST(Disaggregation, SingleTokenRequestsEndAtThePrefillReplica) {
 
 TEST(ResponseCache, RepeatedShortPromptsHitUntilTheTtl) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   EngineOptions o;
   o.cluster.response_cache.enabled = true;
@@ -195,8 +195,8 @@ TEST(ResponseCache, CapacityEvictsTheLeastRecentlyUsed) {
 
 TEST(Warmup, SentToEveryReplicaAndNotCounted) {
   ManualRuntime rt;
-  ManualExecutor ex0(&rt, [](const StepPlan&) { return 0.01; });
-  ManualExecutor ex1(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex0(&rt, [](const StepBatch&) { return 0.01; });
+  ManualExecutor ex1(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   EngineOptions o;
   o.cluster.warmup.requests = 3;
@@ -224,7 +224,7 @@ struct Pool {
     p.create = [this](ReplicaId id) -> std::optional<ReplicaSetup> {
       if (free_ == 0) return std::nullopt;
       --free_;
-      execs.push_back(std::make_unique<ManualExecutor>(rt_, [](const StepPlan&) { return 0.1; }));
+      execs.push_back(std::make_unique<ManualExecutor>(rt_, [](const StepBatch&) { return 0.1; }));
       return setup(execs.back().get(), id);
     };
     p.load = [this](ReplicaId, const ReplicaSetup&, std::function<void(Status)> done) {
@@ -259,7 +259,7 @@ EngineOptions autoscaled(int min_r, int max_r) {
 
 TEST(Autoscaler, ScalesUpUnderLoadAfterTheWeightLoadDelay) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.1; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.1; });
   metrics::Recorder rec;
   Pool pool(&rt, 5.0, 3);
   ServingEngine eng(&rt, autoscaled(1, 4), {setup(&ex, 0)}, &rec);
@@ -291,9 +291,9 @@ TEST(Autoscaler, ScalesUpUnderLoadAfterTheWeightLoadDelay) {
 
 TEST(Autoscaler, DrainsIdleReplicasOnlyAfterTheStabilizationWindow) {
   ManualRuntime rt;
-  ManualExecutor a(&rt, [](const StepPlan&) { return 0.1; });
-  ManualExecutor b(&rt, [](const StepPlan&) { return 0.1; });
-  ManualExecutor c(&rt, [](const StepPlan&) { return 0.1; });
+  ManualExecutor a(&rt, [](const StepBatch&) { return 0.1; });
+  ManualExecutor b(&rt, [](const StepBatch&) { return 0.1; });
+  ManualExecutor c(&rt, [](const StepBatch&) { return 0.1; });
   metrics::Recorder rec;
   Pool pool(&rt, 1.0, 0);
   ServingEngine eng(&rt, autoscaled(1, 3), {setup(&a, 0), setup(&b, 1), setup(&c, 2)}, &rec);
@@ -317,8 +317,8 @@ TEST(Autoscaler, DrainsIdleReplicasOnlyAfterTheStabilizationWindow) {
 TEST(Autoscaler, IdleOnlyKeepsEvenlyLoadedReplicas) {
   for (bool idle_only : {false, true}) {
     ManualRuntime rt;
-    ManualExecutor a(&rt, [](const StepPlan&) { return 0.05; });
-    ManualExecutor b(&rt, [](const StepPlan&) { return 0.05; });
+    ManualExecutor a(&rt, [](const StepBatch&) { return 0.05; });
+    ManualExecutor b(&rt, [](const StepBatch&) { return 0.05; });
     metrics::Recorder rec;
     EngineOptions o = autoscaled(1, 2);
     o.cluster.autoscaler.target_utilization = 0.9;
@@ -340,8 +340,8 @@ TEST(Autoscaler, IdleOnlyKeepsEvenlyLoadedReplicas) {
 
 TEST(Autoscaler, DrainingReplicaFinishesItsWorkBeforeRemoval) {
   ManualRuntime rt;
-  ManualExecutor a(&rt, [](const StepPlan&) { return 0.1; });
-  ManualExecutor b(&rt, [](const StepPlan&) { return 0.1; });
+  ManualExecutor a(&rt, [](const StepBatch&) { return 0.1; });
+  ManualExecutor b(&rt, [](const StepBatch&) { return 0.1; });
   metrics::Recorder rec;
   Pool pool(&rt, 1.0, 0);
   EngineOptions o;
@@ -370,7 +370,7 @@ TEST(Autoscaler, DrainingReplicaFinishesItsWorkBeforeRemoval) {
 
 TEST(Autoscaler, NoRequestLostWhileScalingUpAndDown) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan& p) { return 0.02 + 1e-4 * p.shape.tokens(); });
+  ManualExecutor ex(&rt, [](const StepBatch& p) { return 0.02 + 1e-4 * p.shape.tokens(); });
   metrics::Recorder rec;
   Pool pool(&rt, 2.0, 7);
   ServingEngine eng(&rt, autoscaled(1, 8), {setup(&ex, 0)}, &rec);

@@ -34,7 +34,7 @@ RunLog run_random(std::uint64_t seed, ClusterCounters* counters) {
   std::vector<ReplicaSetup> setups;
   for (int i = 0; i < n; ++i) {
     ex.push_back(std::make_unique<FaultyExecutor>(
-        &rt, [](const StepPlan& p) { return 0.004 + 2e-5 * double(p.shape.tokens()); },
+        &rt, [](const StepBatch& p) { return 0.004 + 2e-5 * double(p.shape.tokens()); },
         "gpu" + std::to_string(i)));
     ex.back()->slowdown = pick(4) == 0 ? 3 : 1;
     ReplicaSetup rs;

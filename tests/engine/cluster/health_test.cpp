@@ -38,7 +38,7 @@ struct Cluster {
     std::vector<ReplicaSetup> setups;
     for (int i = 0; i < n; ++i) {
       ex.push_back(std::make_unique<FaultyExecutor>(
-          &rt, [](const StepPlan&) { return 0.01; }, "gpu" + std::to_string(i)));
+          &rt, [](const StepBatch&) { return 0.01; }, "gpu" + std::to_string(i)));
       ReplicaSetup rs;
       rs.executor = ex.back().get();
       rs.num_kv_blocks = kv_blocks;

@@ -40,7 +40,7 @@ class FlakyFabric : public Fabric {
 
 class FakeEngine final : public HandoffHost {
  public:
-  explicit FakeEngine(ManualRuntime* rt) : ex_(rt, [](const StepPlan&) { return 0.01; }) {
+  explicit FakeEngine(ManualRuntime* rt) : ex_(rt, [](const StepBatch&) { return 0.01; }) {
     for (ReplicaId id = 0; id < 3; ++id) {
       reps.push_back(
           std::make_unique<Replica>(id, 1, rt, &ex_, sched::SchedulerOptions{}, 1000, nullptr));

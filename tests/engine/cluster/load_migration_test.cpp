@@ -27,7 +27,7 @@ struct MigRun {
 // Two replicas, replica 0 four times slower. `spread_s`: arrivals spread over this time.
 MigRun run(bool migrate, int n, double spread_s) {
   ManualRuntime rt;
-  auto step = [](const StepPlan& p) { return 0.005 + 1e-5 * double(p.shape.tokens()); };
+  auto step = [](const StepBatch& p) { return 0.005 + 1e-5 * double(p.shape.tokens()); };
   FaultyExecutor hot(&rt, step, "hot"), cool(&rt, step, "cool");
   hot.slowdown = 4;
   metrics::Recorder rec;
@@ -92,7 +92,7 @@ TEST(LoadMigration, RoutingPrefersTheFasterReplica) {
 TEST(LoadMigration, OffByDefaultAndNoMovesWhenBalanced) {
   EXPECT_FALSE(MigrationOptions{}.enabled);
   ManualRuntime rt;
-  auto step = [](const StepPlan&) { return 0.01; };
+  auto step = [](const StepBatch&) { return 0.01; };
   FaultyExecutor a(&rt, step), b(&rt, step);
   metrics::Recorder rec;
   EngineOptions o;

@@ -38,7 +38,7 @@ TEST(PendingQueue, DrainsByPriorityThenArrivalAndKeepsTheRestInOrder) {
   EXPECT_EQ(offered, (std::vector<RequestId>{2, 4, 1, 3}));
   EXPECT_EQ(q.size(), 4);
 
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   Replica r(0, 1, &rt, &ex, sched::SchedulerOptions{}, 100, nullptr);
   offered.clear();
   q.drain([&](const Sequence& s) -> Replica* {

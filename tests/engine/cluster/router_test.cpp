@@ -14,7 +14,7 @@ using prima::testing::ManualRuntime;
 
 // Replicas whose load is set by submitting sequences (the runtime never runs).
 struct Fleet {
-  explicit Fleet(int n) : ex(&rt, [](const StepPlan&) { return 0.01; }) {
+  explicit Fleet(int n) : ex(&rt, [](const StepBatch&) { return 0.01; }) {
     for (int i = 0; i < n; ++i) {
       reps.push_back(
           std::make_unique<Replica>(i, 1, &rt, &ex, sched::SchedulerOptions{}, 100000, nullptr));

@@ -40,7 +40,7 @@ struct Ends {
 
 TEST(ServingEngineCancel, RequestOnTheDevicesFreesItsBlocksWhenTheStepReturns) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   ServingEngine eng(&rt, EngineOptions{}, {setup(&ex, 100)}, &rec);
   Ends ends;
@@ -69,7 +69,7 @@ TEST(ServingEngineCancel, RequestOnTheDevicesFreesItsBlocksWhenTheStepReturns) {
 
 TEST(ServingEngineCancel, QueuedRequestEndsAtOnceAndOthersCarryOn) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   EngineOptions opts;
   opts.scheduler.max_num_seqs = 1;  // the second request waits in the queue
@@ -94,7 +94,7 @@ TEST(ServingEngineCancel, QueuedRequestEndsAtOnceAndOthersCarryOn) {
 
 TEST(ServingEngineCancel, ManyCancelsAtRandomTimesLeakNothing) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan& p) { return 0.005 + 1e-5 * p.shape.tokens(); });
+  ManualExecutor ex(&rt, [](const StepBatch& p) { return 0.005 + 1e-5 * p.shape.tokens(); });
   metrics::Recorder rec;
   ServingEngine eng(&rt, EngineOptions{}, {setup(&ex, 200)}, &rec);
   Ends ends;
@@ -116,7 +116,7 @@ TEST(ServingEngineCancel, ManyCancelsAtRandomTimesLeakNothing) {
 
 TEST(ServingEngineCancel, FinishEarlyEndsAsCompletedWithStopAndFreesTheBlocks) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   ServingEngine eng(&rt, EngineOptions{}, {setup(&ex, 100)}, &rec);
   std::vector<std::string> finish;

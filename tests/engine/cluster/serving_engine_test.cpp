@@ -30,7 +30,7 @@ Request req(Time t, int prompt, int out) {
 TEST(ServingEngine, RunsRequestsToCompletionWithTimestamps) {
   ManualRuntime rt;
   // 10 ms per step plus 0.1 ms per token.
-  ManualExecutor ex(&rt, [](const StepPlan& p) { return 0.010 + 1e-4 * p.shape.tokens(); });
+  ManualExecutor ex(&rt, [](const StepBatch& p) { return 0.010 + 1e-4 * p.shape.tokens(); });
   metrics::Recorder rec;
   EngineOptions opts;
   ServingEngine eng(&rt, opts, {rs(&ex, 1, 1000, 1)}, &rec);
@@ -54,7 +54,7 @@ TEST(ServingEngine, RunsRequestsToCompletionWithTimestamps) {
 
 TEST(ServingEngine, ConcurrentArrivalsShareSteps) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   ServingEngine eng(&rt, EngineOptions{}, {rs(&ex, 1, 1000, 1)}, &rec);
   for (int i = 0; i < 8; ++i) eng.submit(req(0, 10, 5));
@@ -69,7 +69,7 @@ TEST(ServingEngine, CountsTokensWithAndWithoutATokenCallback) {
   std::int64_t counted[2] = {0, 0};
   for (int with_callback = 0; with_callback < 2; ++with_callback) {
     ManualRuntime rt;
-    ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+    ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
     metrics::Recorder rec;
     ServingEngine eng(&rt, EngineOptions{}, {rs(&ex, 1, 1000, 1)}, &rec);
     int seen = 0;
@@ -88,7 +88,7 @@ TEST(ServingEngine, CountsTokensWithAndWithoutATokenCallback) {
 
 TEST(ServingEngine, RejectsWhatCanNeverFitWithAReason) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   EngineOptions opts;
   opts.max_model_len = 2048;
@@ -105,7 +105,7 @@ TEST(ServingEngine, RejectsWhatCanNeverFitWithAReason) {
 
 TEST(ServingEngine, ConservationUnderPreemptionAndFailures) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan& p) { return 0.005 + 1e-5 * p.shape.tokens(); });
+  ManualExecutor ex(&rt, [](const StepBatch& p) { return 0.005 + 1e-5 * p.shape.tokens(); });
   metrics::Recorder rec;
   EngineOptions opts;
   opts.scheduler.max_step_retries = 0;
@@ -129,7 +129,7 @@ TEST(ServingEngine, ConservationUnderPreemptionAndFailures) {
 TEST(ServingEngine, PipelinedExecutorKeepsSeveralStepsInFlight) {
   ManualRuntime rt;
   ManualExecutor ex(
-      &rt, [](const StepPlan&) { return 0.02; }, /*max_inflight=*/2);
+      &rt, [](const StepBatch&) { return 0.02; }, /*max_inflight=*/2);
   metrics::Recorder rec;
   EngineOptions opts;
   opts.scheduler.max_seqs_per_step = 4;
@@ -143,7 +143,7 @@ TEST(ServingEngine, PipelinedExecutorKeepsSeveralStepsInFlight) {
 
 TEST(ServingEngine, RoundRobinAndLeastOutstanding) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   metrics::Recorder rec;
   EngineOptions opts;
   opts.routing = RoutingPolicy::kLeastOutstandingTokens;

@@ -13,7 +13,7 @@ using prima::testing::ManualRuntime;
 
 TEST(Warmup, SendsWarmupsThatFitAndCountsTheirEnds) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   ReplicaEvents events;
   std::vector<Sequence*> finished;
   events.on_finished = [&](Sequence* s) { finished.push_back(s); };
@@ -39,7 +39,7 @@ TEST(Warmup, SendsWarmupsThatFitAndCountsTheirEnds) {
 
 TEST(Warmup, StopsAtAWarmupTheReplicaCanNeverHold) {
   ManualRuntime rt;
-  ManualExecutor ex(&rt, [](const StepPlan&) { return 0.01; });
+  ManualExecutor ex(&rt, [](const StepBatch&) { return 0.01; });
   Replica r(0, 1, &rt, &ex, sched::SchedulerOptions{}, 1, nullptr);  // one KV block
   WarmupOptions o;
   o.requests = 2;

@@ -40,7 +40,7 @@ std::vector<std::unique_ptr<Sequence>> simulate(const SchedulerOptions& o,
       if (next < arrivals.size()) t = std::max(t, arrivals[next].t);
       continue;
     }
-    t += 0.002 + 20e-6 * double(st.plan.shape.tokens());
+    t += 0.002 + 20e-6 * double(st.batch.shape.tokens());
     sch.complete(st, StepResult{}, t);
   }
   return seqs;

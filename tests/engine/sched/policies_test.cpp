@@ -23,7 +23,7 @@ TEST(LongPromptQueue, ShortRequestsKeepFlowingBesideALongPrompt) {
   auto doc = make_seq(1, 8000, 5);
   sch.add(doc.get());
   auto s1 = run_step(sch, 0);  // alone: work-conserving, the whole budget
-  ASSERT_EQ(s1.plan.seqs[0].num_tokens, 1000);
+  ASSERT_EQ(s1.batch.seqs[0].num_tokens, 1000);
   EXPECT_EQ(sch.long_waiting().size(), 0u);
   std::vector<std::unique_ptr<Sequence>> shorts;
   for (int i = 0; i < 3; ++i) {
@@ -33,7 +33,7 @@ TEST(LongPromptQueue, ShortRequestsKeepFlowingBesideALongPrompt) {
   auto s2 = run_step(sch, 1);
   // The long prefill gets 250 tokens; the short ones share the rest, first come first.
   ASSERT_TRUE(contains(s2, doc.get()));
-  EXPECT_EQ(s2.plan.seqs[0].num_tokens, 250);
+  EXPECT_EQ(s2.batch.seqs[0].num_tokens, 250);
   EXPECT_TRUE(contains(s2, shorts[0].get()));
   EXPECT_TRUE(contains(s2, shorts[1].get()));
   EXPECT_TRUE(contains(s2, shorts[2].get()));
@@ -86,14 +86,14 @@ TEST(PdBudgets, PrefillTokensAndDecodeSeqsAreCappedSeparately) {
     sch.add(d.back().get());
   }
   auto s1 = run_step(sch, 0);
-  EXPECT_EQ(s1.plan.shape.prefill_tokens, 90);
+  EXPECT_EQ(s1.batch.shape.prefill_tokens, 90);
   auto p = make_seq(9, 500, 5);
   sch.add(p.get());
   auto s2 = run_step(sch, 1);
-  EXPECT_EQ(s2.plan.shape.decode_tokens, 2);     // 3 decoding, 2 allowed
-  EXPECT_EQ(s2.plan.shape.prefill_tokens, 100);  // of the 500-token prompt
+  EXPECT_EQ(s2.batch.shape.decode_tokens, 2);     // 3 decoding, 2 allowed
+  EXPECT_EQ(s2.batch.shape.prefill_tokens, 100);  // of the 500-token prompt
   auto s3 = run_step(sch, 2);
-  EXPECT_EQ(s3.plan.shape.decode_tokens, 2);
+  EXPECT_EQ(s3.batch.shape.decode_tokens, 2);
   EXPECT_TRUE(contains(s3, d[2].get()));  // the one left out goes first next time
 }
 
@@ -200,7 +200,7 @@ TEST(PrefixCache, HitsSkipComputationAndShareBlocks) {
   sch.add(b.get());
   auto s = sch.schedule(1);
   ASSERT_TRUE(contains(s, b.get()));
-  const SeqWork& w = s.plan.seqs.back();
+  const SeqWork& w = s.batch.seqs.back();
   EXPECT_EQ(w.num_tokens, 100 - 64);  // the prefix was not computed again
   EXPECT_EQ(w.context_len, 100);
   for (int i = 0; i < 4; ++i) {
@@ -230,7 +230,7 @@ TEST(PrefixCache, OffByDefault) {
   run_step(sch, 0);
   sch.add(b.get());
   auto s = sch.schedule(1);
-  EXPECT_EQ(s.plan.seqs.back().num_tokens, 100);
+  EXPECT_EQ(s.batch.seqs.back().num_tokens, 100);
   EXPECT_EQ(kv.prefix_lookups(), 0);
 }
 

@@ -108,7 +108,7 @@ TEST(Priority, HighPreemptsLowestClassNewestFirstByRecompute) {
   EXPECT_EQ(n1->preemptions, 0);
   EXPECT_EQ(l2->num_computed, 0);  // recompute
   EXPECT_EQ(sch.priority_preemptions(), 1);
-  EXPECT_EQ(s.plan.shape.swap_out_bytes, 0);
+  EXPECT_EQ(s.batch.shape.swap_out_bytes, 0);
 }
 
 TEST(Priority, NoPreemptionOfSequencesInFlight) {
@@ -147,15 +147,15 @@ TEST(Priority, SwapPreemptionKeepsProgressAndCarriesBytes) {
   ASSERT_TRUE(contains(s, h.get()));
   EXPECT_EQ(l->swapped_blocks, 3);
   EXPECT_EQ(l->num_computed, 41);  // progress kept
-  EXPECT_DOUBLE_EQ(s.plan.shape.swap_out_bytes, 3 * 16 * 1000.0);
+  EXPECT_DOUBLE_EQ(s.batch.shape.swap_out_bytes, 3 * 16 * 1000.0);
   EXPECT_EQ(sch.swapped_blocks(), 3);
   sch.complete(s, StepResult{}, 3);  // h finishes (one output token)
   auto r = sch.schedule(3);
   ASSERT_TRUE(contains(r, l.get()));
-  EXPECT_DOUBLE_EQ(r.plan.shape.swap_in_bytes, 3 * 16 * 1000.0);
-  EXPECT_EQ(r.plan.seqs[0].num_tokens, 1);  // resumes decoding where it was
-  EXPECT_EQ(r.plan.seqs[0].context_len, 42);
-  EXPECT_FALSE(r.plan.seqs[0].is_prefill);
+  EXPECT_DOUBLE_EQ(r.batch.shape.swap_in_bytes, 3 * 16 * 1000.0);
+  EXPECT_EQ(r.batch.seqs[0].num_tokens, 1);  // resumes decoding where it was
+  EXPECT_EQ(r.batch.seqs[0].context_len, 42);
+  EXPECT_FALSE(r.batch.seqs[0].is_prefill);
   EXPECT_EQ(sch.swapped_blocks(), 0);
   EXPECT_EQ(sch.swap_outs(), 1);
   EXPECT_EQ(sch.swap_ins(), 1);

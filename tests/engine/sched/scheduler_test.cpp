@@ -42,26 +42,26 @@ TEST(Scheduler, ChunkedPrefillThenDecode) {
 
   auto s1 = sch.schedule(0);
   ASSERT_EQ(s1.seqs.size(), 1u);
-  EXPECT_EQ(s1.plan.seqs[0].num_tokens, 64);  // first chunk fills the budget
-  EXPECT_TRUE(s1.plan.seqs[0].is_prefill);
-  EXPECT_FALSE(s1.plan.seqs[0].samples);
+  EXPECT_EQ(s1.batch.seqs[0].num_tokens, 64);  // first chunk fills the budget
+  EXPECT_TRUE(s1.batch.seqs[0].is_prefill);
+  EXPECT_FALSE(s1.batch.seqs[0].samples);
   EXPECT_TRUE(sch.schedule(0).empty());  // in flight: nothing else to do
   auto out1 = sch.complete(s1, ok_result(), 1);
   EXPECT_TRUE(out1.produced_token.empty());
 
   auto s2 = sch.schedule(1);
-  EXPECT_EQ(s2.plan.seqs[0].num_tokens, 36);
-  EXPECT_TRUE(s2.plan.seqs[0].samples);
-  EXPECT_EQ(s2.plan.seqs[0].context_len, 100);
+  EXPECT_EQ(s2.batch.seqs[0].num_tokens, 36);
+  EXPECT_TRUE(s2.batch.seqs[0].samples);
+  EXPECT_EQ(s2.batch.seqs[0].context_len, 100);
   auto out2 = sch.complete(s2, ok_result(), 2);
   ASSERT_EQ(out2.produced_token.size(), 1u);
   EXPECT_EQ(a->first_token_s, 2);
 
   for (int i = 0; i < 2; ++i) {
     auto s = sch.schedule(3 + i);
-    ASSERT_EQ(s.plan.seqs[0].num_tokens, 1);
-    EXPECT_FALSE(s.plan.seqs[0].is_prefill);
-    EXPECT_EQ(s.plan.seqs[0].context_len, 101 + i);
+    ASSERT_EQ(s.batch.seqs[0].num_tokens, 1);
+    EXPECT_FALSE(s.batch.seqs[0].is_prefill);
+    EXPECT_EQ(s.batch.seqs[0].context_len, 101 + i);
     auto out = sch.complete(s, ok_result(), 4 + i);
     EXPECT_EQ(out.finished.size(), i == 1 ? 1u : 0u);
   }
@@ -91,19 +91,19 @@ TEST(Scheduler, StepsCarrySeqWorkMatchingTheirShapeAndBlockTables) {
       sch.add(seqs.back().get());
     }
     auto s = sch.schedule(t);
-    ASSERT_EQ(s.plan.seqs.size(), s.seqs.size()) << "step " << t;
+    ASSERT_EQ(s.batch.seqs.size(), s.seqs.size()) << "step " << t;
     BatchShape sum;
     for (std::size_t i = 0; i < s.seqs.size(); ++i) {
-      const SeqWork& w = s.plan.seqs[i];
+      const SeqWork& w = s.batch.seqs[i];
       ASSERT_EQ(w.seq, s.seqs[i]) << "step " << t;
       EXPECT_EQ(w.request, s.seqs[i]->req.id);
       EXPECT_EQ(w.context_len, s.seqs[i]->num_computed + w.num_tokens);
       sum.add(w);
     }
-    expect_same_shape(s.plan.shape, sum);
+    expect_same_shape(s.batch.shape, sum);
     if (::testing::Test::HasFailure()) return;
     preempted += s.preempted;
-    decode_steps += s.plan.shape.decode_tokens > 0;
+    decode_steps += s.batch.shape.decode_tokens > 0;
     sch.complete(s, ok_result(), t + 0.5);
     int held = 0;
     for (const Sequence* r : sch.running()) {
@@ -168,10 +168,10 @@ TEST(Scheduler, DecodesGoFirstAndBudgetIsShared) {
   auto s2 = sch.schedule(1);
   ASSERT_EQ(s2.seqs.size(), 2u);
   EXPECT_EQ(s2.seqs[0], a.get());
-  EXPECT_EQ(s2.plan.seqs[0].num_tokens, 1);
-  EXPECT_EQ(s2.plan.seqs[1].num_tokens, 9);  // b gets what is left of the budget
-  EXPECT_EQ(s2.plan.shape.decode_tokens, 1);
-  EXPECT_EQ(s2.plan.shape.prefill_tokens, 9);
+  EXPECT_EQ(s2.batch.seqs[0].num_tokens, 1);
+  EXPECT_EQ(s2.batch.seqs[1].num_tokens, 9);  // b gets what is left of the budget
+  EXPECT_EQ(s2.batch.shape.decode_tokens, 1);
+  EXPECT_EQ(s2.batch.shape.prefill_tokens, 9);
 }
 
 TEST(Scheduler, MaxNumSeqsLimitsAdmission) {
