@@ -68,9 +68,12 @@ double host_memory_bytes() {
   return kb * 1024;
 }
 
-// All threads sum 64-bit words of a 512 MiB buffer (integer adds vectorise): read bandwidth.
-double measure_read_bandwidth(kernels::ThreadPool& pool, int repeats) {
-  const std::int64_t n = (512ll << 20) / 8;
+// All threads sum 64-bit words of a `bytes` buffer (integer adds vectorise): read bandwidth.
+// The buffer is the size of the model's weights, the working set a decode step streams: on a
+// CPU whose last-level cache holds part of it, that is the bandwidth the weights are read at,
+// above what a buffer far larger than the cache shows.
+double measure_read_bandwidth(kernels::ThreadPool& pool, int repeats, std::int64_t bytes) {
+  const std::int64_t n = std::max<std::int64_t>(bytes, 1 << 20) / 8;
   std::vector<std::uint64_t> buf(n);
   pool.parallel_for(n, [&](std::int64_t b, std::int64_t e, int) {
     for (std::int64_t i = b; i < e; ++i) buf[i] = static_cast<std::uint64_t>(i);
@@ -179,7 +182,8 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   r.cpu = cpu_model_name(&mhz);
   r.isa = std::string(kernels::kernel_isa()) + (fx.w->repacked() ? "+packed" : "");
   r.model = model_spec_of(*fx.file, fx.cfg);
-  r.mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats);
+  const auto weight_bytes = static_cast<std::int64_t>(fx.file->file_size());
+  r.mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats, weight_bytes);
   // The matmuls multiply 8-bit quantized activations by 4/8-bit weights in int8 dot products:
   // one 512-bit VNNI instruction per cycle is 64 multiply-adds (128 ops), AVX-VNNI and AVX2
   // half that.
@@ -189,11 +193,13 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
     fx.pool->parallel_for(r.threads, [](std::int64_t, std::int64_t, int) {});
   });
   progress("machine: " + r.cpu + ", " + std::to_string(r.threads) + " threads, kernels " + r.isa +
-           ", read bandwidth " + std::to_string(r.mem_bw_Bps / 1e9) + " GB/s");
+           ", read bandwidth " + std::to_string(r.mem_bw_Bps / 1e9) + " GB/s over " +
+           std::to_string(weight_bytes >> 20) + " MiB (the model file)");
 
   r.hardware.name = opts.name.empty() ? "cpu:" + r.cpu : opts.name;
   r.hardware.source =
-      "prima profile: read bandwidth measured; peak = cpu MHz x int8 dot-product ops per "
+      "prima profile: read bandwidth measured over the model's size; peak = cpu MHz x int8 "
+      "dot-product ops per "
       "cycle (128 AVX-512 VNNI, else 64) x threads";
   r.hardware.hbm_bytes = host_memory_bytes();
   r.hardware.hbm_bw_Bps = r.mem_bw_Bps;
@@ -404,7 +410,8 @@ perf::Profile to_profile(const ProfileResult& r) {
                               r.cpu, r.threads, r.isa);
   p.source = fmt::format(
       "prima profile: {} ({}) on {}, {} threads, {} kernels, median of {} runs; efficiency "
-      "fitted to the measured steps; read bandwidth measured; peak = cpu MHz x int8 "
+      "fitted to the measured steps; read bandwidth measured over the model's size; peak = cpu MHz "
+      "x int8 "
       "dot-product ops per cycle x threads",
       std::filesystem::path(r.model_file).filename().string(), r.model.name, r.cpu, r.threads,
       r.isa, r.repeats);

@@ -21,6 +21,7 @@ PRIMA=${PRIMA:-build/prima}
 MODEL=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 PORT=${PORT:-8437}
 REPEATS=${REPEATS:-3}
+FIT_PARAMS=${FIT_PARAMS:-gemm_compute,gemm_memory,step_overhead_s,seq_overhead_s}
 REUSE=${REUSE:-0}
 FIT_RUNS=(low.1 saturated.1)  # the runs the profile is fitted to; every other run is held out
 mkdir -p "$OUT"
@@ -86,7 +87,7 @@ FIT_ARGS=()
 for run in "${FIT_RUNS[@]}"; do FIT_ARGS+=(--measured "$OUT/$run.jsonl"); done
 rm -rf "$OUT/fit"
 "$PRIMA" replay "${FIT_ARGS[@]}" --scenario "$OUT/cpu_scenario.json" --fit \
-  --out "$OUT/fit" >/dev/null 2>"$OUT/fit.log"
+  --fit-params "$FIT_PARAMS" --out "$OUT/fit" >/dev/null 2>"$OUT/fit.log"
 replay_all fitted --set "calibration=\"$PWD/$OUT/fit/profile.json\""
 
 python3 - "$OUT" "$REPEATS" "${FIT_RUNS[@]}" <<'PY'
