@@ -113,10 +113,10 @@ int fit_runs(const ReplayOptions& o, const perf::Efficiency& start, const replay
   const int n_runs = static_cast<int>(runs->size());
   ReplayFit shared;
   shared.params = params;
-  shared.max_iterations = o.fit_iterations;
+  shared.max_iterations = o.iterations();
   std::vector<perf::FitBound> bounds;
   perf::NelderMeadOptions nm;
-  nm.max_iterations = o.fit_iterations;
+  nm.max_iterations = o.iterations();
   // Two parameters that trade off (a per-step overhead against a bandwidth share: both set the
   // decode step time) make a long narrow valley, where a simplex can collapse short of the
   // minimum: start again from the best point while iterations remain.
@@ -145,11 +145,11 @@ int fit_runs(const ReplayOptions& o, const perf::Efficiency& start, const replay
     std::fprintf(stderr, "[fit] %s%s: %d iterations at most, from %s\n",
                  fmt::format("{} parameter(s)", params.size()).c_str(),
                  n_runs > 1 ? fmt::format(", {} runs together", n_runs).c_str() : "",
-                 o.fit_iterations, param_list(params, shared.initial).c_str());
+                 o.iterations(), param_list(params, shared.initial).c_str());
     nm.on_iteration = [&](const perf::NelderMeadIteration& it) {
       const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
       std::fprintf(stderr, "[fit] iter %d/%d  objective %.6g  %s  (%s, %d simulations, %.1f s)\n",
-                   it.iteration, o.fit_iterations, it.best_f, param_list(params, it.best_x).c_str(),
+                   it.iteration, o.iterations(), it.best_f, param_list(params, it.best_x).c_str(),
                    it.step, it.evaluations * n_runs, wall);
     };
   }

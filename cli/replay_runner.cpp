@@ -110,21 +110,11 @@ Status write_run(const ReplayRun& run) {
 
 int run_replay(const ReplayOptions& o) {
   const auto t0 = Clock::now();
-  if (o.measured.empty()) return bad("--measured FILE is required");
-  if (o.measured.size() > 1 && !o.fit)
-    return bad(
-        "several --measured runs need --fit (they are fitted together); replay runs one "
-        "at a time without it");
-  for (std::size_t i = 0; i < o.measured.size(); ++i)
-    for (std::size_t k = 0; k < i; ++k)
-      if (fs::path(o.measured[i]).lexically_normal() == fs::path(o.measured[k]).lexically_normal())
-        return bad("--measured " + o.measured[i] + " is given twice");
+  if (Status st = o.validate(); !st.ok()) return bad(st.message());
   replay::FitParams params;
   if (o.fit) {
-    auto p =
-        replay::parse_fit_params(o.fit_params.empty() ? replay::kDefaultFitParams : o.fit_params);
-    if (!p.ok()) return bad(p.status().message());
-    params = std::move(*p);
+    params = *replay::parse_fit_params(o.fit_params.empty() ? replay::kDefaultFitParams
+                                                            : o.fit_params);  // validated
   }
   auto loaded = scenario::load_scenario(o.scenario, o.sets);
   if (!loaded.ok()) return bad(loaded.status().message());

@@ -8,22 +8,9 @@
 // joint fit. docs/replay.md. Not thread-safe (forks).
 #pragma once
 
-#include <string>
-#include <vector>
+#include "cli/replay_options.h"
 
 namespace prima::cli {
-
-struct ReplayOptions {
-  std::vector<std::string> measured;  // the measured files: one, or several with --fit
-  std::string scenario;               // a scenario file or built-in name
-  std::vector<std::string> sets;
-  std::string out_dir;  // "" = out/replay-<scenario name>
-  bool fit = false;
-  std::string fit_params;  // "" = the default set (replay::kDefaultFitParams)
-  int fit_iterations = 60;
-  bool json = false;   // comparison.json on stdout, the table on stderr
-  bool quiet = false;  // no progress on stderr
-};
 
 // Returns the process exit code: 0 ok, 1 a simulation failed, 2 bad input.
 int run_replay(const ReplayOptions& o);
