@@ -253,14 +253,18 @@ int cmd_generate(const Args& args) {
   std::string error;
   if (!parse_flags(args, flags, &vm, &error)) return fail(kExitBadInput, error);
   if (vm.count("help")) {
-    std::cout << flags
-              << "\nUnder mpirun (-np = tp x pp) rank 0 prints the completion; other ranks "
-                 "execute.\nexample: prima generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf "
-                 "--prompt 'Hi' --chat\n";
+    std::cout
+        << flags
+        << "\nUnder mpirun (-np = tp x pp) rank 0 prints the completion; other ranks "
+           "execute.\nexample: prima generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf "
+           "--prompt 'Hi' --chat\n"
+           "         prima generate --model M.gguf --prompt 'Hi' --device cuda   # exit 2 for "
+           "now: no CUDA forward pass yet (says why)\n";
     return kExitOk;
   }
   GenerateOptions o = generate_options(vm);
   if (Status st = o.validate(); !st.ok()) return fail(kExitBadInput, st.message());
+  if (auto code = device_unavailable("prima generate", o.device)) return *code;
   if (Status st = read_prompt_file(&o); !st.ok()) return fail(kExitBadInput, st.message());
   int exit_code = kExitOk;
   const std::unique_ptr<real::RealCluster> cl = open_cluster(o, &exit_code);

@@ -30,6 +30,8 @@ examples:
   PRIMA_API_KEY=secret prima serve --backend sim
   prima serve --backend real --model models/SmolLM2-135M-Instruct.Q4_1.gguf --max-model-len 2048
   mpirun -np 2 prima serve --backend real --model M.gguf --tp 2   # rank 0 serves HTTP
+  prima serve --backend real --model M.gguf --device cuda:0   # exit 2 for now: no CUDA
+                                                              # forward pass yet (says why)
 
 Exit codes: 0 ok (also after a SIGTERM drain), 1 failure, 2 bad input.
 )";

@@ -24,7 +24,7 @@ Status GenerateOptions::validate() const {
   for (const auto& s : stops)
     if (s.empty()) return invalid_argument("--stop needs a non-empty string");
   if (repack && no_repack) return invalid_argument("--repack and --no-repack exclude each other");
-  return ok_status();
+  return device.validate();
 }
 
 po::options_description generate_flags() {
@@ -60,6 +60,7 @@ po::options_description generate_flags() {
        "keep the weights in the GGUF layout (no packed copy: less memory, the kernels llama.cpp's "
        "CPU build runs; the same results)");
   // clang-format on
+  add_device_flag(opts);
   return opts;
 }
 
@@ -84,6 +85,7 @@ GenerateOptions generate_options(const po::variables_map& vm) {
   get_flag(vm, {"stop"}, &o.stops);
   o.repack = vm.count("repack") > 0;
   o.no_repack = vm.count("no-repack") > 0;
+  o.device = device_options(vm);
   return o;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/real/real_backend.h"
+#include "cli/device_options.h"
 #include "engine/core/status.h"
 
 namespace prima::cli {
@@ -33,6 +34,7 @@ struct GenerateOptions {
   int batch = 1;                   // copies of the request run at once
   std::vector<std::string> stops;  // --stop (repeatable)
   bool repack = false, no_repack = false;
+  DeviceOptions device;  // --device cpu|cuda[:N]
 
   Status validate() const;
 };

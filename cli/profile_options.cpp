@@ -39,7 +39,7 @@ Status ProfileOptions::validate() const {
   if (profile.batches.empty() || profile.contexts.empty())
     return invalid_argument(
         "--batches and --contexts take positive integers separated by commas, e.g. 1,8,64");
-  return ok_status();
+  return device.validate();
 }
 
 po::options_description profile_flags() {
@@ -67,6 +67,7 @@ po::options_description profile_flags() {
        "runs them)")
       ("no-repack", "measure the GGUF-layout kernels (prima generate --no-repack)");
   // clang-format on
+  add_device_flag(opts);
   return opts;
 }
 
@@ -86,6 +87,7 @@ ProfileOptions profile_options(const po::variables_map& vm) {
   o.repack = vm.count("repack") > 0;
   o.no_repack = vm.count("no-repack") > 0;
   p.repack = !o.no_repack;
+  o.device = device_options(vm);
   return o;
 }
 

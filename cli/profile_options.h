@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/real/profiler.h"
+#include "cli/device_options.h"
 #include "engine/core/status.h"
 
 namespace prima::cli {
@@ -20,6 +21,7 @@ struct ProfileOptions {
   std::string out;                         // --out: the hardware profile (required)
   std::string topology_out, scenario_out;  // "" = not written
   bool repack = false, no_repack = false;  // the flags as given
+  DeviceOptions device;                    // --device cpu|cuda[:N]
 
   Status validate() const;
 };

@@ -15,9 +15,9 @@ namespace {
 
 // The flags of each backend, in the order their misuse is reported.
 constexpr const char* kSimOnly[] = {"scenario", "set", "speed"};
-constexpr const char* kRealOnly[] = {"model",  "manifest", "served-model-name", "kernel-threads",
-                                     "tp",     "pp",       "max-num-seqs",      "max-model-len",
-                                     "repack", "no-repack"};
+constexpr const char* kRealOnly[] = {
+    "model",         "manifest", "served-model-name", "kernel-threads", "tp", "pp", "max-num-seqs",
+    "max-model-len", "repack",   "no-repack",         "device"};
 
 po::options_description server_flags() {
   po::options_description opts("prima serve [options]");
@@ -97,6 +97,7 @@ po::options_description real_flags() {
        "keep the weights in the GGUF layout (no packed copy: less memory, the kernels llama.cpp's "
        "CPU build runs; the same results)");
   // clang-format on
+  add_device_flag(opts);
   return opts;
 }
 
@@ -132,7 +133,7 @@ Status ServeOptions::validate() const {
   if (max_num_seqs < 1 || max_model_len < 0 || kernel_threads < 0)
     return invalid_argument(
         "--max-num-seqs must be >= 1, --max-model-len and --kernel-threads >= 0");
-  return ok_status();
+  return device.validate();
 }
 
 po::options_description serve_flags() {
@@ -175,6 +176,7 @@ ServeOptions serve_options(const po::variables_map& vm) {
   get_flag(vm, {"max-model-len"}, &o.max_model_len);
   get_flag(vm, {"repack"}, &o.repack);
   get_flag(vm, {"no-repack"}, &o.no_repack);
+  o.device = device_options(vm);
   for (const auto& [name, value] : vm)
     if (!value.defaulted()) o.given.insert(name);
   return o;

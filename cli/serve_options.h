@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/device_options.h"
 #include "engine/core/status.h"
 #include "server/http_server.h"
 
@@ -33,6 +34,7 @@ struct ServeOptions {
   int max_model_len = 0;
   bool repack = false;     // --repack given (packing is the default where the CPU has the kernels)
   bool no_repack = false;  // --no-repack: the GGUF layout
+  DeviceOptions device;    // --device cpu|cuda[:N]
   // The flags given on the command line (without the "--"; a default is not "given"): each
   // must apply to the backend chosen.
   std::set<std::string> given;

@@ -46,6 +46,7 @@ server::ModelInfo model_info(const ServeOptions& o, const real::RealCluster& cl,
 }  // namespace
 
 int serve_real(const ServeOptions& o) {
+  if (auto code = device_unavailable("prima serve", o.device)) return *code;
   int exit_code = kExitOk;
   const std::unique_ptr<real::RealCluster> cl =
       open_real_cluster(backend_options(o), o.repack, "prima serve", &exit_code);

@@ -1,0 +1,66 @@
+// --device parsing and the run-time checks (see device.h). PRIMA_HAVE_CUDA is defined for this
+// file alone where the build has prima_cuda (CMakeLists.txt); the device count comes from
+// kernels/cuda/device_info.h, a plain header.
+#include "backends/real/device.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#if defined(PRIMA_HAVE_CUDA)
+#include "kernels/cuda/device_info.h"
+#endif
+
+namespace prima::real {
+
+Result<DeviceSpec> parse_device(std::string_view text) {
+  const auto bad = [&] {
+    return invalid_argument(
+        fmt::format("--device {}: must be cpu, cuda or cuda:N (N a device index from 0)", text));
+  };
+  if (text == "cpu") return DeviceSpec{DeviceKind::kCpu, 0};
+  if (text == "cuda") return DeviceSpec{DeviceKind::kCuda, 0};
+  if (text.substr(0, 5) != "cuda:" || text.size() == 5 || text.size() > 5 + 6) return bad();
+  int index = -1;
+  const char* first = text.data() + 5;
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(first, last, index);
+  if (ec != std::errc() || end != last || index < 0) return bad();
+  return DeviceSpec{DeviceKind::kCuda, index};
+}
+
+std::string to_string(const DeviceSpec& d) {
+  return d.kind == DeviceKind::kCpu ? "cpu" : fmt::format("cuda:{}", d.index);
+}
+
+bool cuda_built() {
+#if defined(PRIMA_HAVE_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+Status check_device(const DeviceSpec& d) {
+  if (d.kind == DeviceKind::kCpu) return ok_status();
+#if defined(PRIMA_HAVE_CUDA)
+  const cuda::DeviceCount n = cuda::device_count();
+  if (n.count == 0)
+    return failed_precondition(n.error.empty() ? "no CUDA device"
+                                               : fmt::format("no CUDA device ({})", n.error));
+  if (d.index >= n.count)
+    return failed_precondition(fmt::format("device index {} out of range ({} device{})", d.index,
+                                           n.count, n.count == 1 ? "" : "s"));
+  const std::string name = cuda::device_name(d.index);
+  return failed_precondition(
+      fmt::format("{}{}: the CUDA forward pass is not built yet (the CUDA kernels are; see "
+                  "docs/gpu-backend.md): use --device cpu",
+                  to_string(d), name.empty() ? "" : " (" + name + ")"));
+#else
+  return failed_precondition(
+      "no CUDA build (prima was built without the CUDA kernels: "
+      "PRIMA_CUDA found no nvcc); use --device cpu");
+#endif
+}
+
+}  // namespace prima::real

@@ -1,0 +1,48 @@
+// argmax over one row (kernels.h): one block of 1024 threads; each thread keeps the best
+// (value, index) of its strided share, and the block reduces them in shared memory. "Best" is
+// the larger value, or the lower index on equal values, so ties go to the lowest index as in
+// the CPU sampler; NaN never compares larger. Stateless.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/kernels.h"
+
+namespace prima::cuda {
+
+namespace {
+
+constexpr int kThreads = 1024;
+
+__device__ bool better(float v, std::int64_t i, float best_v, std::int64_t best_i) {
+  return v > best_v || (v == best_v && i < best_i);
+}
+
+__global__ void argmax_kernel(const float* x, std::int64_t n, int* index) {
+  __shared__ float vals[kThreads];
+  __shared__ std::int64_t idxs[kThreads];
+  float bv = -INFINITY;
+  std::int64_t bi = n;  // none yet
+  for (std::int64_t i = threadIdx.x; i < n; i += kThreads)
+    if (better(x[i], i, bv, bi)) bv = x[i], bi = i;
+  vals[threadIdx.x] = bv;
+  idxs[threadIdx.x] = bi;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    const int t = threadIdx.x;
+    if (t < half && better(vals[t + half], idxs[t + half], vals[t], idxs[t])) {
+      vals[t] = vals[t + half];
+      idxs[t] = idxs[t + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *index = idxs[0] < n ? int(idxs[0]) : 0;
+}
+
+}  // namespace
+
+cudaError_t argmax(const float* x, std::int64_t n, int* index, cudaStream_t stream) {
+  if (n <= 0 || n > 0x7fffffff) return cudaErrorInvalidValue;
+  argmax_kernel<<<1, kThreads, 0, stream>>>(x, n, index);
+  return cudaGetLastError();
+}
+
+}  // namespace prima::cuda

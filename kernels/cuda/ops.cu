@@ -1,0 +1,93 @@
+// The row and element-wise operators of kernels.h: RMSNorm (one block per row), RoPE (one
+// thread per rotated pair), SwiGLU and the residual add (grid-stride loops). The math is
+// ops_math.h's, shared with the host. Stateless.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/ops_math.h"
+
+namespace prima::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(std::int64_t n) {
+  const std::int64_t g = (n + kThreads - 1) / kThreads;
+  return unsigned(g < 4096 ? (g > 0 ? g : 1) : 4096);
+}
+
+// Float squares summed in double per thread, then across the block (the CPU sums them in
+// double in element order).
+__global__ void rms_norm_kernel(const float* x, const float* w, std::int64_t n, float eps,
+                                float* out) {
+  __shared__ double partial[kThreads];
+  const float* xr = x + std::int64_t(blockIdx.x) * n;
+  float* outr = out + std::int64_t(blockIdx.x) * n;
+  double s = 0.0;
+  for (std::int64_t i = threadIdx.x; i < n; i += kThreads) s += double(xr[i] * xr[i]);
+  partial[threadIdx.x] = s;
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+    __syncthreads();
+  }
+  const float scale = rms_scale(partial[0], n, eps);
+  for (std::int64_t i = threadIdx.x; i < n; i += kThreads) outr[i] = rms_apply(xr[i], scale, w[i]);
+}
+
+__global__ void rope_kernel(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos,
+                            float theta_scale) {
+  const int pairs = rot_dims / 2;
+  const std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= std::int64_t(n_heads) * pairs) return;
+  const int head = int(t / pairs), pair = int(t % pairs);
+  const float theta = rope_theta(pos, pair, theta_scale);
+  float* v = x + std::int64_t(head) * head_dim + 2 * pair;
+  rope_rotate_pair(v, v + 1, cosf(theta), sinf(theta));
+}
+
+__global__ void swiglu_kernel(const float* gate, const float* up, std::int64_t n, float* out) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    out[i] = swiglu(gate[i], up[i]);
+}
+
+__global__ void add_kernel(float* y, const float* x, std::int64_t n) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    y[i] += x[i];
+}
+
+}  // namespace
+
+cudaError_t rms_norm(const float* x, const float* w, std::int64_t rows, std::int64_t n, float eps,
+                     float* out, cudaStream_t stream) {
+  if (rows <= 0 || n <= 0) return cudaErrorInvalidValue;
+  rms_norm_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, w, n, eps, out);
+  return cudaGetLastError();
+}
+
+cudaError_t rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos,
+                 float freq_base, cudaStream_t stream) {
+  if (n_heads <= 0 || rot_dims < 2 || rot_dims > head_dim) return cudaErrorInvalidValue;
+  const std::int64_t pairs = std::int64_t(n_heads) * (rot_dims / 2);
+  rope_kernel<<<unsigned((pairs + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
+      x, n_heads, head_dim, rot_dims, pos, rope_theta_scale(freq_base, rot_dims));
+  return cudaGetLastError();
+}
+
+cudaError_t swiglu(const float* gate, const float* up, std::int64_t n, float* out,
+                   cudaStream_t stream) {
+  if (n <= 0) return cudaErrorInvalidValue;
+  swiglu_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, n, out);
+  return cudaGetLastError();
+}
+
+cudaError_t add_inplace(float* y, const float* x, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaErrorInvalidValue;
+  add_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, x, n);
+  return cudaGetLastError();
+}
+
+}  // namespace prima::cuda

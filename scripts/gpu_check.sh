@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU checks in one command, for a machine with an NVIDIA GPU, nvcc, CMake and a C++
+# compiler (ninja if there): no Debian -dev package is needed. Configures a kernels-only build
+# (-DPRIMA_KERNELS_ONLY=ON -DPRIMA_CUDA=ON: kernels/cpu, kernels/cuda and tests/gpu, none of
+# SimGrid, Boost, MPI, UCX, ...) in build-gpu/ (or $PRIMA_GPU_BUILD_DIR), builds it, runs
+# prima_gpu_check (every device kernel against its CPU kernel on random data) and, where
+# GoogleTest was found, the ctest label `gpu` too. Prints a summary and writes one JSON
+# summary to $OUT/gpu_check.json when OUT is set (else to the build directory). Warnings are
+# not errors here (another machine's compiler must not stop the device checks); CI holds the
+# host code to -Werror.
+#   bash scripts/gpu_check.sh                    # build + run (a few minutes on 16 cores)
+#   PRIMA_GPU_CHECK_BUILD_ONLY=1 bash scripts/gpu_check.sh   # configure + build only
+# Exit: 0 all passed, 1 a check or the build failed, 77 built but no CUDA device to run on.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${PRIMA_GPU_BUILD_DIR:-build-gpu}
+JOBS=${PRIMA_JOBS:-$(nproc)}
+mkdir -p "$BUILD"
+JSON=${OUT:+$OUT/gpu_check.json}
+JSON=${JSON:-$BUILD/gpu_check.json}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+nvcc_version=$( (nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version 2>/dev/null) |
+  sed -n 's/.*release \([0-9.]*\).*/\1/p')
+
+# Writes the final JSON: the script's own fields around the checks' JSON ($2, a file) if any.
+write_json() {
+  local status=$1 checks_file=${2:-}
+  {
+    echo "{"
+    echo "  \"script\": \"scripts/gpu_check.sh\", \"commit\": \"$commit\","
+    echo "  \"nvcc\": \"${nvcc_version:-none}\", \"status\": \"$status\","
+    echo "  \"configure_s\": ${configure_s:-0}, \"build_s\": ${build_s:-0}, \"run_s\": ${run_s:-0},"
+    echo "  \"ctest_gpu\": \"${ctest_gpu:-not run}\","
+    if [ -n "$checks_file" ] && [ -s "$checks_file" ]; then
+      echo "  \"result\": $(cat "$checks_file")"
+    else
+      echo "  \"result\": null"
+    fi
+    echo "}"
+  } >"$JSON"
+  echo "gpu_check: $status (configure ${configure_s:-0} s, build ${build_s:-0} s," \
+    "run ${run_s:-0} s); JSON summary: $JSON"
+}
+
+t0=$(date +%s)
+GEN=()
+command -v ninja >/dev/null && [ ! -f "$BUILD/CMakeCache.txt" ] && GEN=(-G Ninja)
+if ! cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPRIMA_KERNELS_ONLY=ON \
+  -DPRIMA_CUDA=ON -DPRIMA_WERROR=OFF >"$BUILD/configure.log" 2>&1; then
+  tail -30 "$BUILD/configure.log"
+  configure_s=$(($(date +%s) - t0))
+  write_json "configure failed"
+  exit 1
+fi
+configure_s=$(($(date +%s) - t0))
+t1=$(date +%s)
+if ! cmake --build "$BUILD" -j "$JOBS" >"$BUILD/build.log" 2>&1; then
+  grep -E "error|Error" "$BUILD/build.log" | head -30
+  build_s=$(($(date +%s) - t1))
+  write_json "build failed"
+  exit 1
+fi
+build_s=$(($(date +%s) - t1))
+echo "gpu_check: built in ${build_s} s (configure ${configure_s} s) in $BUILD"
+if [ "${PRIMA_GPU_CHECK_BUILD_ONLY:-0}" = 1 ]; then
+  write_json "built (not run)"
+  exit 0
+fi
+
+t2=$(date +%s)
+"$BUILD/tests/gpu/prima_gpu_check" --json "$BUILD/checks.json"
+rc=$?
+if [ -x "$BUILD/tests/gpu/prima_gpu_tests" ] && [ $rc -ne 77 ]; then
+  if ctest --test-dir "$BUILD" -L gpu --output-on-failure >"$BUILD/ctest_gpu.log" 2>&1; then
+    ctest_gpu="passed"
+  else
+    ctest_gpu="failed (see $BUILD/ctest_gpu.log)"
+    [ $rc -eq 0 ] && rc=1
+  fi
+  tail -3 "$BUILD/ctest_gpu.log"
+fi
+run_s=$(($(date +%s) - t2))
+case $rc in
+  0) write_json "passed" "$BUILD/checks.json" ;;
+  77) write_json "skipped: no CUDA device" "$BUILD/checks.json" ;;
+  *) write_json "failed" "$BUILD/checks.json" ;;
+esac
+exit $rc

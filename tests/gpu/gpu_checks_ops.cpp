@@ -1,0 +1,143 @@
+// Device checks of kernels.h's kernels against kernels/cpu: the dequantizing GEMV against
+// matmul_reference (dequantized rows, double sums), RMSNorm, RoPE, SwiGLU and the residual add
+// against ops.h, argmax against a scan for the first maximum. Shapes are SmolLM2's.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cpu/quant.h"
+#include "kernels/cuda/kernels.h"
+#include "tests/gpu/check_support.h"
+#include "tests/kernels/cpu/random_data.h"
+
+namespace prima::gpu_checks {
+
+namespace {
+
+using kernels::DType;
+using kernels::testing::randn;
+
+std::vector<double> widen(const std::vector<float>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+// tol[i] = rel * |want[i]| + abs.
+std::vector<double> tolerance(const std::vector<double>& want, double rel, double abs) {
+  std::vector<double> t(want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) t[i] = rel * std::fabs(want[i]) + abs;
+  return t;
+}
+
+// y = W x for a rows x cols matrix of `type`. Float sums of cols products: the tolerance is
+// 1e-5 of the sum of |w x| (a wrong nibble or scale is off by far more).
+CheckResult gemv(DType type) {
+  const std::int64_t rows = 1536, cols = 576;
+  const auto wf = randn(rows * cols, 101, 0.05f);
+  std::vector<std::uint8_t> w(kernels::row_bytes(type, cols) * rows);
+  for (std::int64_t r = 0; r < rows; ++r)
+    kernels::quantize_row(type, wf.data() + r * cols, w.data() + r * kernels::row_bytes(type, cols),
+                          cols);
+  const auto x = randn(cols, 102);
+  std::vector<float> ref(static_cast<std::size_t>(rows));
+  const kernels::WeightView view{type, w.data(), rows, cols, nullptr};
+  kernels::matmul_reference(view, x.data(), 1, ref.data());
+  std::vector<double> tol(static_cast<std::size_t>(rows));
+  std::vector<float> row(static_cast<std::size_t>(cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    kernels::dequantize_row(type, w.data() + r * kernels::row_bytes(type, cols), row.data(), cols);
+    double s = 0;
+    for (std::int64_t c = 0; c < cols; ++c) s += std::fabs(double(row[c]) * x[c]);
+    tol[r] = 1e-5 * s + 1e-6;
+  }
+  DeviceBuffer dw(w), dx(x), dy(rows * sizeof(float));
+  finish(cuda::gemv_quant(type, dw.as<void>(), dx.as<float>(), dy.as<float>(), rows, cols, nullptr),
+         "gemv_quant");
+  return compare(dy.read<float>(rows), widen(ref), tol,
+                 std::string("gemv ") + kernels::type_traits(type)->name + " 1536x576");
+}
+
+CheckResult rms_norm() {
+  const std::int64_t rows = 4, n = 576;
+  const auto x = randn(rows * n, 111, 3.0f), w = randn(n, 112);
+  std::vector<float> ref(x.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    kernels::rms_norm(x.data() + r * n, w.data(), n, 1e-5f, ref.data() + r * n);
+  DeviceBuffer dx(x), dw(w), dy(x.size() * sizeof(float));
+  finish(cuda::rms_norm(dx.as<float>(), dw.as<float>(), rows, n, 1e-5f, dy.as<float>(), nullptr),
+         "rms_norm");
+  const auto want = widen(ref);
+  return compare(dy.read<float>(x.size()), want, tolerance(want, 1e-5, 1e-7), "rms_norm 4x576");
+}
+
+CheckResult rope() {
+  const int heads = 9, head_dim = 64;
+  CheckResult worst{true, 0, ""};
+  for (std::int64_t pos : {0, 1, 17, 4000, 8191}) {
+    auto x = randn(heads * head_dim, 121 + std::uint32_t(pos));
+    DeviceBuffer dx(x);
+    finish(cuda::rope(dx.as<float>(), heads, head_dim, head_dim, pos, 100000.0f, nullptr), "rope");
+    kernels::rope(x.data(), heads, head_dim, head_dim, pos, 100000.0f);
+    const auto want = widen(x);
+    // cosf/sinf of the device and of libm differ by an ulp or two.
+    CheckResult r = compare(dx.read<float>(x.size()), want, tolerance(want, 1e-5, 2e-6),
+                            "rope 9x64 at position " + std::to_string(pos));
+    if (!r.ok) return r;
+    if (r.max_err >= worst.max_err) worst = r;
+  }
+  worst.detail = "rope 9x64 at positions 0, 1, 17, 4000, 8191 (worst: " + worst.detail + ")";
+  return worst;
+}
+
+CheckResult swiglu() {
+  const std::int64_t n = 1536 * 3;
+  const auto g = randn(n, 131, 4.0f), u = randn(n, 132);
+  std::vector<float> ref(g.size());
+  kernels::silu_mul(g.data(), u.data(), n, ref.data());
+  DeviceBuffer dg(g), du(u), dy(g.size() * sizeof(float));
+  finish(cuda::swiglu(dg.as<float>(), du.as<float>(), n, dy.as<float>(), nullptr), "swiglu");
+  const auto want = widen(ref);
+  return compare(dy.read<float>(g.size()), want, tolerance(want, 1e-6, 1e-7), "swiglu 4608");
+}
+
+CheckResult add() {
+  const std::int64_t n = 100003;
+  auto y = randn(n, 141);
+  const auto x = randn(n, 142);
+  DeviceBuffer dy(y), dx(x);
+  finish(cuda::add_inplace(dy.as<float>(), dx.as<float>(), n, nullptr), "add_inplace");
+  kernels::add_inplace(y.data(), x.data(), n);
+  const auto want = widen(y);
+  return compare(dy.read<float>(y.size()), want, tolerance(want, 0, 0), "add 100003 (exact)");
+}
+
+CheckResult argmax() {
+  const std::int64_t n = 49152;
+  auto x = randn(n, 151);
+  x[40000] = x[30001] = x[777] = 9.5f;  // ties: the lowest index wins
+  DeviceBuffer dx(x), di(sizeof(int));
+  finish(cuda::argmax(dx.as<float>(), n, di.as<int>(), nullptr), "argmax");
+  const int got = di.read<int>(1)[0];
+  std::int64_t want = 0;
+  for (std::int64_t i = 1; i < n; ++i)
+    if (x[i] > x[want]) want = i;
+  CheckResult r{got == want, got == want ? 0.0 : 1e9,
+                "argmax of 49152 with ties at 777, 30001, 40000"};
+  if (!r.ok) r.detail += ": got " + std::to_string(got) + ", want " + std::to_string(want);
+  return r;
+}
+
+}  // namespace
+
+void add_ops_checks(std::vector<Check>* out) {
+  out->push_back({"gemv_q4_0", [] { return gemv(DType::kQ4_0); }});
+  out->push_back({"gemv_q4_1", [] { return gemv(DType::kQ4_1); }});
+  out->push_back({"gemv_q8_0", [] { return gemv(DType::kQ8_0); }});
+  out->push_back({"rms_norm", rms_norm});
+  out->push_back({"rope", rope});
+  out->push_back({"swiglu", swiglu});
+  out->push_back({"add", add});
+  out->push_back({"argmax", argmax});
+}
+
+}  // namespace prima::gpu_checks
