@@ -24,6 +24,9 @@ Status GenerateOptions::validate() const {
   for (const auto& s : stops)
     if (s.empty()) return invalid_argument("--stop needs a non-empty string");
   if (repack && no_repack) return invalid_argument("--repack and --no-repack exclude each other");
+  if (!(backend.comm_timeout_s > 0))
+    return invalid_argument(
+        fmt::format("--comm-timeout must be > 0, got {:g}", backend.comm_timeout_s));
   return device.validate();
 }
 
@@ -44,6 +47,8 @@ po::options_description generate_flags() {
       ("threads", po::value<int>()->default_value(0), "kernel threads per rank (0: all cores)")
       ("tp", po::value<int>()->default_value(1), "tensor-parallel ranks")
       ("pp", po::value<int>()->default_value(1), "pipeline stages")
+      ("comm-timeout", po::value<double>()->default_value(300),
+       "seconds a rank waits for another before the run fails")
       ("ids", "print the generated token ids instead of the text")
       ("ignore-eos", "do not stop at end-of-generation tokens (benchmarks)")
       ("batch", po::value<int>()->default_value(1),
@@ -79,6 +84,7 @@ GenerateOptions generate_options(const po::variables_map& vm) {
   get_flag(vm, {"threads"}, &o.backend.threads);
   get_flag(vm, {"tp"}, &o.backend.tp);
   get_flag(vm, {"pp"}, &o.backend.pp);
+  get_flag(vm, {"comm-timeout"}, &o.backend.comm_timeout_s);
   o.print_ids = vm.count("ids") > 0;
   o.ignore_eos = vm.count("ignore-eos") > 0;
   get_flag(vm, {"batch"}, &o.batch);

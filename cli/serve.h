@@ -27,6 +27,11 @@ namespace prima::cli {
 struct ServeLoop {
   std::function<void(const std::function<void()>& publish)> run;
   std::function<void()> stop;  // any thread
+  // Checked on the loop after each publish (may be empty): not ok when the backend cannot
+  // serve again (a real replica whose rank stopped answering). The server then fails the
+  // requests in progress with the reason and exits with 1, so that whoever launched it
+  // (mpirun, a Kubernetes group) restarts the job.
+  std::function<Status()> fatal;
 };
 
 // The limits the engine serves with (/health's "limits", the startup banner):

@@ -69,11 +69,24 @@ int run_server(const ServeOptions& o, server::EngineBridge* bridge, server::Serv
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   std::thread http_thread([&] { http.serve(); });
-  std::atomic<bool> done{false};
+  std::atomic<bool> done{false}, failed{false};
+  std::string failure;  // written on the loop before `failed` is set
   std::thread signal_thread([&] {
     const timespec poll{0, 100 * 1000 * 1000};
     int sig = -1;
-    while (!done && (sig = sigtimedwait(&sigs, nullptr, &poll)) < 0) {
+    while (!done && !failed && (sig = sigtimedwait(&sigs, nullptr, &poll)) < 0) {
+    }
+    if (failed) {
+      std::fprintf(stderr,
+                   "prima serve: the backend cannot serve again (%s): failing %lld requests in "
+                   "progress and exiting\n",
+                   failure.c_str(), static_cast<long long>(bridge->open()));
+      http.start_draining();
+      bridge->fail_all("the backend failed: " + failure);
+      http.wait_drained(5.0);
+      http.stop();
+      loop.stop();
+      return;
     }
     if (sig < 0) return;  // shutting down for another reason
     std::fprintf(stderr, "prima serve: %s: draining (%lld requests in progress, at most %g s)\n",
@@ -90,7 +103,14 @@ int run_server(const ServeOptions& o, server::EngineBridge* bridge, server::Serv
     loop.stop();
   });
 
-  loop.run([&] { bridge->publish(); });
+  loop.run([&] {
+    bridge->publish();
+    if (loop.fatal && !failed)
+      if (Status st = loop.fatal(); !st.ok()) {
+        failure = st.message();
+        failed = true;
+      }
+  });
 
   done = true;
   http.stop();
@@ -98,7 +118,7 @@ int run_server(const ServeOptions& o, server::EngineBridge* bridge, server::Serv
   signal_thread.join();
   std::fprintf(stderr, "prima serve: stopped (%lld requests served)\n",
                static_cast<long long>(bridge->snapshot().ended));
-  return kExitOk;
+  return failed ? kExitFailure : kExitOk;
 }
 
 }  // namespace prima::cli

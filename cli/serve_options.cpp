@@ -16,8 +16,9 @@ namespace {
 // The flags of each backend, in the order their misuse is reported.
 constexpr const char* kSimOnly[] = {"scenario", "set", "speed"};
 constexpr const char* kRealOnly[] = {
-    "model",         "manifest", "served-model-name", "kernel-threads", "tp", "pp", "max-num-seqs",
-    "max-model-len", "repack",   "no-repack",         "device"};
+    "model",  "manifest",     "served-model-name", "kernel-threads", "tp",
+    "pp",     "max-num-seqs", "max-model-len",     "repack",         "no-repack",
+    "device", "comm-timeout"};
 
 po::options_description server_flags() {
   po::options_description opts("prima serve [options]");
@@ -82,6 +83,9 @@ po::options_description real_flags() {
        "the model name clients send (default: the file name without .gguf)")
       ("tp", po::value<int>()->default_value(1), "tensor-parallel ranks (run under mpirun -np TP*PP)")
       ("pp", po::value<int>()->default_value(1), "pipeline-parallel ranks")
+      ("comm-timeout", po::value<double>()->default_value(300),
+       "seconds a rank waits for another before the step fails (a host down, a link cut, a hung "
+       "process); the replica is then taken out of routing and /v2/health/ready answers 503")
       ("kernel-threads", po::value<int>()->default_value(0),
        "CPU threads per rank for the kernels (0: all cores)")
       ("max-num-seqs", po::value<int>()->default_value(8),
@@ -130,6 +134,8 @@ Status ServeOptions::validate() const {
     eo.speed = speed;
     return eo.validate();
   }
+  if (!(comm_timeout_s > 0))
+    return invalid_argument(fmt::format("--comm-timeout must be > 0, got {:g}", comm_timeout_s));
   if (max_num_seqs < 1 || max_model_len < 0 || kernel_threads < 0)
     return invalid_argument(
         "--max-num-seqs must be >= 1, --max-model-len and --kernel-threads >= 0");
@@ -171,6 +177,7 @@ ServeOptions serve_options(const po::variables_map& vm) {
   get_flag(vm, {"served-model-name"}, &o.served_name);
   get_flag(vm, {"tp"}, &o.tp);
   get_flag(vm, {"pp"}, &o.pp);
+  get_flag(vm, {"comm-timeout"}, &o.comm_timeout_s);
   get_flag(vm, {"kernel-threads"}, &o.kernel_threads);
   get_flag(vm, {"max-num-seqs"}, &o.max_num_seqs);
   get_flag(vm, {"max-model-len"}, &o.max_model_len);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "backends/real/comm/communicator.h"
 #include "backends/real/real_cluster.h"
 #include "cli/commands.h"
 #include "cli/real_cluster_open.h"
@@ -24,6 +25,7 @@ real::RealBackendOptions backend_options(const ServeOptions& o) {
   bo.threads = o.kernel_threads;
   bo.tp = o.tp;
   bo.pp = o.pp;
+  bo.comm_timeout_s = o.comm_timeout_s;
   bo.max_num_seqs = o.max_num_seqs;
   bo.max_model_len = o.max_model_len;
   bo.repack = !o.no_repack;
@@ -71,12 +73,16 @@ int serve_real(const ServeOptions& o) {
   ServeLoop loop;
   loop.run = [&](const std::function<void()>& publish) { cl->run(publish); };
   loop.stop = [&] { cl->stop(); };
+  loop.fatal = [&] { return cl->backend->failure(); };
   const int rc = run_server(o, &bridge, &metrics, model, banner, loop, [&](nlohmann::json* j) {
     (*j)["model_file"] = o.model_path;
     (*j)["tp"] = o.tp;
     (*j)["pp"] = o.pp;
     (*j)["limits"] = limits;
   });
+  // A replica whose ranks stopped answering: a normal shutdown would wait for them (the
+  // workers' release, MPI_Finalize), so the job ends at once and its launcher restarts it.
+  if (!cl->backend->failure().ok()) real::abort_job(rc);
   cl->shutdown();  // joins the executor's worker, releases the other ranks
   return rc;
 }

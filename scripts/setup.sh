@@ -18,7 +18,8 @@ APT_PACKAGES=(
   python3 python3-matplotlib
   libssl-dev libicu-dev
   libucx-dev ucx-utils libopenmpi-dev openmpi-bin
-  libcpp-httplib-dev prometheus-cpp-dev prometheus curl python3-pip
+  libcpp-httplib-dev prometheus-cpp-dev prometheus curl python3-pip python3-yaml
+  iproute2
 )
 
 need=()

@@ -1,6 +1,8 @@
 // EngineBridge: HTTP threads -> the engine's loop -> per-request token streams.
 #include "server/engine_bridge.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <random>
 
@@ -188,10 +190,35 @@ void EngineBridge::publish() {
     s.kv_blocks += r->kv().num_blocks();
   }
   s.now_s = rt_->now();
-  if (metrics_)
+  s.published = true;
+  using cluster::ReplicaState;
+  s.replicas_active = engine_->count(ReplicaState::kActive);
+  s.replicas_unhealthy = engine_->count(ReplicaState::kUnhealthy);
+  s.replicas_loading = engine_->count(ReplicaState::kLoading);
+  s.replicas_draining = engine_->count(ReplicaState::kDraining);
+  if (s.replicas_unhealthy > 0)
+    for (const auto& r : engine_->replicas())
+      if (engine_->replica_state(r->id()) == ReplicaState::kUnhealthy) {
+        s.replica_error = engine_->health().last_error(r->id()).message();
+        break;
+      }
+  // A replica taken out (or back) is news for whoever runs the server.
+  if (s.replicas_unhealthy != unhealthy_seen_) {
+    if (s.replicas_unhealthy > unhealthy_seen_)
+      fmt::print(stderr, "prima serve: {} of {} replica(s) taken out of routing: {}\n",
+                 s.replicas_unhealthy, s.replicas(), s.replica_error);
+    else
+      fmt::print(stderr, "prima serve: {} of {} replica(s) unhealthy, {} serving\n",
+                 s.replicas_unhealthy, s.replicas(), s.replicas_active);
+    unhealthy_seen_ = s.replicas_unhealthy;
+  }
+  if (metrics_) {
     metrics_->on_state(s.now_s, s.running, s.waiting, s.kv_usage,
                        recorder_ ? recorder_->preemptions() : 0,
                        recorder_ ? recorder_->busy_gpu_seconds() : 0, gpus_);
+    metrics_->on_replicas(s.replicas_active, s.replicas_unhealthy, s.replicas_loading,
+                          s.replicas_draining);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   snap_ = s;
 }

@@ -45,6 +45,16 @@ struct EngineSnapshot {
   std::int64_t kv_free_blocks = 0, kv_blocks = 0;
   std::int64_t submitted = 0, ended = 0;  // through this bridge
   double now_s = 0;                       // engine time of the snapshot
+  // Replicas by state (removed ones not counted); published == false until the engine's
+  // first publish (the server then treats the engine as ready).
+  bool published = false;
+  int replicas_active = 0, replicas_unhealthy = 0, replicas_loading = 0, replicas_draining = 0;
+  std::string replica_error;  // why an unhealthy replica was taken out ("" when none is)
+  int replicas() const {
+    return replicas_active + replicas_unhealthy + replicas_loading + replicas_draining;
+  }
+  // Some replica serves (or the engine has not published yet).
+  bool serving() const { return !published || replicas_active + replicas_draining > 0; }
 };
 
 class TextCodec;
@@ -101,7 +111,8 @@ class EngineBridge {
   ServerMetrics* metrics_ = nullptr;
   const metrics::Recorder* recorder_ = nullptr;
   int gpus_ = 0;
-  EngineSnapshot snap_;  // guarded by mu_
+  EngineSnapshot snap_;     // guarded by mu_
+  int unhealthy_seen_ = 0;  // loop thread: unhealthy replicas at the last publish (for the log)
 };
 
 }  // namespace prima::server

@@ -164,7 +164,9 @@ void HttpServer::setup() {
 
 json HttpServer::health() const {
   const EngineSnapshot s = ctx_.bridge->snapshot();
-  json j{{"status", guard_.draining() ? "draining" : "ok"},
+  // "unavailable": no replica serves (all taken out after failed steps); readiness is 503.
+  const char* status = guard_.draining() ? "draining" : s.serving() ? "ok" : "unavailable";
+  json j{{"status", status},
          {"model", ctx_.model.name},
          {"backend", ctx_.backend},
          {"in_system", s.in_system},
@@ -181,6 +183,13 @@ json HttpServer::health() const {
          {"connections", svr_.open_connections()},
          {"max_connections", svr_.max_connections()},
          {"engine_time_s", s.now_s}};
+  if (s.published) {
+    j["replicas"] = {{"active", s.replicas_active},
+                     {"unhealthy", s.replicas_unhealthy},
+                     {"loading", s.replicas_loading},
+                     {"draining", s.replicas_draining}};
+    if (!s.replica_error.empty()) j["replica_error"] = s.replica_error;
+  }
   if (health_extra) health_extra(&j);
   return j;
 }

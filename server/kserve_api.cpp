@@ -1,6 +1,6 @@
 // KServe v2 (Open Inference Protocol, as Triton and tritonclient speak it):
-//   GET /v2, GET /v2/health/live, GET /v2/health/ready (503 while draining);
-//   GET /v2/models/{m}[/versions/{v}] (metadata), .../ready, .../config (Triton's model
+//   GET /v2, GET /v2/health/live, GET /v2/health/ready (503 while draining or while no replica
+//   serves); GET /v2/models/{m}[/versions/{v}] (metadata), .../ready, .../config (Triton's model
 //   configuration); POST /v2/models/{m}[/versions/{v}]/infer: the prompt as the BYTES tensor
 //   "text_input" (JSON "data", or binary tensor data: kserve_binary.h), optional
 //   "parameters": {"max_tokens", "priority", "sla", sampling}; the answer is the BYTES tensor
@@ -112,7 +112,7 @@ void add_kserve_routes(httplib::Server& svr, ServerContext* ctx) {
     send_json(res, {{"live", true}});
   });
   svr.Get("/v2/health/ready", [ctx](const httplib::Request&, httplib::Response& res) {
-    const bool ready = !ctx->guard->draining();
+    const bool ready = ctx->ready();
     res.status = ready ? 200 : 503;
     send_json(res, {{"ready", ready}});
   });
@@ -128,7 +128,7 @@ void add_kserve_routes(httplib::Server& svr, ServerContext* ctx) {
     });
     svr.Get(base + "/ready", [ctx](const httplib::Request& req, httplib::Response& res) {
       if (!known_model(ctx, req, res)) return;
-      const bool ready = !ctx->guard->draining();
+      const bool ready = ctx->ready();
       res.status = ready ? 200 : 503;
       send_json(res, {{"name", ctx->model.name}, {"ready", ready}});
     });

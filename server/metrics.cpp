@@ -102,6 +102,15 @@ ServerMetrics::ServerMetrics(const std::string& model, int max_model_len)
               .Help("GPU busy fraction over the last second or more of engine time (0..1)")
               .Register(*reg_)
               .Add(m);
+  auto& replicas = BuildGauge()
+                       .Name("prima:replicas")
+                       .Help(
+                           "Replicas by state (unhealthy: taken out of routing after failed "
+                           "steps; probed until they answer)")
+                       .Register(*reg_);
+  const char* states[] = {"active", "unhealthy", "loading", "draining"};
+  for (std::size_t i = 0; i < replicas_.size(); ++i)
+    replicas_[i] = &replicas.Add({{"model", model}, {"state", states[i]}});
   preemptions_ = &BuildCounter()
                       .Name("prima:num_preemptions_total")
                       .Help("Sequences preempted to make room in the KV cache")
@@ -216,6 +225,13 @@ void ServerMetrics::on_state(double now_s, int running, int waiting, double kv_u
     util_mark_s_ = now_s;
     util_mark_busy_ = busy_gpu_s_total;
   }
+}
+
+void ServerMetrics::on_replicas(int active, int unhealthy, int loading, int draining) {
+  replicas_[0]->Set(active);
+  replicas_[1]->Set(unhealthy);
+  replicas_[2]->Set(loading);
+  replicas_[3]->Set(draining);
 }
 
 std::string ServerMetrics::text() const {

@@ -7,7 +7,9 @@
 //               prima:num_preemptions_total
 //   gauges      prima:num_requests_running, prima:num_requests_waiting,
 //               prima:kv_cache_usage_perc (0..1), prima:gpu_utilization_perc (0..1, busy GPU
-//               time over the last second or more of engine time)
+//               time over the last second or more of engine time),
+//               prima:replicas{state=active|unhealthy|loading|draining} (replicas by state:
+//               unhealthy = taken out of routing after failed steps, see HealthOptions)
 // Per-request series are labelled {model, priority}; gauges {model}. Requests refused or
 // ended in error are also counted by reason, labelled {model_name, reason} as vLLM labels:
 //   prima:requests_rejected_total{reason=capacity|draining|invalid|not_found|too_large|
@@ -62,6 +64,8 @@ class ServerMetrics {
   // Engine state; preemptions and busy GPU-seconds are running totals.
   void on_state(double now_s, int running, int waiting, double kv_usage,
                 std::int64_t preemptions_total, double busy_gpu_s_total, int gpus);
+  // Replicas by state.
+  void on_replicas(int active, int unhealthy, int loading, int draining);
 
   // Any thread. A request refused before it reached the engine. With its priority (a valid
   // request refused at admission), it also counts as prima:request_outcomes_total{outcome=
@@ -85,6 +89,7 @@ class ServerMetrics {
   std::shared_ptr<prometheus::Registry> reg_;
   std::array<PerPriority, kNumPriorities> by_prio_;
   prometheus::Gauge *running_ = nullptr, *waiting_ = nullptr, *kv_ = nullptr, *gpu_ = nullptr;
+  std::array<prometheus::Gauge*, 4> replicas_{};  // active, unhealthy, loading, draining
   prometheus::Counter* preemptions_ = nullptr;
   std::array<prometheus::Counter*, kNumRejections> rejected_{};
   prometheus::Counter *errored_failed_ = nullptr, *errored_cancelled_ = nullptr,

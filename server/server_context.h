@@ -30,6 +30,11 @@ struct ServerContext {
   ParseLimits limits;
   std::string backend = "sim";
   ServerMetrics* metrics = nullptr;  // may be null (no /metrics)
+
+  // Readiness (/v2/health/ready, /v2/models/{m}/ready): not draining, and some replica of
+  // the engine serves (a replica whose steps failed is taken out of routing; when none is
+  // left, a load balancer should send requests elsewhere).
+  bool ready() const { return !guard->draining() && bridge->snapshot().serving(); }
 };
 
 struct Submitted {

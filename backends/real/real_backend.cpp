@@ -4,6 +4,8 @@
 // ranks, the thread calling run_worker) is the only user of the communicators and kernels.
 #include "backends/real/real_backend.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -50,6 +52,8 @@ class RealBackendImpl : public RealBackend {
     return runner_->run_worker();
   }
 
+  Status failure() const override { return executor_ ? executor_->failure() : ok_status(); }
+
   void shutdown() override {
     if (!is_leader() || !runner_) return;
     if (executor_) executor_->stop();
@@ -78,7 +82,11 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
                             std::to_string(o.pp) + ")");
   if (o.block_size < 1) return invalid_argument("KV block size must be >= 1");
   if (o.max_num_seqs < 1) return invalid_argument("max_num_seqs must be >= 1");
-  PRIMA_ASSIGN_OR_RETURN(world_, make_world_communicator());
+  if (!(o.comm_timeout_s > 0))
+    return invalid_argument(fmt::format("--comm-timeout must be > 0, got {:g}", o.comm_timeout_s));
+  CommOptions co;
+  co.timeout_s = o.comm_timeout_s;
+  PRIMA_ASSIGN_OR_RETURN(world_, make_world_communicator(co));
   if (world_->size() != o.tp * o.pp)
     return invalid_argument("--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp) +
                             " = " + std::to_string(o.tp * o.pp) + " ranks, but " +

@@ -25,9 +25,12 @@ class GgufFile;
 
 struct RealBackendOptions {
   std::string model_path;
-  std::string manifest;   // GgufOpenOptions::manifest
-  int threads = 0;        // kernel threads per rank (0: hardware concurrency)
-  int tp = 1, pp = 1;     // must match the ranks launched (tp * pp == world size)
+  std::string manifest;  // GgufOpenOptions::manifest
+  int threads = 0;       // kernel threads per rank (0: hardware concurrency)
+  int tp = 1, pp = 1;    // must match the ranks launched (tp * pp == world size)
+  // Longest wait for another rank (CommOptions::timeout_s): a rank that stops answering (its
+  // host down, its link cut, its process hung) fails the step after this many seconds.
+  double comm_timeout_s = 300;
   int block_size = 16;    // KV block size (tokens)
   int max_model_len = 0;  // 0: the model's context_length
   // KV cache size: blocks = max(kv_cache_bytes / bytes per block, what max_num_seqs
@@ -67,6 +70,9 @@ class RealBackend {
   virtual Executor* executor(Runtime* rt) = 0;
   // Other ranks: executes steps until the leader calls shutdown(); returns its status.
   virtual Status run_worker() = 0;
+  // Leader, any thread: not ok once a step failed on the ranks (RealExecutor::failure): the
+  // replica cannot serve again without a restart of the job.
+  virtual Status failure() const = 0;
   // Leader: tells the workers to exit (idempotent); called by the destructor too.
   virtual void shutdown() = 0;
 };

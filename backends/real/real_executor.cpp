@@ -74,6 +74,18 @@ void RealExecutor::check_health(std::function<void(Status)> done) {
   cv_.notify_all();
 }
 
+void RealExecutor::break_with(const Status& st) {
+  broken_ = true;
+  broken_status_ = st;
+  std::lock_guard<std::mutex> l(failure_mu_);
+  failure_ = st;
+}
+
+Status RealExecutor::failure() const {
+  std::lock_guard<std::mutex> l(failure_mu_);
+  return failure_;
+}
+
 void RealExecutor::finish(Job& job, Status st, SampledTokens tokens) {
   if (job.health) {
     rt_->post([f = std::move(job.health), st] { f(st); });
@@ -117,8 +129,7 @@ void RealExecutor::loop() {
       if (job.input.kind == StepKind::kPing || !st.ok()) {
         if (!st.ok() && job.input.kind == StepKind::kForward &&
             st.code() != StatusCode::kInvalidArgument) {
-          broken_ = true;
-          broken_status_ = st;
+          break_with(st);
         }
         finish(job, st, {});
       } else {
@@ -130,8 +141,7 @@ void RealExecutor::loop() {
     Job& head = inflight.front();
     auto tokens = runner_->finish_step(head.input);
     if (!tokens.ok()) {
-      broken_ = true;
-      broken_status_ = tokens.status();
+      break_with(tokens.status());
       finish(head, tokens.status(), {});
     } else {
       finish(head, ok_status(), std::move(*tokens));

@@ -29,6 +29,10 @@ class RealExecutor : public Executor {
   void check_health(std::function<void(Status)> done) override;
   // Finishes the queued work and joins the worker thread (idempotent).
   void stop();
+  // Any thread: not ok once a step failed on the ranks (a rank that stopped answering, a
+  // transport error): the ranks' pipeline is then out of step, so this executor fails every
+  // later step and probe, and only a restart of the job brings the replica back.
+  Status failure() const;
 
   // The step's inputs as the ranks need them (reads the sequences; loop thread).
   static StepInput make_input(const StepBatch& step, int block_size);
@@ -42,6 +46,7 @@ class RealExecutor : public Executor {
   };
   void loop();
   void finish(Job& job, Status st, SampledTokens tokens);
+  void break_with(const Status& st);
 
   Runtime* rt_;
   RankRunner* runner_;
@@ -52,6 +57,8 @@ class RealExecutor : public Executor {
   bool stopping_ = false;
   bool broken_ = false;  // a step failed on the ranks: later steps fail at once
   Status broken_status_;
+  mutable std::mutex failure_mu_;
+  Status failure_;  // broken_status_ for other threads (guarded by failure_mu_)
   std::thread worker_;
 };
 

@@ -52,6 +52,8 @@ TEST(GenerateOptions, EachBadValueNamesTheFlag) {
       {[](GenerateOptions* o) { o->top_k = -1; }, "--top-k must be >= 0, got -1"},
       {[](GenerateOptions* o) { o->top_p = 0; }, "--top-p must be > 0 and <= 1, got 0"},
       {[](GenerateOptions* o) { o->top_p = 1.5; }, "--top-p must be > 0 and <= 1, got 1.5"},
+      {[](GenerateOptions* o) { o->backend.comm_timeout_s = -1; },
+       "--comm-timeout must be > 0, got -1"},
       {[](GenerateOptions* o) { o->batch = 0; }, "--batch must be from 1 to 256, got 0"},
       {[](GenerateOptions* o) { o->batch = 257; }, "--batch must be from 1 to 256, got 257"},
       {[](GenerateOptions* o) {

@@ -40,9 +40,9 @@ TEST(ServeOptions, FlagsFillTheOptions) {
   EXPECT_TRUE(d.given.empty());  // defaults are not "given"
   EXPECT_TRUE(d.http.api_key.empty());
 
-  const ServeOptions r =
-      parsed({"--backend", "real", "--model", "m.gguf", "--tp", "2", "--max-num-seqs", "4",
-              "--no-repack", "--port", "0", "--api-key", "k", "--served-model-name", "smol"});
+  const ServeOptions r = parsed({"--backend", "real", "--model", "m.gguf", "--tp", "2",
+                                 "--max-num-seqs", "4", "--no-repack", "--port", "0", "--api-key",
+                                 "k", "--served-model-name", "smol", "--comm-timeout", "2.5"});
   ASSERT_TRUE(r.validate().ok()) << r.validate().message();
   EXPECT_EQ(r.model_path, "m.gguf");
   EXPECT_EQ(r.tp, 2);
@@ -51,6 +51,7 @@ TEST(ServeOptions, FlagsFillTheOptions) {
   EXPECT_EQ(r.http.port, 0);
   EXPECT_EQ(r.http.api_key, "k");
   EXPECT_EQ(r.served_name, "smol");
+  EXPECT_DOUBLE_EQ(r.comm_timeout_s, 2.5);
   EXPECT_TRUE(r.given.count("tp") && r.given.count("no-repack") && !r.given.count("pp"));
 
   const ServeOptions s =
@@ -84,6 +85,7 @@ TEST(ServeOptions, FlagsOfTheOtherBackendAreRefused) {
       {{"--model", "m.gguf"}, "--model applies to --backend real only"},
       {{"--tp", "2"}, "--tp applies to --backend real only"},
       {{"--no-repack"}, "--no-repack applies to --backend real only"},
+      {{"--comm-timeout", "5"}, "--comm-timeout applies to --backend real only"},
       {{"--backend", "real", "--model", "m", "--repack", "--no-repack"},
        "--repack and --no-repack exclude each other"},
       {{"--backend", "real"}, "--backend real needs --model FILE.gguf"},
@@ -107,6 +109,7 @@ TEST(ServeOptions, EachBadValueNamesTheFlag) {
       {"real", [](ServeOptions* o) { o->max_num_seqs = 0; }, "--max-num-seqs must be >= 1"},
       {"real", [](ServeOptions* o) { o->max_model_len = -1; }, "--max-model-len"},
       {"real", [](ServeOptions* o) { o->kernel_threads = -1; }, "--kernel-threads >= 0"},
+      {"real", [](ServeOptions* o) { o->comm_timeout_s = 0; }, "--comm-timeout must be > 0, got 0"},
   };
   for (const auto& c : cases) {
     ServeOptions o;

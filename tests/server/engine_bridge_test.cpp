@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "server/metrics.h"
+#include "tests/support/faulty_executor.h"
 #include "tests/support/manual_runtime.h"
 
 namespace prima::server {
@@ -94,6 +96,61 @@ TEST(EngineBridge, ARequestThatCanNeverFitIsRejectedOnItsStream) {
   EXPECT_EQ(e.outcome, Outcome::kRejected);
   EXPECT_NE(e.reason.find("KV cache"), std::string::npos);
   EXPECT_TRUE(toks.empty());
+}
+
+// A replica whose step fails is taken out of routing: the snapshot counts it unhealthy with
+// the step's error, no replica serves (readiness turns 503), prima:replicas shows it; when
+// its probes answer again it serves again.
+TEST(EngineBridge, SnapshotCountsReplicasByStateAndTheErrorThatTookOneOut) {
+  ManualRuntime rt;
+  prima::testing::FaultyExecutor ex(
+      &rt, [](const StepBatch&) { return 0.01; }, "rank 1");
+  metrics::Recorder rec;
+  cluster::ReplicaSetup rs;
+  rs.executor = &ex;
+  rs.num_kv_blocks = 100;
+  cluster::EngineOptions eo;
+  eo.cluster.health.reload_weights = false;
+  eo.cluster.health.probe_interval_s = 1;
+  cluster::ServingEngine eng(&rt, eo, {rs}, &rec);
+  EngineBridge bridge(&eng, &rt, [&](std::function<void()> fn) { rt.post(fn); });
+  ServerMetrics m("m", 1024);
+  bridge.set_metrics(&m, &rec, 1);
+
+  EXPECT_FALSE(bridge.snapshot().published);
+  EXPECT_TRUE(bridge.snapshot().serving());  // before the first publish: not held back
+  bridge.publish();
+  EXPECT_EQ(bridge.snapshot().replicas_active, 1);
+  EXPECT_TRUE(bridge.snapshot().serving());
+  EXPECT_NE(m.text().find("prima:replicas{model=\"m\",state=\"active\"} 1"), std::string::npos);
+
+  ex.set_down(true);
+  GenRequest g;
+  g.prompt_tokens = 10;
+  g.max_tokens = 2;
+  RequestId id = 0;
+  auto st = bridge.submit(g, &id);
+  rt.advance_to(0.5);
+  bridge.publish();
+  EngineSnapshot s = bridge.snapshot();
+  EXPECT_EQ(s.replicas_active, 0);
+  EXPECT_EQ(s.replicas_unhealthy, 1);
+  EXPECT_EQ(s.replicas(), 1);
+  EXPECT_FALSE(s.serving());
+  EXPECT_NE(s.replica_error.find("rank 1 is down"), std::string::npos) << s.replica_error;
+  EXPECT_NE(m.text().find("prima:replicas{model=\"m\",state=\"unhealthy\"} 1"), std::string::npos);
+
+  ex.set_down(false);  // probes answer ok: it serves again and the request completes
+  rt.advance_to(5);
+  bridge.publish();
+  s = bridge.snapshot();
+  EXPECT_EQ(s.replicas_active, 1);
+  EXPECT_EQ(s.replicas_unhealthy, 0);
+  EXPECT_TRUE(s.replica_error.empty());
+  EXPECT_TRUE(s.serving());
+  std::vector<StreamToken> toks;
+  const StreamEnd e = st->wait_end(&toks);
+  EXPECT_EQ(e.outcome, Outcome::kCompleted) << e.reason;
 }
 
 TEST(TokenStream, WaitTimesOutWhenNothingCame) {

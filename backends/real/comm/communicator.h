@@ -20,7 +20,7 @@
 namespace prima::real {
 
 struct CommOptions {
-  double timeout_s = 300;  // longest wait for a peer (NCCL_TIMEOUT-like)
+  double timeout_s = 300;         // longest wait for a peer (NCCL_TIMEOUT-like)
   std::string transport = "ucx";  // "ucx" (default) or "mpi" (MPI point-to-point, fallback)
 };
 
@@ -52,5 +52,9 @@ bool launched_by_mpi();
 // The world communicator: size 1 without mpirun (no MPI initialised), else MPI_Init +
 // UCX endpoints to every rank. Call once per process; finalize with the returned object.
 Result<std::unique_ptr<Communicator>> make_world_communicator(const CommOptions& opts = {});
+// Ends the whole job at once with `code` (under mpirun the launcher stops every rank; without
+// it, this process exits). For a job whose ranks stopped answering: a normal shutdown would
+// wait for them.
+[[noreturn]] void abort_job(int code);
 
 }  // namespace prima::real

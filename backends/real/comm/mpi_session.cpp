@@ -1,6 +1,9 @@
 // MPI bootstrap for the process (see mpi_session.h). Single-threaded use.
 #include "backends/real/comm/mpi_session.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace prima::real::comm {
 
 Status mpi_init_once() {
@@ -21,6 +24,16 @@ void mpi_finalize_once() {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized) MPI_Finalize();
+}
+
+void mpi_abort_job(int code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, code);
+  std::_Exit(code);
 }
 
 std::string mpi_error_string(const char* call, int code) {

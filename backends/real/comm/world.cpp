@@ -70,4 +70,8 @@ Result<std::unique_ptr<Communicator>> make_world_communicator(const CommOptions&
       std::make_unique<comm::GroupCommunicator>(std::move(transport), std::move(ranks), 0));
 }
 
+void abort_job(int code) {
+  comm::mpi_abort_job(code);
+}
+
 }  // namespace prima::real
