@@ -19,6 +19,10 @@ Status PlanOptions::validate() const {
     return invalid_argument(
         fmt::format("--shard {}: expected i/n with 0 <= i < n, e.g. 3/16",
                     shard.empty() ? fmt::format("{}/{}", shard_index, shard_count) : shard));
+  if (!helm_values_path.empty() && shard_count > 1)
+    return invalid_argument(
+        "--emit-helm-values needs the whole ranking: give it to the merging run (without "
+        "--shard)");
   return ok_status();
 }
 
@@ -31,6 +35,9 @@ po::options_description plan_flags() {
       ("jobs,j", po::value<int>(), "simulations run in parallel (default: the number of cores)")
       ("shard", po::value<std::string>(),
        "i/n: search only shard i (0-based) of n of the configurations")
+      ("emit-helm-values", po::value<std::string>(),
+       "FILE: write the best aggregated configuration as values of the Helm chart "
+       "deploy/helm/prima (docs/deploy.md)")
       ("quiet,q", "no progress bar on stderr");
   // clang-format on
   return opts;
@@ -47,6 +54,7 @@ PlanOptions plan_options(const po::variables_map& vm) {
   PlanOptions o;
   get_flag(vm, {"plan"}, &o.plan_path);
   get_flag(vm, {"out"}, &o.out_dir);
+  get_flag(vm, {"emit-helm-values"}, &o.helm_values_path);
   const unsigned cores = std::thread::hardware_concurrency();
   o.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : static_cast<int>(cores ? cores : 1);
   if (vm.count("shard")) {

@@ -21,6 +21,7 @@ struct PlanOptions {
   std::string shard;
   int shard_index = 0, shard_count = 1;
   bool quiet = false;
+  std::string helm_values_path;       // --emit-helm-values; "" = none
   std::int64_t max_simulations = -1;  // hidden: stop after this many new simulations
 
   Status validate() const;

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/html_report.h"
+#include "cli/plan_helm_values.h"
 #include "cli/plan_search.h"
 #include "engine/capacity/prune.h"
 #include "engine/scenario/scenario.h"
@@ -144,6 +145,20 @@ int finish(const capacity::PlanSpec& spec, const PlanOptions& o, const std::stri
     std::printf("  wrote      %s/report.html\n", dir.c_str());
   else
     std::fprintf(stderr, "prima plan: warning: %s\n", html.message().c_str());
+  if (!o.helm_values_path.empty()) {
+    std::string note;
+    auto yaml = helm_values_yaml(spec, out, &note);
+    if (!note.empty()) std::fprintf(stderr, "prima plan: note: %s\n", note.c_str());
+    if (!yaml.ok())
+      return fail(kExitFailure,
+                  "--emit-helm-values " + o.helm_values_path + ": " + yaml.status().message());
+    std::ofstream f(o.helm_values_path);
+    f << *yaml;
+    if (!f)
+      return fail(kExitFailure, "--emit-helm-values " + o.helm_values_path + ": cannot write");
+    std::printf("  wrote      %s (helm install prima deploy/helm/prima -f %s)\n",
+                o.helm_values_path.c_str(), o.helm_values_path.c_str());
+  }
   return kExitOk;
 }
 

@@ -51,6 +51,13 @@ TEST(PlanOptions, EachBadValueNamesTheFlag) {
   o.shard_index = 4;
   o.shard_count = 4;
   EXPECT_EQ(o.validate().message(), "--shard 4/4: expected i/n with 0 <= i < n, e.g. 3/16");
+  EXPECT_EQ(
+      parsed({"p.json", "--shard", "1/4", "--emit-helm-values", "v.yaml"}).validate().message(),
+      "--emit-helm-values needs the whole ranking: give it to the merging run (without "
+      "--shard)");
+  const PlanOptions h = parsed({"p.json", "--emit-helm-values", "v.yaml"});
+  EXPECT_TRUE(h.validate().ok());
+  EXPECT_EQ(h.helm_values_path, "v.yaml");
 }
 
 }  // namespace
