@@ -3,7 +3,8 @@
 # mounted read-only (sha256 checked), and with an empty /models and PRIMA_MODEL_URL pointing at
 # a local HTTP server (fetch + sha256); each time it curls /health, /v2/health/ready and one
 # /v1/completions, runs the image's HEALTHCHECK, checks the user, stops the container (SIGTERM
-# drain) and reports the time to ready. A third run gives a wrong sha256 and expects a refusal.
+# drain) and reports the time to ready. A third run gives a wrong sha256 and expects a refusal;
+# a fourth runs three tensor-parallel ranks under mpirun in one container (prima generate --tp 3).
 # Prints the image size and the timings, and writes them to $OUT/image_smoke.json
 # (OUT defaults to out/deploy). A benchmark to run by hand, not part of CI (it needs root,
 # podman, the Debian mirror and ~25 minutes of compiling on 2 cores).
@@ -137,7 +138,7 @@ podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
 CONTAINERS+=("$c")
 t0=$(now)
 podman run -d --name "$c" -v "$MODEL:/models/model.gguf:ro" -e PRIMA_MODEL_SHA256="$SHA" \
-  -e PRIMA_PORT="$port" "$IMAGE" >/dev/null
+  -e PRIMA_PORT="$port" "$IMAGE" >/dev/null 2>>"$LOG"
 ready_mounted_s=$(wait_ready "$c" "$port" "$t0") || die "$c never became ready"
 say "$c: ready in $ready_mounted_s s (podman run to /v2/health/ready 200)"
 podman logs "$c" >>"$LOG" 2>&1
@@ -162,7 +163,7 @@ CONTAINERS+=("$c")
 t0=$(now)
 podman run -d --name "$c" -v "$TMPD/models:/models" -e PRIMA_PORT="$port" \
   -e PRIMA_MODEL_URL="http://127.0.0.1:$http_port/$(basename "$MODEL")" \
-  -e PRIMA_MODEL_SHA256="$SHA" "$IMAGE" >/dev/null
+  -e PRIMA_MODEL_SHA256="$SHA" "$IMAGE" >/dev/null 2>>"$LOG"
 ready_fetched_s=$(wait_ready "$c" "$port" "$t0") || die "$c never became ready"
 say "$c: ready in $ready_fetched_s s (fetch and sha256 included)"
 podman logs "$c" 2>&1 | tee -a "$LOG" | grep -q "sha256 verified" || die "$c: no fetch in its log"
@@ -175,12 +176,25 @@ c=prima-smoke-mismatch
 podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
 CONTAINERS+=("$c")
 rc=0
-podman run --name "$c" -v "$MODEL:/models/model.gguf:ro" \
+podman run --name "$c" --no-healthcheck -v "$MODEL:/models/model.gguf:ro" \
   -e PRIMA_MODEL_SHA256="$(printf '%064d' 0)" "$IMAGE" >"$TMPD/mismatch.log" 2>&1 || rc=$?
 if [ "$rc" != 1 ] || ! grep -q "not starting" "$TMPD/mismatch.log"; then
   die "$c: expected exit 1 and a refusal, got $rc: $(cat "$TMPD/mismatch.log")"
 fi
 say "$c: refused (exit 1): $(grep 'not starting' "$TMPD/mismatch.log")"
+
+# 4. Three TP ranks under mpirun in one container, as uid 10001 (OpenMPI and UCX in the image).
+c=prima-smoke-mpirun
+podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
+CONTAINERS+=("$c")
+t0=$(now)
+podman run --name "$c" --no-healthcheck -v "$MODEL:/models/model.gguf:ro" "$IMAGE" \
+  mpirun -np 3 --oversubscribe prima generate --model /models/model.gguf \
+  --prompt "The capital of France is" --max-tokens 8 --tp 3 >"$TMPD/mpirun.log" 2>&1 ||
+  die "$c: mpirun failed: $(tail -20 "$TMPD/mpirun.log")"
+mpirun_s=$(secs "$t0" "$(now)")
+grep -q "generated: 8 tokens" "$TMPD/mpirun.log" || die "$c: no generation: $(cat "$TMPD/mpirun.log")"
+say "$c: mpirun -np 3 prima generate --tp 3: $(grep -o 'generated: 8 tokens.*' "$TMPD/mpirun.log") ($mpirun_s s)"
 
 cat >"$OUT/image_smoke.json" <<EOF
 {
@@ -191,7 +205,7 @@ cat >"$OUT/image_smoke.json" <<EOF
   "build_s": $build_s, "jobs": $JOBS,
   "ready_mounted_s": $ready_mounted_s, "ready_fetched_s": $ready_fetched_s,
   "stop_mounted_s": $stop_mounted_s, "stop_fetched_s": $stop_fetched_s,
-  "mismatch_refused": true
+  "mismatch_refused": true, "mpirun_tp3_s": $mpirun_s
 }
 EOF
 say "done: image $((size / 1000000)) MB, ready in $ready_mounted_s s mounted, $ready_fetched_s s" \
