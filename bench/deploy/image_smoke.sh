@@ -5,6 +5,9 @@
 # /v1/completions, runs the image's HEALTHCHECK, checks the user, stops the container (SIGTERM
 # drain) and reports the time to ready. A third run gives a wrong sha256 and expects a refusal;
 # a fourth runs three tensor-parallel ranks under mpirun in one container (prima generate --tp 3).
+# With PRIMA_SMOKE_CUDA=1 it also builds the CUDA image (deploy/docker/Dockerfile.cuda), checks
+# that prima loads the image's cudart, that --device cuda exits 2 saying why where no GPU is
+# passed in, and serves from it (on the CPU) as above.
 # Prints the image size and the timings, and writes them to $OUT/image_smoke.json
 # (OUT defaults to out/deploy). A benchmark to run by hand, not part of CI (it needs root,
 # podman, the Debian mirror and ~25 minutes of compiling on 2 cores).
@@ -19,6 +22,9 @@
 #   PRIMA_SMOKE_MODEL  the GGUF file (default models/SmolLM2-135M-Instruct.Q4_1.gguf, fetched
 #                      by scripts/fetch-model.sh when missing); its sha256 comes from the
 #                      committed manifest, or PRIMA_SMOKE_MODEL_SHA256
+#   PRIMA_SMOKE_CUDA=1 also the CUDA image, tagged $PRIMA_IMAGE_CUDA (default
+#                      localhost/prima-cuda:smoke); pip gets the CA bundle PRIMA_CA_BUNDLE
+#                      (default /etc/ssl/certs/ca-certificates.crt) as the build secret ca-bundle
 #   CONTAINERS_CONF    podman settings (default deploy/docker/containers.conf: runc, host
 #                      network, rlimits within this VM's)
 set -euo pipefail
@@ -196,6 +202,48 @@ mpirun_s=$(secs "$t0" "$(now)")
 grep -q "generated: 8 tokens" "$TMPD/mpirun.log" || die "$c: no generation: $(cat "$TMPD/mpirun.log")"
 say "$c: mpirun -np 3 prima generate --tp 3: $(grep -o 'generated: 8 tokens.*' "$TMPD/mpirun.log") ($mpirun_s s)"
 
+# 5. The CUDA image (PRIMA_SMOKE_CUDA=1).
+cuda_json='"cuda": null'
+if [ "${PRIMA_SMOKE_CUDA:-0}" = 1 ]; then
+  IMAGE_CUDA=${PRIMA_IMAGE_CUDA:-localhost/prima-cuda:smoke}
+  CA=${PRIMA_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+  secret=()
+  [ -s "$CA" ] && secret=(--secret "id=ca-bundle,src=$CA")
+  cuda_build_s=null
+  if [ "${PRIMA_SMOKE_SKIP_BUILD:-0}" != 1 ]; then
+    say "building $IMAGE_CUDA (waits for /tmp/prima-cpu.lock; log: $LOG)"
+    t0=$(now)
+    flock /tmp/prima-cpu.lock podman build --format docker --network host "${secret[@]}" \
+      --build-arg BASE="$BASE" --build-arg JOBS="$JOBS" \
+      -f deploy/docker/Dockerfile.cuda -t "$IMAGE_CUDA" . >>"$LOG" 2>&1 ||
+      die "podman build (CUDA) failed; the end of $LOG: $(tail -20 "$LOG")"
+    cuda_build_s=$(secs "$t0" "$(now)")
+    say "built $IMAGE_CUDA in $cuda_build_s s (lock wait included)"
+  fi
+  cuda_size=$(podman image inspect --format '{{.Size}}' "$IMAGE_CUDA")
+  say "$IMAGE_CUDA: $cuda_size bytes ($((cuda_size / 1000000)) MB)"
+  podman run --rm --no-healthcheck "$IMAGE_CUDA" bash -c 'ldd /usr/local/bin/prima' \
+    >"$TMPD/ldd" 2>>"$LOG" || die "$IMAGE_CUDA: ldd failed"
+  grep -q 'libcudart.so.13 => /usr/local/cuda/lib/' "$TMPD/ldd" ||
+    die "$IMAGE_CUDA: prima does not load the image's cudart: $(grep cuda "$TMPD/ldd")"
+  rc=0
+  podman run --rm --no-healthcheck -v "$MODEL:/models/model.gguf:ro" "$IMAGE_CUDA" \
+    generate --model /models/model.gguf --prompt Hi --device cuda >"$TMPD/cuda.log" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || die "$IMAGE_CUDA: --device cuda exited $rc, expected 2: $(cat "$TMPD/cuda.log")"
+  say "$IMAGE_CUDA: --device cuda: exit 2: $(grep -o 'no CUDA device.*' "$TMPD/cuda.log" || cat "$TMPD/cuda.log")"
+  port=$(free_port)
+  c=prima-smoke-cuda
+  podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
+  CONTAINERS+=("$c")
+  t0=$(now)
+  podman run -d --name "$c" -v "$MODEL:/models/model.gguf:ro" -e PRIMA_MODEL_SHA256="$SHA" \
+    -e PRIMA_PORT="$port" "$IMAGE_CUDA" >/dev/null 2>>"$LOG"
+  ready_cuda_s=$(wait_ready "$c" "$port" "$t0") || die "$c never became ready"
+  say "$c: ready in $ready_cuda_s s"
+  exercise "$c" "$port"
+  cuda_json="\"cuda\": {\"image\": \"$IMAGE_CUDA\", \"image_bytes\": $cuda_size, \"build_s\": $cuda_build_s, \"ready_mounted_s\": $ready_cuda_s, \"device_cuda_exit\": 2}"
+fi
+
 cat >"$OUT/image_smoke.json" <<EOF
 {
   "script": "bench/deploy/image_smoke.sh",
@@ -205,7 +253,8 @@ cat >"$OUT/image_smoke.json" <<EOF
   "build_s": $build_s, "jobs": $JOBS,
   "ready_mounted_s": $ready_mounted_s, "ready_fetched_s": $ready_fetched_s,
   "stop_mounted_s": $stop_mounted_s, "stop_fetched_s": $stop_fetched_s,
-  "mismatch_refused": true, "mpirun_tp3_s": $mpirun_s
+  "mismatch_refused": true, "mpirun_tp3_s": $mpirun_s,
+  $cuda_json
 }
 EOF
 say "done: image $((size / 1000000)) MB, ready in $ready_mounted_s s mounted, $ready_fetched_s s" \
