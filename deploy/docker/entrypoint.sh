@@ -18,7 +18,9 @@
 #                       needs PRIMA_MODEL_SHA256. Downloaded next to the file, checked, then
 #                       renamed into place (a mismatching download is deleted)
 #   PRIMA_MODEL_SHA256  the model's sha256 (64 hex digits): a fetched file and a mounted one
-#                       are both checked against it; a mismatch refuses to start
+#                       are both checked against it; a mismatch refuses to start, except that
+#                       a present file that mismatches is fetched again where
+#                       PRIMA_MODEL_URL is set (a volume holding an older model)
 # A mounted model with PRIMA_MODEL_SHA256 unset starts unverified (a note says so).
 #
 # Exit codes: those of prima once it runs; before it: 2 bad configuration (no model and no
@@ -91,8 +93,14 @@ PRIMA_MODEL_URL and PRIMA_MODEL_SHA256 to fetch it at start (PRIMA_MODEL_PATH mo
   fi
   local got
   got=$(sha256_of "$MODEL")
-  [ "$got" = "$WANT" ] || die 1 "$MODEL has sha256 $got, PRIMA_MODEL_SHA256 is $WANT"
-  say "$MODEL: sha256 verified"
+  if [ "$got" = "$WANT" ]; then
+    say "$MODEL: sha256 verified"
+  elif [ -n "$URL" ]; then
+    say "$MODEL has sha256 $got, PRIMA_MODEL_SHA256 is $WANT: fetching it again"
+    fetch_model
+  else
+    die 1 "$MODEL has sha256 $got, PRIMA_MODEL_SHA256 is $WANT"
+  fi
 }
 
 DEFAULTS=(serve --backend real --host "${PRIMA_HOST:-0.0.0.0}" --port "${PRIMA_PORT:-8000}"

@@ -43,8 +43,8 @@ done_case() {
   fi
 }
 
-# run NAME [VAR=VALUE ...] -- ARGS...: a fresh /models ($T/models: empty, or holding the model
-# where MOUNT=1), then the entry point with only PATH, PRIMA_MODEL_PATH=$T/models/model.gguf and
+# run NAME [VAR=VALUE ...] -- ARGS...: a fresh /models ($T/models: empty, holding the model
+# where MOUNT=1, another file where STALE=1), then the entry point with only PATH, PRIMA_MODEL_PATH=$T/models/model.gguf and
 # the given variables set.
 run() {
   case_name=$1
@@ -59,6 +59,7 @@ run() {
   rm -rf "$T/models" "$T/argv"
   mkdir -p "$T/models"
   [ -n "${MOUNT:-}" ] && cp "$T/src/model.gguf" "$T/models/model.gguf"
+  [ -n "${STALE:-}" ] && echo "an older model" >"$T/models/model.gguf"
   env -i PATH="$T/bin:/usr/local/bin:/usr/bin:/bin" PRIMA_MODEL_PATH="$T/models/model.gguf" \
     "${envs[@]}" bash "$ENTRY" "$@" >"$T/out" 2>"$T/err"
   rc=$?
@@ -141,6 +142,19 @@ run fetch_mismatch_refused PRIMA_MODEL_URL="file://$T/src/model.gguf" PRIMA_MODE
 expect_refused 1 "$GOOD" "$BAD" "deleted"
 [ ! -e "$M" ] || bad "the mismatching file was installed"
 expect_no_leftovers
+done_case
+
+STALE=1 run stale_file_fetched_again PRIMA_MODEL_URL="file://$T/src/model.gguf" \
+  PRIMA_MODEL_SHA256="$GOOD" --
+expect_rc 0
+cmp -s "$T/src/model.gguf" "$M" || bad "the stale file was not replaced"
+expect_said "fetching it again"
+expect_argv "${DEFAULT[@]}"
+expect_no_leftovers
+done_case
+
+STALE=1 run stale_file_refused_without_url PRIMA_MODEL_SHA256="$GOOD" --
+expect_refused 1 "$GOOD"
 done_case
 
 run fetch_missing_source PRIMA_MODEL_URL="file://$T/src/absent.gguf?token=SECRET" \
