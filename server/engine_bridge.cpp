@@ -218,6 +218,7 @@ void EngineBridge::publish() {
                        recorder_ ? recorder_->busy_gpu_seconds() : 0, gpus_);
     metrics_->on_replicas(s.replicas_active, s.replicas_unhealthy, s.replicas_loading,
                           s.replicas_draining);
+    if (recorder_) metrics_->on_flops(recorder_->flops());
   }
   std::lock_guard<std::mutex> lock(mu_);
   snap_ = s;

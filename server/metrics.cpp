@@ -102,6 +102,13 @@ ServerMetrics::ServerMetrics(const std::string& model, int max_model_len)
               .Help("GPU busy fraction over the last second or more of engine time (0..1)")
               .Register(*reg_)
               .Add(m);
+  flops_ = &BuildCounter()
+                .Name("prima:flops_total")
+                .Help(
+                    "Useful floating-point operations of the steps, all GPUs (rate()/1e12: "
+                    "TFLOP/s)")
+                .Register(*reg_)
+                .Add(m);
   auto& replicas = BuildGauge()
                        .Name("prima:replicas")
                        .Help(
@@ -232,6 +239,13 @@ void ServerMetrics::on_replicas(int active, int unhealthy, int loading, int drai
   replicas_[1]->Set(unhealthy);
   replicas_[2]->Set(loading);
   replicas_[3]->Set(draining);
+}
+
+void ServerMetrics::on_flops(double flops_total) {
+  if (flops_total > flops_seen_) {
+    flops_->Increment(flops_total - flops_seen_);
+    flops_seen_ = flops_total;
+  }
 }
 
 std::string ServerMetrics::text() const {

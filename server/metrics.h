@@ -3,6 +3,8 @@
 //   histograms  prima:time_to_first_token_seconds, prima:inter_token_latency_seconds,
 //               prima:e2e_request_latency_seconds, prima:request_queue_time_seconds
 //   counters    prima:prompt_tokens_total, prima:generation_tokens_total,
+//               prima:flops_total (useful FLOPs of the steps, all GPUs: rate() / 1e12 is the
+//               TFLOP/s delivered),
 //               prima:request_outcomes_total{outcome=completed|rejected|failed|cancelled},
 //               prima:num_preemptions_total
 //   gauges      prima:num_requests_running, prima:num_requests_waiting,
@@ -66,6 +68,8 @@ class ServerMetrics {
                 std::int64_t preemptions_total, double busy_gpu_s_total, int gpus);
   // Replicas by state.
   void on_replicas(int active, int unhealthy, int loading, int draining);
+  // The useful FLOPs of every step so far (a running total).
+  void on_flops(double flops_total);
 
   // Any thread. A request refused before it reached the engine. With its priority (a valid
   // request refused at admission), it also counts as prima:request_outcomes_total{outcome=
@@ -91,6 +95,8 @@ class ServerMetrics {
   prometheus::Gauge *running_ = nullptr, *waiting_ = nullptr, *kv_ = nullptr, *gpu_ = nullptr;
   std::array<prometheus::Gauge*, 4> replicas_{};  // active, unhealthy, loading, draining
   prometheus::Counter* preemptions_ = nullptr;
+  prometheus::Counter* flops_ = nullptr;
+  double flops_seen_ = 0;
   std::array<prometheus::Counter*, kNumRejections> rejected_{};
   prometheus::Counter *errored_failed_ = nullptr, *errored_cancelled_ = nullptr,
                       *errored_internal_ = nullptr;

@@ -43,7 +43,8 @@ class RealBackendImpl : public RealBackend {
   Executor* executor(Runtime* rt) override {
     if (!is_leader()) return nullptr;
     if (!executor_)
-      executor_ = std::make_unique<RealExecutor>(rt, runner_.get(), kv_->block_size(), layout_.pp);
+      executor_ =
+          std::make_unique<RealExecutor>(rt, runner_.get(), kv_->block_size(), layout_.pp, &spec_);
     return executor_.get();
   }
 

@@ -5,8 +5,9 @@
 
 namespace prima::real {
 
-RealExecutor::RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp)
-    : rt_(rt), runner_(runner), block_size_(block_size), pp_(pp) {
+RealExecutor::RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp,
+                           const model::ModelSpec* model)
+    : rt_(rt), runner_(runner), model_(model), block_size_(block_size), pp_(pp) {
   worker_ = std::thread([this] { loop(); });
 }
 
@@ -56,6 +57,9 @@ void RealExecutor::launch(const StepBatch& step, std::function<void(const StepRe
   Job j;
   j.input = make_input(step, block_size_);
   j.done = std::move(done);
+  if (model_)
+    for (const SeqWork& w : step.seqs)
+      j.flops += model_->forward_flops(w.num_tokens, w.context_len, w.samples);
   {
     std::lock_guard<std::mutex> l(mu_);
     queue_.push_back(std::move(j));
@@ -97,6 +101,7 @@ void RealExecutor::finish(Job& job, Status st, SampledTokens tokens) {
   r.end_s = rt_->now();
   r.stage_busy_s.assign(pp_, r.end_s - r.start_s);
   r.tokens = st.ok() ? std::move(tokens.ids) : std::vector<int>(job.input.seqs.size(), -1);
+  r.flops = st.ok() ? job.flops : 0;
   if (st.ok()) r.logprobs = std::move(tokens.logprobs);
   rt_->post([f = std::move(job.done), r = std::move(r)] { f(r); });
 }

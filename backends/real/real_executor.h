@@ -15,13 +15,16 @@
 #include <thread>
 
 #include "backends/real/rank_runner.h"
+#include "engine/model/model_spec.h"
 #include "engine/runtime.h"
 
 namespace prima::real {
 
 class RealExecutor : public Executor {
  public:
-  RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp);
+  // `model` (borrowed, may be null): the FLOPs each StepResult reports.
+  RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp,
+               const model::ModelSpec* model = nullptr);
   ~RealExecutor() override;
 
   void launch(const StepBatch& step, std::function<void(const StepResult&)> done) override;
@@ -43,6 +46,7 @@ class RealExecutor : public Executor {
     std::function<void(const StepResult&)> done;
     std::function<void(Status)> health;  // ping jobs
     Time start_s = 0;
+    double flops = 0;
   };
   void loop();
   void finish(Job& job, Status st, SampledTokens tokens);
@@ -50,6 +54,7 @@ class RealExecutor : public Executor {
 
   Runtime* rt_;
   RankRunner* runner_;
+  const model::ModelSpec* model_;
   int block_size_, pp_;
   std::mutex mu_;
   std::condition_variable cv_;

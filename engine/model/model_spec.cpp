@@ -128,6 +128,18 @@ double ModelSpec::active_params() const {
   return p;
 }
 
+double ModelSpec::forward_flops(int new_tokens, int context_len, bool samples) const {
+  const double t = new_tokens, p0 = static_cast<double>(context_len) - new_tokens;
+  double per_token = 0;
+  for (int l = 0; l < layers; ++l)
+    per_token +=
+        qkv_params_per_layer() + attention_out_params_per_layer() + active_ffn_params_per_layer(l);
+  const double pairs = t * p0 + t * (t + 1) / 2;  // token i attends to positions 0..i
+  double f = 2 * t * per_token + 4.0 * heads * head_dim * pairs * layers;
+  if (samples) f += 2.0 * hidden * vocab;
+  return f;
+}
+
 double ModelSpec::kv_elements_per_token_per_layer() const {
   if (kv_lora_rank > 0) return static_cast<double>(kv_lora_rank) + rope_dim;
   return 2.0 * kv_heads * head_dim;

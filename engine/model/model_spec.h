@@ -69,6 +69,11 @@ struct ModelSpec {
   double kv_elements_per_token_per_layer() const;
   // KV cache bytes per token, all layers, at `kv_bytes` per element (2 for fp16).
   double kv_bytes_per_token(double kv_bytes = 2) const;
+  // Useful FLOPs of a forward pass over `new_tokens` tokens whose last one is at position
+  // context_len - 1 (the earlier ones cached): 2 per weight per token in the layers'
+  // projections and active experts, causal attention (QK^T and AV: 4 x heads x head_dim per
+  // attended pair), and the LM head for one row when `samples`.
+  double forward_flops(int new_tokens, int context_len, bool samples) const;
 
   Status validate() const;  // positive sizes, heads divisible, etc.
 };

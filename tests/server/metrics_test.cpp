@@ -65,7 +65,14 @@ TEST(ServerMetrics, CountsTokensOutcomesAndState) {
   m.on_end(gone);
   m.on_state(0.0, 3, 4, 0.25, 7, 0.0, 2);
   m.on_state(2.0, 3, 4, 0.25, 9, 3.0, 2);  // 3 busy GPU-s over 2 GPUs x 2 s
+  m.on_flops(1e12);
+  m.on_flops(3e12);
+  m.on_flops(2e12);  // a running total never goes back: ignored
+  m.on_replicas(2, 1, 0, 0);
   const std::string t = m.text();
+  EXPECT_TRUE(has_line(t, R"(prima:flops_total{model="M"} 3000000000000)")) << t;
+  EXPECT_TRUE(has_line(t, R"(prima:replicas{model="M",state="unhealthy"} 1)")) << t;
+  EXPECT_TRUE(has_line(t, R"(prima:replicas{model="M",state="active"} 2)")) << t;
   EXPECT_TRUE(has_line(t, R"(prima:generation_tokens_total{model="M",priority="high"} 2)")) << t;
   EXPECT_TRUE(has_line(t, R"(prima:prompt_tokens_total{model="M",priority="high"} 12)"));
   EXPECT_TRUE(

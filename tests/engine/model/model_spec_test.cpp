@@ -37,6 +37,19 @@ TEST(ModelCatalog, DenseModelsActiveEqualsTotal) {
   EXPECT_DOUBLE_EQ(m.total_params(), 32 * layer + 2.0 * 32000 * 4096 + 4096);
 }
 
+TEST(ModelCatalog, ForwardFlopsByHand) {
+  const ModelSpec m = get("llama-2-7b");
+  // Per token: 2 x (4 x 4096^2 + 3 x 4096 x 11008) per layer, 32 layers.
+  const double per_token = 32 * 2 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008);
+  // A prefill of 3 tokens attends to 1 + 2 + 3 = 6 pairs; 4 x 32 heads x 128 per pair.
+  const double attn = 4.0 * 32 * 128 * 6 * 32;
+  const double head = 2.0 * 4096 * 32000;
+  EXPECT_DOUBLE_EQ(m.forward_flops(3, 3, true), 3 * per_token + attn + head);
+  EXPECT_DOUBLE_EQ(m.forward_flops(3, 3, false), 3 * per_token + attn);
+  // One decode token at position 99 attends to 100 positions.
+  EXPECT_DOUBLE_EQ(m.forward_flops(1, 100, true), per_token + 4.0 * 32 * 128 * 100 * 32 + head);
+}
+
 TEST(ModelCatalog, KvBytesPerTokenFp16) {
   EXPECT_DOUBLE_EQ(get("llama-2-7b").kv_bytes_per_token(), 512 * 1024.0);
   EXPECT_DOUBLE_EQ(get("llama-2-13b").kv_bytes_per_token(), 800 * 1024.0);
