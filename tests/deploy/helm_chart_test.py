@@ -537,6 +537,42 @@ def test_monitoring_files():
         check(err and "files/prima.rules.yml is not a Prometheus rules file" in err, f"broken rules file: {err}")
 
 
+def test_scheduling_and_options():
+    """Node selectors, topology spread, tolerations, the API key, the multi-pod PDB."""
+    docs = rendered("options", *seed("seed004-triton-50node.yaml"), "--set", "clusterGpus=0,replicaCount=3",
+                    "--set", "gpuNodeSelector.labelKey=nvidia.com/gpu.product",
+                    "--set", "topologySpread[0].topologyKey=topology.kubernetes.io/zone",
+                    "--set", "tolerations[0].key=nvidia.com/gpu,tolerations[0].operator=Exists,tolerations[0].effect=NoSchedule",
+                    "--set", "serve.apiKeySecret.name=prima-key",
+                    "--set", "podDisruptionBudget.enabled=true,podDisruptionBudget.minAvailable=2")
+    if not docs:
+        return
+    for role, t, _ in pod_specs(docs):
+        spec = t["spec"]
+        check(spec.get("nodeSelector") == {"nvidia.com/gpu.product": "domestic-32GB"}, f"options {role}: gpu node selector")
+        tsc = spec.get("topologySpreadConstraints", [])
+        check(len(tsc) == 1 and tsc[0]["topologyKey"] == "topology.kubernetes.io/zone"
+              and tsc[0]["labelSelector"]["matchLabels"].get("prima/role") == role
+              and tsc[0]["labelSelector"]["matchLabels"].items() <= t["metadata"]["labels"].items(),
+              f"options {role}: topology spread over its own pods: {tsc}")
+        check(spec.get("tolerations") == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+              f"options {role}: tolerations")
+    leader = pod_specs(docs)[0][1]
+    key = [e for e in container(leader)["env"] if e["name"] == "PRIMA_API_KEY"]
+    check(key == [{"name": "PRIMA_API_KEY", "valueFrom": {"secretKeyRef": {"name": "prima-key", "key": "api-key"}}}],
+          f"options: API key from the Secret: {key}")
+    argv, _ = dry_run_launch(docs, leader, {"LWS_LEADER_ADDRESS": "a-0.a.ns", "PRIMA_API_KEY": "k"})
+    check("PRIMA_API_KEY" in argv, "options: the API key reaches rank 0 (mpirun -x)")
+    pdb = one(docs, "PodDisruptionBudget")
+    check(pdb["spec"].get("maxUnavailable") == 1 and "minAvailable" not in pdb["spec"],
+          f"options: 3 groups, minAvailable 2 -> at most 1 pod (hence 1 group) evicted: {pdb['spec']}")
+    gpu = rendered("gpu node selector value", *seed("seed001-vllm-a100.yaml"), "--set",
+                   "gpuNodeSelector.labelKey=nvidia.com/gpu.product,gpuNodeSelector.labelValue=NVIDIA-A100-SXM4-80GB")
+    if gpu:
+        check(one(gpu, "Deployment")["spec"]["template"]["spec"]["nodeSelector"] ==
+              {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}, "gpuNodeSelector.labelValue overrides gpuType")
+
+
 BAD = [
     # (what, args, substrings of the message)
     ("TP x PP != GPUs per pod", seed("seed000-bitbrick-k1.yaml") + ["--set", "parallel.tensorParallel=2"],
@@ -737,6 +773,133 @@ def test_launch_real(prima):
             check("2 ranks, 2 per pod on 1 pod(s): localhost:2" in out, "launch.sh: logged its mpirun plan")
 
 
+MULTIPOD_DRIVER = r"""
+set -e
+d=$1
+mount --bind "$d/hosts" /etc/hosts
+mount --bind "$d/passwd" /etc/passwd
+mount --bind "$d/group" /etc/group
+as="setpriv --reuid=4242 --regid=4242 --clear-groups"
+env -i $(cat "$d/worker.env") $as sh "$d/launch.sh" worker >"$d/worker.log" 2>&1 &
+echo $! >"$d/worker.pid"
+env -i $(cat "$d/leader.env") $as sh "$d/launch.sh" leader $(cat "$d/leader.args") >"$d/leader.log" 2>&1 &
+echo $! >"$d/leader.pid"
+st=0; wait %1 || st=$?; echo "$st" >"$d/worker.rc"
+st=0; wait %2 || st=$?; echo "$st" >"$d/leader.rc"
+"""
+
+
+def find_sshd():
+    for cand in (os.environ.get("PRIMA_SSHD"), shutil.which("sshd"), "/usr/sbin/sshd"):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def test_launch_multipod(prima):
+    """A two-pod group on this machine, as the chart renders it for a LeaderWorkerSet: the
+    worker runs sshd (non-root, the chart's generated key), the leader waits for it and
+    starts a PP2 replica with mpirun, rank 1 on the worker through ssh; a request in flight
+    when both pods get SIGTERM completes, both exit 0. Needs root (a private mount
+    namespace gives the two pods their host names and a non-root user), setpriv, mpirun and
+    sshd (PATH, /usr/sbin/sshd or $PRIMA_SSHD); skipped with a note otherwise."""
+    sshd = find_sshd()
+    missing = [w for w, ok in (("root", os.geteuid() == 0), ("unshare", shutil.which("unshare")),
+                               ("setpriv", shutil.which("setpriv")), ("mpirun", shutil.which("mpirun")),
+                               ("sshd", sshd), ("ssh", shutil.which("ssh")), ("the model", MODEL.exists())) if not ok]
+    if missing:
+        print(f"note: the two-pod launch is skipped: no {', '.join(missing)}")
+        return
+    port, ssh_port = free_port(), free_port()
+    docs = rendered("launch two pods", "--set", "podsPerReplica=2,parallel.pipelineParallel=2",
+                    "--set", f"model.source=hostPath,model.hostPath={MODEL.parent},model.path={MODEL}",
+                    "--set", f"serve.port={port},serve.maxModelLen=256,serve.kernelThreads=1,serve.drainTimeout=5",
+                    "--set", f"mpi.sshPort={ssh_port},mpi.workerWaitSeconds=30")
+    if not docs:
+        return
+    import base64
+    lws = one(docs, "LeaderWorkerSet")
+    name = lws["metadata"]["name"]
+    leader_c = container(lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"])
+    worker_c = container(lws["spec"]["leaderWorkerTemplate"]["workerTemplate"])
+    check(worker_c["command"][2:] == ["worker"] and leader_c["command"][2:] == ["leader"], "two pods: roles")
+    with tempfile.TemporaryDirectory() as d:
+        dp = Path(d)
+        os.chmod(d, 0o777)
+        (dp / "launch.sh").write_text(launch_script(docs))
+        key = dp / "id_ecdsa"
+        key.write_bytes(base64.b64decode(one(docs, "Secret")["data"]["id_ecdsa"]))
+        key.chmod(0o444)
+        addr = f"{name}-0.{name}.prima-test"
+        (dp / "hosts").write_text(f"127.0.0.1 localhost {name}-0 {addr}\n127.0.0.2 {name}-0-1.{name}.prima-test\n")
+        (dp / "passwd").write_text(Path("/etc/passwd").read_text() + f"prima:x:4242:4242::{d}/home:/bin/sh\n")
+        (dp / "group").write_text(Path("/etc/group").read_text() + "prima:x:4242:\n")
+        bindir = dp / "bin"
+        bindir.mkdir()
+        (bindir / "sshd").symlink_to(sshd)
+        for sub in ("home", "l", "w"):
+            (dp / sub).mkdir()
+            os.chown(dp / sub, 4242, 4242)
+        path = f"{bindir}:{Path(prima).resolve().parent}:/usr/local/bin:/usr/bin:/bin"
+
+        def envfile(c, sub):
+            env = {k: v for k, v in env_of(c).items() if v is not None}
+            env.update({"PATH": path, "HOME": f"{d}/home", "TMPDIR": f"{d}/{sub}", "PRIMA_SSH_DIR": f"{d}/{sub}/ssh",
+                        "PRIMA_SSH_KEY": str(key), "LWS_LEADER_ADDRESS": addr})
+            assert all(" " not in v for v in env.values()), env
+            return " ".join(f"{k}={v}" for k, v in env.items())
+
+        (dp / "worker.env").write_text(envfile(worker_c, "w"))
+        (dp / "leader.env").write_text(envfile(leader_c, "l"))
+        (dp / "leader.args").write_text(" ".join(leader_c["args"]))
+        (dp / "driver.sh").write_text(MULTIPOD_DRIVER)
+        driver = subprocess.Popen(["unshare", "-m", "sh", str(dp / "driver.sh"), d], start_new_session=True,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline, up = time.time() + 90, False
+            while time.time() < deadline and driver.poll() is None and not up:
+                up = get(port, "/health", 2)[0] == 200
+                time.sleep(0.2)
+            check(up, "two pods: the leader answers /health")
+            if up:
+                import threading
+                result = {}
+
+                def ask():
+                    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", method="POST",
+                                                 data=json.dumps({"model": MODEL.stem, "prompt": "Once upon a time",
+                                                                  "max_tokens": 48}).encode(),
+                                                 headers={"Content-Type": "application/json"})
+                    with urllib.request.urlopen(req, timeout=60) as r:
+                        result["body"] = json.loads(r.read())
+
+                th = threading.Thread(target=ask)
+                th.start()
+                time.sleep(0.3)
+                for role in ("leader", "worker"):
+                    os.kill(int((dp / f"{role}.pid").read_text()), signal.SIGTERM)
+                th.join(60)
+                check(result.get("body", {}).get("usage", {}).get("completion_tokens") == 48,
+                      f"two pods: the request in flight at SIGTERM completes: {result}")
+            try:
+                driver.wait(60)
+            except subprocess.TimeoutExpired:
+                pass
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+                driver.wait()
+            logs = {r: (dp / f"{r}.log").read_text() if (dp / f"{r}.log").exists() else "" for r in ("leader", "worker")}
+            rcs = {r: (dp / f"{r}.rc").read_text().strip() if (dp / f"{r}.rc").exists() else None for r in ("leader", "worker")}
+            check(rcs == {"leader": "0", "worker": "0"}, f"two pods: both exit 0 after SIGTERM: {rcs}; "
+                                                         f"driver: {driver.stderr.read()[-1000:]}; logs: {logs}")
+            check(logs["worker"].count("Accepted publickey") >= 2,
+                  f"two pods: mpirun reached the worker over ssh (the wait, then orted): {logs['worker'][-1500:]}")
+            check(f"{name}-0:1,{name}-0-1.{name}.prima-test:1" in logs["leader"], "two pods: the hosts")
+            for p in dp.glob("*/ssh"):
+                shutil.rmtree(p, ignore_errors=True)
+
+
 def main():
     global HELM
     ap = argparse.ArgumentParser()
@@ -757,9 +920,10 @@ def main():
     print(f"helm {helm('version', '--short').stdout.strip()}, kubernetes-validate {kv}, Kubernetes {KUBE_VERSION}")
     t0 = time.time()
     tests = [test_lint, test_defaults, test_seed000, test_seed001, test_seed004, test_hpa, test_sim, test_kserve,
+             test_scheduling_and_options,
              test_monitoring_files, test_bad_input, test_adapter_config]
     if opts.prima:
-        for f in (test_metrics_against_prima, test_launch_real):
+        for f in (test_metrics_against_prima, test_launch_real, test_launch_multipod):
             g = (lambda f: lambda: f(opts.prima))(f)
             g.__name__ = f.__name__
             tests.append(g)

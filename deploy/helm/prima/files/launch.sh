@@ -97,9 +97,11 @@ worker)
   sshd_pid=$!
   stopping=0
   trap 'stopping=1' TERM INT
-  st=0
-  wait_child "$sshd_pid" || st=$?
-  [ "$stopping" = 1 ] || die "sshd exited with status $st"
+  while [ "$stopping" = 0 ]; do
+    st=0
+    wait "$sshd_pid" || st=$?
+    kill -0 "$sshd_pid" 2>/dev/null || die "sshd exited with status $st"
+  done
   # The pod stops: let this pod's ranks finish while rank 0 drains.
   deadline=$(($(date +%s) + ${PRIMA_KILL_TIMEOUT_S:-40}))
   while ranks_running && [ "$(date +%s)" -lt "$deadline" ]; do sleep 1; done
@@ -117,7 +119,9 @@ leader)
   print=${PRIMA_LAUNCH_PRINT:-0}
 
   # The rank command, then mpirun's options in front of it (POSIX sh has no arrays).
-  env_names="PRIMA_DEVICE PRIMA_BINARY PATH ${PRIMA_RANK_ENV:-}"
+  PRIMA_RANK0_PIDFILE=${TMPDIR:-/tmp}/prima-rank0.pid
+  export PRIMA_RANK0_PIDFILE
+  env_names="PRIMA_DEVICE PRIMA_BINARY PRIMA_RANK0_PIDFILE PATH ${PRIMA_RANK_ENV:-}"
   [ -n "${LD_LIBRARY_PATH:-}" ] && env_names="$env_names LD_LIBRARY_PATH"
   : "${PRIMA_DEVICE:=cpu}" "${PRIMA_BINARY:=prima}"
   export PRIMA_DEVICE PRIMA_BINARY
@@ -174,8 +178,6 @@ leader)
     exit 0
   fi
   log "$ranks ranks, $per_pod per pod on $pods pod(s): $hosts"
-  PRIMA_RANK0_PIDFILE=${TMPDIR:-/tmp}/prima-rank0.pid
-  export PRIMA_RANK0_PIDFILE
   rm -f "$PRIMA_RANK0_PIDFILE"
   "$@" &
   mpirun_pid=$!

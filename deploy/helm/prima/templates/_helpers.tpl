@@ -342,10 +342,12 @@ initContainers:
   value: {{ $v.podsPerReplica | int | quote }}
 - name: PRIMA_DEVICE
   value: {{ $v.serve.device | quote }}
+{{- if include "prima.multiPod" . }}
 - name: PRIMA_SSH_PORT
   value: {{ $v.mpi.sshPort | int | quote }}
 - name: PRIMA_WORKER_WAIT_S
   value: {{ $v.mpi.workerWaitSeconds | int | quote }}
+{{- end }}
 - name: PRIMA_KILL_TIMEOUT_S
   value: {{ add (int $v.serve.drainTimeout) 10 | quote }}
 {{- with $v.mpi.extraArgs }}
