@@ -18,8 +18,10 @@
   utilization), the probes, the mpirun command (launch.sh, dry run: -np TP*PP, the hosts).
 - Values that cannot work fail at render, with a message naming the value.
 - With --prima: the HPA metric allow-list against the gauges a running `prima serve --backend
-  sim` exports (and the probe paths it answers), and launch.sh starting a real PP2 replica
-  under mpirun on this machine (when mpirun and the model are present).
+  sim` exports (and the probe paths it answers); the arguments rendered for seed 004 on the
+  simulator, run; launch.sh starting a real PP2 replica under mpirun on this machine (when
+  mpirun and the model are present); and, where root, unshare, setpriv and sshd are present,
+  a two-pod group (worker sshd as a non-root user, rank 1 over ssh) drained by SIGTERM.
 
 Exit 77 (skipped) only when there is no helm (scripts/fetch-helm.sh fetches it).
 """
@@ -537,6 +539,31 @@ def test_monitoring_files():
         check(err and "files/prima.rules.yml is not a Prometheus rules file" in err, f"broken rules file: {err}")
 
 
+SEED_SCENARIOS = {
+    "seed000-bitbrick-k1.yaml": "scenarios/default.json",
+    "seed001-vllm-a100.yaml": "scenarios/seed_claims/seed001_llama2_13b_a100_node.json",
+    "seed004-triton-50node.yaml": "scenarios/seed_claims/seed004_moe_1t_domestic.json",
+}
+
+
+def test_seeds_on_the_simulator():
+    """Each seed's values file with deploy/helm/seeds/sim.yaml and its scenario: one CPU pod
+    that serves the scenario simulated."""
+    for name, scen in SEED_SCENARIOS.items():
+        scenario = json.loads((ROOT / scen).read_text())
+        docs = rendered(f"{name}+sim", *seed(name), *seed("sim.yaml"), "--set-json",
+                        f"serve.scenario={json.dumps(scenario)}")
+        if not docs:
+            continue
+        dep = one(docs, "Deployment")
+        c = container(dep["spec"]["template"])
+        res = json.dumps(c.get("resources"))
+        check(dep["spec"]["replicas"] == 1 and "nvidia.com/gpu" not in res and "rdma/" not in res,
+              f"{name}+sim: one pod, no GPU or RDMA device: {res}")
+        check(c["args"][:3] == ["serve", "--backend", "sim"] and "command" not in c, f"{name}+sim: args {c['args']}")
+        check(json.loads(one(docs, "ConfigMap")["data"]["scenario.json"]) == scenario, f"{name}+sim: {scen}")
+
+
 def test_scheduling_and_options():
     """Node selectors, topology spread, tolerations, the API key, the multi-pod PDB."""
     docs = rendered("options", *seed("seed004-triton-50node.yaml"), "--set", "clusterGpus=0,replicaCount=3",
@@ -773,6 +800,35 @@ def test_launch_real(prima):
             check("2 ranks, 2 per pod on 1 pod(s): localhost:2" in out, "launch.sh: logged its mpirun plan")
 
 
+def test_sim_pod_runs(prima):
+    """The container arguments the chart renders for seed 004 on the simulator, run as is
+    (the scenario at the ConfigMap's path replaced by a local copy): prima serves the
+    scenario's deployment and drains on SIGTERM."""
+    port = free_port()
+    scen = ROOT / SEED_SCENARIOS["seed004-triton-50node.yaml"]
+    docs = rendered("sim pod", *seed("seed004-triton-50node.yaml"), *seed("sim.yaml"), "--set", f"serve.port={port}",
+                    "--set-json", f"serve.scenario={scen.read_text()}")
+    if not docs:
+        return
+    args = container(one(docs, "Deployment")["spec"]["template"])["args"]
+    with tempfile.TemporaryDirectory() as d:
+        local = Path(d) / "scenario.json"
+        local.write_text(one(docs, "ConfigMap")["data"]["scenario.json"])
+        args = [str(local) if a == "/etc/prima/scenario/scenario.json" else a for a in args]
+        proc = subprocess.Popen([prima, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            up = wait_health(port, proc, 60)
+            check(up, f"sim pod: prima serves with the chart's arguments {args}")
+            if up:
+                health = json.loads(get(port, "/health")[1])
+                check(health["backend"] == "sim" and health["limits"]["max_model_len"] == 32768,
+                      f"sim pod: seed 004's scenario: {health.get('limits')}")
+        finally:
+            rc = stop(proc, 60)
+            check(rc == 0, f"sim pod: exit 0 after SIGTERM, got {rc}: {proc.stderr.read()[-1000:]}")
+
+
 MULTIPOD_DRIVER = r"""
 set -e
 d=$1
@@ -920,10 +976,10 @@ def main():
     print(f"helm {helm('version', '--short').stdout.strip()}, kubernetes-validate {kv}, Kubernetes {KUBE_VERSION}")
     t0 = time.time()
     tests = [test_lint, test_defaults, test_seed000, test_seed001, test_seed004, test_hpa, test_sim, test_kserve,
-             test_scheduling_and_options,
+             test_seeds_on_the_simulator, test_scheduling_and_options,
              test_monitoring_files, test_bad_input, test_adapter_config]
     if opts.prima:
-        for f in (test_metrics_against_prima, test_launch_real, test_launch_multipod):
+        for f in (test_metrics_against_prima, test_sim_pod_runs, test_launch_real, test_launch_multipod):
             g = (lambda f: lambda: f(opts.prima))(f)
             g.__name__ = f.__name__
             tests.append(g)

@@ -104,9 +104,6 @@ templates/validate.yaml calls this before anything renders.
 {{- fail (printf "autoscaling.customMetric.targetAverageValue is empty: the value of %s per replica the HPA aims at (e.g. \"8\", \"800m\")" .) -}}
 {{- end -}}
 {{- end -}}
-{{- if and $v.kserve.enabled (ne $v.kserve.deploymentMode "RawDeployment") -}}
-{{- fail "autoscaling.enabled with kserve.deploymentMode Serverless: Knative scales the predictor itself (set kserve.deploymentMode=RawDeployment, or autoscaling.enabled=false)" -}}
-{{- end -}}
 {{- end -}}
 
 {{- /* disruption budget */ -}}
