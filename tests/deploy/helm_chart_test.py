@@ -26,7 +26,6 @@
 Exit 77 (skipped) only when there is no helm (scripts/fetch-helm.sh fetches it).
 """
 import argparse
-import copy
 import json
 import os
 import re
@@ -41,7 +40,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import yaml
+try:
+    import yaml
+except ImportError:  # PyYAML comes with kubernetes-validate
+    print("FAIL: the Python package PyYAML is missing: python3 -m pip install kubernetes-validate==1.31.0 "
+          "(scripts/test.sh does)")
+    sys.exit(1)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "prima"
@@ -325,6 +329,7 @@ def test_defaults():
           "defaults: non-root, read-only root")
     check("limits" not in (c.get("resources") or {}), "defaults: no GPU")
     check(t["metadata"]["annotations"]["prometheus.io/path"] == "/metrics", "defaults: scrape annotations")
+    check(t["spec"]["terminationGracePeriodSeconds"] == 60, "defaults: grace period = drain timeout 30 + 30 s")
     svc = one(docs, "Service")
     check(svc["spec"]["ports"] == [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}],
           f"defaults: service ports {svc['spec']['ports']}")
@@ -359,6 +364,14 @@ def test_seed000():
     i = argv.index("rank")
     check(argv[i - 2:i] == ["/bin/sh", script] and argv[i + 1:] == a, "seed000: each rank runs launch.sh rank ARGS")
     check("UCX_TLS" in argv and "PRIMA_DEVICE" in argv, "seed000: rank env forwarded with -x")
+    # What one rank runs: prima with the GPU of its local rank.
+    with tempfile.NamedTemporaryFile("w", suffix=".sh") as f:
+        f.write(launch_script(docs))
+        f.flush()
+        r = subprocess.run(["sh", f.name, "rank", "serve", "--tp", "4"], capture_output=True, text=True, timeout=10,
+                           env={"PATH": os.environ["PATH"], "PRIMA_BINARY": "echo", "PRIMA_DEVICE": "cuda",
+                                "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_RANK": "7"})
+    check(r.stdout.strip() == "serve --tp 4 --device cuda:3", f"seed000: local rank 3 takes cuda:3: {r.stdout} {r.stderr}")
     worker = pod_specs(docs)[1][1]
     wc = container(worker)
     check(wc["ports"][0]["containerPort"] == 2222 and wc["readinessProbe"]["tcpSocket"]["port"] == "ssh",
@@ -863,6 +876,8 @@ def test_launch_multipod(prima):
     missing = [w for w, ok in (("root", os.geteuid() == 0), ("unshare", shutil.which("unshare")),
                                ("setpriv", shutil.which("setpriv")), ("mpirun", shutil.which("mpirun")),
                                ("sshd", sshd), ("ssh", shutil.which("ssh")), ("the model", MODEL.exists())) if not ok]
+    if not missing and subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        missing.append("mount namespace (unshare -m fails)")
     if missing:
         print(f"note: the two-pod launch is skipped: no {', '.join(missing)}")
         return
