@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "backends/real/comm/communicator.h"
+#include "backends/real/nic_counters.h"
 #include "backends/real/real_cluster.h"
 #include "cli/commands.h"
 #include "cli/real_cluster_open.h"
@@ -30,6 +31,20 @@ real::RealBackendOptions backend_options(const ServeOptions& o) {
   bo.max_model_len = o.max_model_len;
   bo.repack = !o.no_repack;
   return bo;
+}
+
+// Rank 0's traffic with every other rank and the host's retransmission counters, for
+// /metrics (read at each scrape).
+server::LinkCounters link_counters(const real::RealBackend& b) {
+  server::LinkCounters c;
+  const auto sent = b.bytes_sent(), received = b.bytes_received();
+  for (std::size_t r = 1; r < sent.size(); ++r) {
+    c.bytes.push_back({fmt::format("0->{}", r), sent[r]});
+    c.bytes.push_back({fmt::format("{}->0", r), received[r]});
+  }
+  for (const auto& x : real::read_retransmit_counters())
+    c.retransmits.push_back({x.transport, x.device, x.port, x.count});
+  return c;
 }
 
 server::ModelInfo model_info(const ServeOptions& o, const real::RealCluster& cl,
@@ -65,6 +80,7 @@ int serve_real(const ServeOptions& o) {
   const server::ModelInfo model = model_info(o, *cl, &codec);
   server::ServerMetrics metrics(model.name, model.max_model_len);
   bridge.set_metrics(&metrics, cl->recorder.get(), o.tp * o.pp);
+  metrics.set_link_source([b = cl->backend.get()] { return link_counters(*b); });
 
   const nlohmann::json limits = engine_limits(*cl->engine);
   const std::string banner =

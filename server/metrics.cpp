@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
+#include <mutex>
 
 namespace prima::server {
 namespace {
@@ -36,7 +38,7 @@ const char* rejection_name(Rejection r) {
 }
 
 ServerMetrics::ServerMetrics(const std::string& model, int max_model_len)
-    : reg_(std::make_shared<prometheus::Registry>()) {
+    : reg_(std::make_shared<prometheus::Registry>()), model_(model) {
   using namespace prometheus;
   auto& ttft = BuildHistogram()
                    .Name("prima:time_to_first_token_seconds")
@@ -241,6 +243,62 @@ void ServerMetrics::on_replicas(int active, int unhealthy, int loading, int drai
   replicas_[3]->Set(draining);
 }
 
+struct ServerMetrics::LinkState {
+  std::mutex mu;
+  prometheus::Family<prometheus::Counter>* bytes = nullptr;
+  prometheus::Family<prometheus::Counter>* retransmits = nullptr;
+  // By series key: the counter, the source's value it last counted up to, and (retransmits)
+  // the source's value at the first sample.
+  struct Seen {
+    prometheus::Counter* counter = nullptr;
+    std::uint64_t last = 0;
+  };
+  std::map<std::string, Seen> seen;
+};
+
+void ServerMetrics::set_link_source(std::function<LinkCounters()> source) {
+  links_ = std::make_unique<LinkState>();
+  links_->bytes = &prometheus::BuildCounter()
+                       .Name("prima:link_bytes_total")
+                       .Help(
+                           "Bytes this rank (0) sent to (link=\"0->r\") and received from "
+                           "(\"r->0\") each other rank of the job")
+                       .Register(*reg_);
+  links_->retransmits = &prometheus::BuildCounter()
+                             .Name("prima:link_retransmissions_total")
+                             .Help(
+                                 "Retransmissions on the host's links since start: RDMA "
+                                 "ports' local_ack_timeout_err + packet_seq_err + "
+                                 "implied_nak_seq_err, TCP's RetransSegs")
+                             .Register(*reg_);
+  link_source_ = std::move(source);
+}
+
+void ServerMetrics::sample_links() const {
+  if (!link_source_) return;
+  const LinkCounters now = link_source_();
+  LinkState& ls = *links_;
+  std::lock_guard<std::mutex> lock(ls.mu);
+  auto count = [&](const std::string& key, prometheus::Family<prometheus::Counter>* family,
+                   const prometheus::Labels& labels, std::uint64_t value, bool from_zero) {
+    auto it = ls.seen.find(key);
+    if (it == ls.seen.end()) {
+      LinkState::Seen s{&family->Add(labels), from_zero ? 0 : value};
+      it = ls.seen.emplace(key, s).first;
+    }
+    if (value > it->second.last) {
+      it->second.counter->Increment(static_cast<double>(value - it->second.last));
+      it->second.last = value;
+    }
+  };
+  for (const auto& b : now.bytes)
+    count("b " + b.link, ls.bytes, {{"model", model_}, {"link", b.link}}, b.bytes, true);
+  for (const auto& r : now.retransmits)
+    count("r " + r.transport + " " + r.device + " " + r.port, ls.retransmits,
+          {{"model", model_}, {"transport", r.transport}, {"device", r.device}, {"port", r.port}},
+          r.count, false);
+}
+
 void ServerMetrics::on_flops(double flops_total) {
   if (flops_total > flops_seen_) {
     flops_->Increment(flops_total - flops_seen_);
@@ -249,6 +307,7 @@ void ServerMetrics::on_flops(double flops_total) {
 }
 
 std::string ServerMetrics::text() const {
+  sample_links();
   return prometheus::TextSerializer().Serialize(reg_->Collect());
 }
 

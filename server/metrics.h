@@ -12,6 +12,11 @@
 //               time over the last second or more of engine time),
 //               prima:replicas{state=active|unhealthy|loading|draining} (replicas by state:
 //               unhealthy = taken out of routing after failed steps, see HealthOptions)
+// Where the backend reports its links (set_link_source: the real backend's rank 0), read at
+// each scrape:
+//   counters    prima:link_bytes_total{link="0->1"} (bytes rank 0 sent to rank 1; "1->0":
+//               received from it), prima:link_retransmissions_total{transport=rdma|tcp,
+//               device, port} (retransmissions on the host's RDMA ports and TCP since start)
 // Per-request series are labelled {model, priority}; gauges {model}. Requests refused or
 // ended in error are also counted by reason, labelled {model_name, reason} as vLLM labels:
 //   prima:requests_rejected_total{reason=capacity|draining|invalid|not_found|too_large|
@@ -25,9 +30,12 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/core/request.h"
 #include "server/vllm_metrics.h"
@@ -53,6 +61,20 @@ enum class Rejection {
 };
 inline constexpr int kNumRejections = 7;
 const char* rejection_name(Rejection r);
+
+// The link counters a backend reports (running totals since the process started).
+struct LinkCounters {
+  struct Bytes {
+    std::string link;  // "0->1": from rank 0 to rank 1
+    std::uint64_t bytes = 0;
+  };
+  struct Retransmits {
+    std::string transport, device, port;
+    std::uint64_t count = 0;  // the source's running total (counted from the first sample)
+  };
+  std::vector<Bytes> bytes;
+  std::vector<Retransmits> retransmits;
+};
 
 class ServerMetrics {
  public:
@@ -80,6 +102,9 @@ class ServerMetrics {
   // prima:requests_errored_total{reason="internal"}). Other statuses are ignored.
   void on_http_error(int status);
 
+  // Before serving (not thread-safe with text()): read at each scrape from then on.
+  void set_link_source(std::function<LinkCounters()> source);
+
   // Any thread: the Prometheus text exposition format (version 0.0.4).
   std::string text() const;
 
@@ -102,6 +127,11 @@ class ServerMetrics {
                       *errored_internal_ = nullptr;
   std::unique_ptr<VllmMetrics> vllm_;
   std::int64_t preemptions_seen_ = 0;
+  std::string model_;
+  std::function<LinkCounters()> link_source_;
+  struct LinkState;  // the link families and what each series has counted (metrics.cpp)
+  std::unique_ptr<LinkState> links_;
+  void sample_links() const;
   double util_mark_s_ = -1, util_mark_busy_ = 0;
 };
 

@@ -53,6 +53,8 @@ class RealBackendImpl : public RealBackend {
     return runner_->run_worker();
   }
 
+  std::vector<std::uint64_t> bytes_sent() const override { return world_->bytes_sent(); }
+  std::vector<std::uint64_t> bytes_received() const override { return world_->bytes_received(); }
   Status failure() const override { return executor_ ? executor_->failure() : ok_status(); }
 
   void shutdown() override {

@@ -70,6 +70,10 @@ class RealBackend {
   virtual Executor* executor(Runtime* rt) = 0;
   // Other ranks: executes steps until the leader calls shutdown(); returns its status.
   virtual Status run_worker() = 0;
+  // Leader, any thread: bytes this rank sent to / received from each rank of the job so far
+  // (index = rank; empty without mpirun).
+  virtual std::vector<std::uint64_t> bytes_sent() const = 0;
+  virtual std::vector<std::uint64_t> bytes_received() const = 0;
   // Leader, any thread: not ok once a step failed on the ranks (RealExecutor::failure): the
   // replica cannot serve again without a restart of the job.
   virtual Status failure() const = 0;

@@ -3,6 +3,8 @@
 
 - each Dockerfile starts from ARG BASE (so a local base image can replace Docker Hub's) and
   every FROM is ${BASE};
+- the final stage has ssh and sshd (multi-pod replicas' ranks start over ssh) and a user whose
+  shell runs commands;
 - the final stage runs as uid 10001, enters through /usr/local/bin/prima-entrypoint, exposes
   8000, has a HEALTHCHECK on /v2/health/ready and the model at /models/model.gguf;
 - every COPY source exists and is not left out of the context by .dockerignore;
@@ -100,6 +102,11 @@ for rel in DOCKERFILES:
     users = [a for k, a in final if k == "USER"]
     check(f"{rel}: final stage runs as uid 10001", users and users[-1].split(":")[0] == "10001",
           f"USER: {users}")
+    runs = " ".join(a for k, a in final if k == "RUN")
+    check(f"{rel}: ssh and sshd for multi-pod replicas (deploy/helm/prima/files/launch.sh)",
+          "openssh-client" in runs and "openssh-server" in runs, "final stage RUN lines")
+    check(f"{rel}: the user's shell runs commands (mpirun starts ranks over ssh)",
+          re.search(r"useradd [^&]*--shell /bin/(ba)?sh ", runs) is not None, "useradd --shell")
     entry = [a for k, a in final if k == "ENTRYPOINT"]
     check(f"{rel}: entry point prima-entrypoint",
           entry == ['["/usr/local/bin/prima-entrypoint"]'], f"ENTRYPOINT: {entry}")

@@ -118,6 +118,11 @@ def seed(name):
     return ["-f", str(SEEDS / name)]
 
 
+def scenario_configmap(docs):
+    """The ConfigMap holding serve.scenario (the dashboard's, when files/ has one, is another)."""
+    return one([d for d in docs if "scenario.json" in d.get("data", {})], "ConfigMap")
+
+
 def one(docs, kind, name=None):
     found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
     assert len(found) == 1, f"expected one {kind}, found {len(found)}"
@@ -574,7 +579,7 @@ def test_seeds_on_the_simulator():
         check(dep["spec"]["replicas"] == 1 and "nvidia.com/gpu" not in res and "rdma/" not in res,
               f"{name}+sim: one pod, no GPU or RDMA device: {res}")
         check(c["args"][:3] == ["serve", "--backend", "sim"] and "command" not in c, f"{name}+sim: args {c['args']}")
-        check(json.loads(one(docs, "ConfigMap")["data"]["scenario.json"]) == scenario, f"{name}+sim: {scen}")
+        check(json.loads(scenario_configmap(docs)["data"]["scenario.json"]) == scenario, f"{name}+sim: {scen}")
 
 
 def test_scheduling_and_options():
@@ -826,7 +831,7 @@ def test_sim_pod_runs(prima):
     args = container(one(docs, "Deployment")["spec"]["template"])["args"]
     with tempfile.TemporaryDirectory() as d:
         local = Path(d) / "scenario.json"
-        local.write_text(one(docs, "ConfigMap")["data"]["scenario.json"])
+        local.write_text(scenario_configmap(docs)["data"]["scenario.json"])
         args = [str(local) if a == "/etc/prima/scenario/scenario.json" else a for a in args]
         proc = subprocess.Popen([prima, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 start_new_session=True)

@@ -232,5 +232,29 @@ TEST(ServerMetrics, RefusedAndErroredRequestsAreCountedByReason) {
       t, R"(prima:request_outcomes_total{model="M",outcome="failed",priority="normal"} 1)"));
 }
 
+TEST(ServerMetrics, LinkCountersAreReadAtEachScrape) {
+  ServerMetrics m("M", 2048);
+  EXPECT_EQ(m.text().find("prima:link_bytes_total"), std::string::npos);  // no source: none
+  LinkCounters now;
+  now.bytes = {{"0->1", 100}, {"1->0", 50}};
+  now.retransmits = {{"tcp", "host", "", 1000}};
+  m.set_link_source([&] { return now; });
+  std::string t = m.text();
+  EXPECT_TRUE(has_line(t, R"(prima:link_bytes_total{link="0->1",model="M"} 100)")) << t;
+  EXPECT_TRUE(has_line(t, R"(prima:link_bytes_total{link="1->0",model="M"} 50)")) << t;
+  // Retransmissions count from the first scrape (the host's total before prima started is
+  // not prima's).
+  EXPECT_TRUE(has_line(
+      t, R"(prima:link_retransmissions_total{device="host",model="M",port="",transport="tcp"} 0)"))
+      << t;
+  now.bytes[0].bytes = 250;
+  now.retransmits[0].count = 1007;
+  t = m.text();
+  EXPECT_TRUE(has_line(t, R"(prima:link_bytes_total{link="0->1",model="M"} 250)")) << t;
+  EXPECT_TRUE(has_line(
+      t, R"(prima:link_retransmissions_total{device="host",model="M",port="",transport="tcp"} 7)"))
+      << t;
+}
+
 }  // namespace
 }  // namespace prima::server

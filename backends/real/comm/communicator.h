@@ -42,6 +42,11 @@ class Communicator {
   virtual Status broadcast(void* data, std::size_t n, int root) = 0;
   virtual Status barrier() = 0;
 
+  // Bytes this process sent to / received from each world rank so far, over every group of
+  // its transport (index = world rank; collectives included). Any thread.
+  virtual std::vector<std::uint64_t> bytes_sent() const = 0;
+  virtual std::vector<std::uint64_t> bytes_received() const = 0;
+
   // A group of some of this communicator's ranks (listed in group-rank order; this rank must
   // be in it); shares the transport. rank()/size() are within the group.
   virtual Result<std::unique_ptr<Communicator>> group(const std::vector<int>& ranks) = 0;

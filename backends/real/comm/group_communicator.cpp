@@ -9,6 +9,36 @@
 
 namespace prima::real::comm {
 
+Status Transport::run_counted(Op* ops, std::size_t count) {
+  Status st = run(ops, count);
+  if (!st.ok()) return st;
+  if (counted_size_.load(std::memory_order_acquire) == 0) {
+    const int n = size();
+    sent_ = std::make_unique<std::atomic<std::uint64_t>[]>(n);
+    received_ = std::make_unique<std::atomic<std::uint64_t>[]>(n);
+    counted_size_.store(n, std::memory_order_release);
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    auto& c = ops[i].kind == Op::Kind::kSend ? sent_[ops[i].peer] : received_[ops[i].peer];
+    c.fetch_add(ops[i].n, std::memory_order_relaxed);
+  }
+  return st;
+}
+
+std::vector<std::uint64_t> Transport::bytes_sent() const {
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(size()), 0);
+  const int n = counted_size_.load(std::memory_order_acquire);
+  for (int r = 0; r < n; ++r) v[r] = sent_[r].load(std::memory_order_relaxed);
+  return v;
+}
+
+std::vector<std::uint64_t> Transport::bytes_received() const {
+  std::vector<std::uint64_t> v(static_cast<std::size_t>(size()), 0);
+  const int n = counted_size_.load(std::memory_order_acquire);
+  for (int r = 0; r < n; ++r) v[r] = received_[r].load(std::memory_order_relaxed);
+  return v;
+}
+
 std::string describe(const Op& op) {
   return std::string(op.kind == Op::Kind::kSend ? "send to" : "recv from") + " rank " +
          std::to_string(op.peer) + " (ctx " + std::to_string(op.tag.ctx) +
@@ -64,7 +94,7 @@ Status GroupCommunicator::p2p(Op::Kind kind, int peer, int tag, void* data, std:
                             " outside [0, 2^30)");
   if (data == nullptr && n > 0) return invalid_argument(std::string(what) + ": null buffer");
   Op op{kind, world_[peer], Tag{ctx_, false, static_cast<std::uint32_t>(tag)}, data, n};
-  return annotate(transport_->run(&op, 1), what);
+  return annotate(transport_->run_counted(&op, 1), what);
 }
 
 Status GroupCommunicator::send(int peer, int tag, const void* data, std::size_t n) {
@@ -99,7 +129,7 @@ Status GroupCommunicator::exchange(std::uint32_t tag, int to, const void* send_d
         Op{Op::Kind::kSend, world_[to], Tag{ctx_, true, tag}, const_cast<void*>(send_data), send_n};
   if (from >= 0)
     ops[count++] = Op{Op::Kind::kRecv, world_[from], Tag{ctx_, true, tag}, recv_data, recv_n};
-  return transport_->run(ops, count);
+  return transport_->run_counted(ops, count);
 }
 
 // Group set-up: the members agree on a context id no member has used (the max of their
@@ -128,18 +158,18 @@ Result<std::unique_ptr<Communicator>> GroupCommunicator::group(const std::vector
     for (std::size_t i = 1; i < world.size(); ++i) {
       std::uint32_t other = 0;
       Op op{Op::Kind::kRecv, world[i], tag, &other, sizeof other};
-      PRIMA_RETURN_IF_ERROR(annotate(transport_->run(&op, 1), "group set-up"));
+      PRIMA_RETURN_IF_ERROR(annotate(transport_->run_counted(&op, 1), "group set-up"));
       ctx = std::max(ctx, other);
     }
     for (std::size_t i = 1; i < world.size(); ++i) {
       Op op{Op::Kind::kSend, world[i], tag, &ctx, sizeof ctx};
-      PRIMA_RETURN_IF_ERROR(annotate(transport_->run(&op, 1), "group set-up"));
+      PRIMA_RETURN_IF_ERROR(annotate(transport_->run_counted(&op, 1), "group set-up"));
     }
   } else {
     Op ops[2] = {{Op::Kind::kSend, world[0], tag, &ctx, sizeof ctx},
                  {Op::Kind::kRecv, world[0], tag, &ctx, sizeof ctx}};
-    PRIMA_RETURN_IF_ERROR(annotate(transport_->run(&ops[0], 1), "group set-up"));
-    PRIMA_RETURN_IF_ERROR(annotate(transport_->run(&ops[1], 1), "group set-up"));
+    PRIMA_RETURN_IF_ERROR(annotate(transport_->run_counted(&ops[0], 1), "group set-up"));
+    PRIMA_RETURN_IF_ERROR(annotate(transport_->run_counted(&ops[1], 1), "group set-up"));
   }
   if (ctx >= kMaxContexts)
     return Status(StatusCode::kResourceExhausted,

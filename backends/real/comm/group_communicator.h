@@ -36,6 +36,10 @@ class GroupCommunicator final : public Communicator {
   Status barrier() override;
 
   Result<std::unique_ptr<Communicator>> group(const std::vector<int>& ranks) override;
+  std::vector<std::uint64_t> bytes_sent() const override { return transport_->bytes_sent(); }
+  std::vector<std::uint64_t> bytes_received() const override {
+    return transport_->bytes_received();
+  }
 
  private:
   // Internal tags of the collectives (internal flag set, so never equal to a user tag).

@@ -9,8 +9,10 @@
 // and calls MPI_Finalize. Not thread-safe: one thread drives it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,11 @@ class Transport {
   // Starts every op and waits until all are complete, at most timeout_s in all. On error or
   // timeout, the status names the op, the peer and the tag; pending recvs are cancelled.
   virtual Status run(Op* ops, std::size_t count) = 0;
+  // run(), then counts the bytes of the completed ops by peer (traffic()).
+  Status run_counted(Op* ops, std::size_t count);
+  // Bytes sent to and received from each world rank so far (index = rank). Any thread.
+  std::vector<std::uint64_t> bytes_sent() const;
+  std::vector<std::uint64_t> bytes_received() const;
 
   // Opens a context for a group of world ranks (collective over those ranks); the MPI
   // transport makes a communicator for it. close_context releases it.
@@ -64,6 +71,9 @@ class Transport {
 
  private:
   std::uint32_t next_free_ctx_ = 1;
+  // By world rank, sized on first use (the driving thread writes, any thread reads).
+  std::unique_ptr<std::atomic<std::uint64_t>[]> sent_, received_;
+  std::atomic<int> counted_size_{0};
 };
 
 // "send to rank 3 (ctx 0, tag 7, 4096 bytes)": an op named for error messages.

@@ -197,6 +197,16 @@ class MultiHost(unittest.TestCase):
             code, health = h.curl(1, base + "/health")
             self.assertEqual(health["status"], "ok")
             self.assertEqual(health["replicas"]["active"], 1)
+            # Rank 0 reports its traffic with rank 1 (the step out, the sampled ids back) and
+            # the host's TCP retransmissions.
+            metrics = subprocess.run(["ip", "netns", "exec", h.names[0], "curl", "-s",
+                                      base + "/prima/metrics"], capture_output=True,
+                                     text=True).stdout
+            sent = self.sample(metrics, 'prima:link_bytes_total{link="0->1"')
+            received = self.sample(metrics, 'prima:link_bytes_total{link="1->0"')
+            self.assertGreater(sent, 0, metrics)
+            self.assertGreater(received, 0, metrics)
+            self.assertIn('prima:link_retransmissions_total{device="host"', metrics)
 
             h.cut(2)
             t0 = time.time()
@@ -221,6 +231,13 @@ class MultiHost(unittest.TestCase):
             proc.wait()
             log.close()
             h.cut(2, down=False)
+
+    @staticmethod
+    def sample(text, prefix):
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                return float(line.rsplit(" ", 1)[1])
+        raise AssertionError(f"no sample {prefix}... in the scrape")
 
     def rank_alive(self, i):
         pids = subprocess.run(["ip", "netns", "pids", self.hosts.names[i - 1]],
