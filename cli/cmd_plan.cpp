@@ -26,6 +26,8 @@ examples:
   prima plan scenarios/plans/llama2_70b_bitbrick.json --out out/plan --jobs 2
   prima plan my_plan.json --shard 3/16 --out /results     # one shard (e.g. a Slurm array task)
   prima plan my_plan.json --out /results                   # merges the shards' results
+  prima plan my_plan.json --out out/plan --emit-helm-values out/plan/values.yaml
+      # then: helm install llm deploy/helm/prima -f out/plan/values.yaml --set model.url=...
 
 Exit codes: 0 ok (also when no configuration meets the SLO: plan.json lists the closest),
 1 the run failed or was stopped, 2 bad input (the message names the file and JSON path).

@@ -39,8 +39,16 @@ std::string indent_rest(const std::string& text, int n) {
 
 }  // namespace
 
-Result<std::string> helm_values_yaml(const capacity::PlanSpec& spec, const Json& plan,
-                                     std::string* note) {
+std::string sim_values_path(const std::string& path) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == slash + 1)
+    return path + ".sim.yaml";
+  return path.substr(0, dot) + ".sim" + path.substr(dot);
+}
+
+Result<HelmValues> helm_values_yaml(const capacity::PlanSpec& spec, const Json& plan,
+                                    std::string* note) {
   static const Json kNone = Json::array();
   const Json& ranked = plan.contains("ranked") ? plan["ranked"] : kNone;
   const Json* best = nullptr;
@@ -92,8 +100,8 @@ Result<std::string> helm_values_yaml(const capacity::PlanSpec& spec, const Json&
   if (best->contains("command"))
     y << "# Reproduce the simulation: " << (*best)["command"].get<std::string>() << "\n";
   y << "# Before `helm install`: set model.url and model.sha256 (or another model source).\n"
-    << "# serve.backend sim answers the same API with the simulated timing of this\n"
-    << "# configuration (serve.scenario), without GPUs.\n"
+    << "# The same configuration on the simulator, without GPUs: add\n"
+    << "#   -f deploy/helm/seeds/sim.yaml -f <this file's .sim.yaml sibling>\n"
     << "replicaCount: " << sc->plan.replicas << "\n"
     << "gpuType: " << q(sc->topology.gpu.name) << "\n"
     << "parallel:\n"
@@ -109,7 +117,6 @@ Result<std::string> helm_values_yaml(const capacity::PlanSpec& spec, const Json&
     << "\n"
     << "  # " << sc->model.name << " " << model::quantization_name(sc->quantization)
     << ", as planned\n"
-    << "  scenario: " << indent_rest(sc->resolved.dump(2), 4) << "\n"
     << "model:\n"
     << "  source: url\n"
     << "  url: \"\"\n"
@@ -122,7 +129,16 @@ Result<std::string> helm_values_yaml(const capacity::PlanSpec& spec, const Json&
     << "  minReplicas: " << (as.enabled ? as.min_replicas : sc->plan.replicas) << "\n"
     << "  maxReplicas: " << (as.enabled ? as.max_replicas : sc->plan.replicas) << "\n"
     << "  gpuUtilization: " << static_cast<int>(as.target_utilization * 100 + 0.5) << "\n";
-  return y.str();
+
+  std::ostringstream sim;
+  sim << "# The scenario `prima plan` (plan " << q(spec.name) << ") simulated for " << key << ":\n"
+      << "# an overlay that serves it on the simulator, after the plan's values and\n"
+      << "# deploy/helm/seeds/sim.yaml:\n"
+      << "#   helm install NAME deploy/helm/prima -f VALUES.yaml -f deploy/helm/seeds/sim.yaml "
+         "-f VALUES.sim.yaml\n"
+      << "serve:\n"
+      << "  scenario: " << indent_rest(sc->resolved.dump(2), 4) << "\n";
+  return HelmValues{y.str(), sim.str()};
 }
 
 }  // namespace prima::cli

@@ -37,7 +37,8 @@ po::options_description plan_flags() {
        "i/n: search only shard i (0-based) of n of the configurations")
       ("emit-helm-values", po::value<std::string>(),
        "FILE: write the best aggregated configuration as values of the Helm chart "
-       "deploy/helm/prima (docs/deploy.md)")
+       "deploy/helm/prima, and its scenario as FILE.sim.yaml for the sim backend "
+       "(docs/deploy.md)")
       ("quiet,q", "no progress bar on stderr");
   // clang-format on
   return opts;

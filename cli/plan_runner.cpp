@@ -152,12 +152,17 @@ int finish(const capacity::PlanSpec& spec, const PlanOptions& o, const std::stri
     if (!yaml.ok())
       return fail(kExitFailure,
                   "--emit-helm-values " + o.helm_values_path + ": " + yaml.status().message());
-    std::ofstream f(o.helm_values_path);
-    f << *yaml;
-    if (!f)
-      return fail(kExitFailure, "--emit-helm-values " + o.helm_values_path + ": cannot write");
-    std::printf("  wrote      %s (helm install prima deploy/helm/prima -f %s)\n",
-                o.helm_values_path.c_str(), o.helm_values_path.c_str());
+    const std::string sim_path = sim_values_path(o.helm_values_path);
+    for (const auto& [path, text] :
+         {std::pair{o.helm_values_path, yaml->values}, std::pair{sim_path, yaml->sim_values}}) {
+      std::ofstream f(path);
+      f << text;
+      if (!f) return fail(kExitFailure, "--emit-helm-values " + path + ": cannot write");
+    }
+    std::printf(
+        "  wrote      %s (helm install prima deploy/helm/prima -f %s) and %s (the same "
+        "on the simulator)\n",
+        o.helm_values_path.c_str(), o.helm_values_path.c_str(), sim_path.c_str());
   }
   return kExitOk;
 }

@@ -63,10 +63,20 @@ TEST(PlanHelmValues, TheFirstAggregatedConfigurationBecomesTheValues) {
         "  source: url\n", "  url: \"\"\n",
         "podDisruptionBudget:\n  enabled: true\n  "
         "minAvailable: 2\n",
-        "autoscaling:\n  enabled: false\n", "  scenario: {\n"})
-    EXPECT_NE(y->find(want), std::string::npos) << want << "\n" << *y;
-  // The scenario is the configuration's, as JSON inside the YAML (4 spaces deeper).
-  EXPECT_NE(y->find("\"tensor_parallel\": 8"), std::string::npos);
+        "autoscaling:\n  enabled: false\n"})
+    EXPECT_NE(y->values.find(want), std::string::npos) << want << "\n" << y->values;
+  // The chart refuses a scenario with the real backend: it goes to the sim overlay, as the
+  // configuration's JSON inside the YAML (4 spaces deeper).
+  EXPECT_EQ(y->values.find("scenario:"), std::string::npos);
+  EXPECT_NE(y->sim_values.find("serve:\n  scenario: {\n"), std::string::npos) << y->sim_values;
+  EXPECT_NE(y->sim_values.find("\"tensor_parallel\": 8"), std::string::npos);
+}
+
+TEST(PlanHelmValues, TheSimOverlaySitsBesideTheValues) {
+  EXPECT_EQ(sim_values_path("out/values.yaml"), "out/values.sim.yaml");
+  EXPECT_EQ(sim_values_path("v"), "v.sim.yaml");
+  EXPECT_EQ(sim_values_path("a.b/v"), "a.b/v.sim.yaml");
+  EXPECT_EQ(sim_values_path(".hidden"), ".hidden.sim.yaml");
 }
 
 TEST(PlanHelmValues, NothingToDeployIsAnError) {

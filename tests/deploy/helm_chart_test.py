@@ -771,6 +771,49 @@ def test_metrics_against_prima(prima):
             stop(proc, 30)
 
 
+def test_plan_values(prima):
+    """`prima plan --emit-helm-values` hands over to the chart: the values of the configuration
+    the plan ranked first render (with a model source added) into valid manifests of that
+    configuration, and without a model source the render names the missing value."""
+    with tempfile.TemporaryDirectory() as d:
+        plan = Path(d) / "plan.json"
+        plan.write_text(json.dumps({
+            "name": "handover", "scenario": str(ROOT / "scenarios/default.json"),
+            "slo": {"ttft_p99": "2s", "tpot_p99": "100ms"},
+            "search": {"topologies": ["bitbrick_k1"], "tensor_parallel": [4], "pipeline_parallel": [2],
+                       "replicas": [1], "quantization": ["w8a8"]},
+            "rate": {"min_rps": 0.2, "tolerance": 0.2, "duration": "20s"}}))
+        values = Path(d) / "values.yaml"
+        r = subprocess.run([prima, "plan", str(plan), "--out", str(Path(d) / "out"), "--jobs", "2", "-q",
+                            "--emit-helm-values", str(values)], capture_output=True, text=True, timeout=300)
+        check(r.returncode == 0 and values.exists(), f"plan --emit-helm-values: exit {r.returncode}: {r.stderr[-500:]}")
+        if not values.exists():
+            return
+        v = yaml.safe_load(values.read_text())
+        check((v["replicaCount"], v["parallel"]["tensorParallel"], v["parallel"]["pipelineParallel"],
+               v["podsPerReplica"], v["gpusPerPod"], v["gpuType"]) == (1, 4, 2, 2, 4, "A100-SXM4-80GB"),
+              f"plan values: {[v.get(k) for k in ('replicaCount', 'parallel', 'podsPerReplica', 'gpusPerPod')]}")
+        err = render_error("-f", str(values))
+        check(err is not None and "model.url" in err, f"plan values without a model source: {err}")
+        docs = rendered("plan values", "-f", str(values), "--set", "model.url=https://models.example/m.gguf")
+        if not docs:
+            return
+        lws = one(docs, "LeaderWorkerSet")
+        check(lws["spec"]["replicas"] == 1 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2,
+              "plan values: one group of 2 pods")
+        check(gpus_per_replica(docs) == 8, f"plan values: 8 GPUs per replica, got {gpus_per_replica(docs)}")
+        a = container(pod_specs(docs)[0][1])["args"]
+        check(flag(a, "--tp") == "4" and flag(a, "--pp") == "2", f"plan values: args {a}")
+        # The same values on the simulator: the scenario the plan simulated is what prima serves.
+        sim_values = Path(d) / "values.sim.yaml"
+        check(sim_values.exists(), "plan wrote values.sim.yaml")
+        docs = rendered("plan values+sim", "-f", str(values), *seed("sim.yaml"), "-f", str(sim_values))
+        if docs:
+            sc = json.loads(scenario_configmap(docs)["data"]["scenario.json"])
+            check(sc["deployment"]["parallel_strategy"]["tensor_parallel"] == 4
+                  and sc["quantization"] == "w8a8", "plan values+sim: the planned scenario")
+
+
 def test_launch_real(prima):
     """launch.sh, as the chart renders it, starts a PP2 replica of the real backend under
     mpirun on this machine; SIGTERM drains it and mpirun exits 0."""
@@ -999,7 +1042,8 @@ def main():
              test_seeds_on_the_simulator, test_scheduling_and_options,
              test_monitoring_files, test_bad_input, test_adapter_config]
     if opts.prima:
-        for f in (test_metrics_against_prima, test_sim_pod_runs, test_launch_real, test_launch_multipod):
+        for f in (test_metrics_against_prima, test_plan_values, test_sim_pod_runs, test_launch_real,
+                  test_launch_multipod):
             g = (lambda f: lambda: f(opts.prima))(f)
             g.__name__ = f.__name__
             tests.append(g)
