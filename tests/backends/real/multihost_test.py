@@ -72,7 +72,10 @@ class Hosts:
                     "host=$1; shift\n"
                     f"case $host in\n{cases}\n  *) echo \"netns-rsh: unknown host $host\" >&2;"
                     " exit 1 ;;\nesac\n"
-                    "exec ip netns exec $ns /bin/sh -c \"$*\"\n")
+                    # Each host has its own /tmp for Open MPI's session directories.
+                    f"mkdir -p {self.dir}/$ns\n"
+                    f"exec ip netns exec $ns env OMPI_MCA_orte_tmpdir_base={self.dir}/$ns"
+                    " /bin/sh -c \"$*\"\n")
         os.chmod(self.agent, 0o755)
 
     def down(self):
@@ -95,8 +98,11 @@ class Hosts:
         """mpirun of `args` with one rank on each of `hosts` (1-based indices), from the root
         namespace."""
         net = f"{self.prefix}.0/24"
-        # rtc ^hwloc: the daemons share this machine, and hwloc's shared-memory topology (one
-        # writer per node) segfaulted an orted now and then (Open MPI 4.1.4).
+        # The daemons share this machine (and its hostname) with other mpirun jobs: each host
+        # gets its own session directory from the rsh agent (a shared one under /tmp was
+        # removed by another job's clean-up now and then), and rtc ^hwloc (hwloc's
+        # shared-memory topology, one writer per node, segfaulted an orted now and then;
+        # Open MPI 4.1.4).
         return ["mpirun", "--allow-run-as-root", "--mca", "plm_rsh_agent", self.agent,
                 "--mca", "rtc", "^hwloc", "--bind-to", "none",
                 "--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net,
