@@ -19,6 +19,9 @@ Status PlanOptions::validate() const {
     return invalid_argument(
         fmt::format("--shard {}: expected i/n with 0 <= i < n, e.g. 3/16",
                     shard.empty() ? fmt::format("{}/{}", shard_index, shard_count) : shard));
+  if (target_given && !(target_rps > 0))
+    return invalid_argument(
+        fmt::format("--target-rate {:g}: expected a rate > 0 (req/s)", target_rps));
   if (!helm_values_path.empty() && shard_count > 1)
     return invalid_argument(
         "--emit-helm-values needs the whole ranking: give it to the merging run (without "
@@ -35,6 +38,9 @@ po::options_description plan_flags() {
       ("jobs,j", po::value<int>(), "simulations run in parallel (default: the number of cores)")
       ("shard", po::value<std::string>(),
        "i/n: search only shard i (0-based) of n of the configurations")
+      ("target-rate", po::value<double>(),
+       "R: the smallest and the cheapest configuration meeting the SLO at R req/s (each one "
+       "simulated at R; overrides the plan's \"target\")")
       ("emit-helm-values", po::value<std::string>(),
        "FILE: write the best aggregated configuration as values of the Helm chart "
        "deploy/helm/prima, and its scenario as FILE.sim.yaml for the sim backend "
@@ -56,6 +62,10 @@ PlanOptions plan_options(const po::variables_map& vm) {
   get_flag(vm, {"plan"}, &o.plan_path);
   get_flag(vm, {"out"}, &o.out_dir);
   get_flag(vm, {"emit-helm-values"}, &o.helm_values_path);
+  if (vm.count("target-rate")) {
+    o.target_given = true;
+    o.target_rps = vm["target-rate"].as<double>();
+  }
   const unsigned cores = std::thread::hardware_concurrency();
   o.jobs = vm.count("jobs") ? vm["jobs"].as<int>() : static_cast<int>(cores ? cores : 1);
   if (vm.count("shard")) {

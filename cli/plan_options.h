@@ -22,6 +22,8 @@ struct PlanOptions {
   int shard_index = 0, shard_count = 1;
   bool quiet = false;
   std::string helm_values_path;       // --emit-helm-values; "" = none
+  bool target_given = false;          // --target-rate given
+  double target_rps = 0;              // --target-rate (else the plan file's target, if any)
   std::int64_t max_simulations = -1;  // hidden: stop after this many new simulations
 
   Status validate() const;

@@ -159,6 +159,49 @@ Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedC
   return j;
 }
 
+namespace {
+
+// "8 GPUs, $14.40/h, SLO margin 23%" for an entry of plan.json's "target".
+std::string target_line(const Json& e) {
+  std::string s = fmt::format("{} ({} GPUs", e["key"].get<std::string>(), e["gpus"].get<int>());
+  if (e["cost_per_hour"].is_number())
+    s += fmt::format(", ${:.2f}/h", e["cost_per_hour"].get<double>());
+  if (e["slo_margin"].is_number())
+    s += fmt::format(", {:.0f}% under the SLO", e["slo_margin"].get<double>() * 100);
+  return s + ")";
+}
+
+// The answer to a target rate, first.
+void print_target(const Json& t) {
+  const double rate = t["rate_rps"].get<double>();
+  if (t["fewest_gpus"].is_null()) {
+    std::printf("  answer     nothing in the space meets the SLO at %g req/s (the closest below)\n",
+                rate);
+    return;
+  }
+  std::printf("  answer     at %g req/s: %s\n", rate, target_line(t["fewest_gpus"]).c_str());
+  if (!t["lowest_cost"].is_null() && t["lowest_cost"]["key"] != t["fewest_gpus"]["key"])
+    std::printf("  cheapest   %s\n", target_line(t["lowest_cost"]).c_str());
+  if (!t["runner_up"].is_null())
+    std::printf("  runner-up  %s\n", target_line(t["runner_up"]).c_str());
+  const Json& m = t["one_replica_fewer"];
+  if (m.value("checked", false) && m.contains("pruned"))
+    std::printf("  minimal    one replica fewer is pruned: %s\n",
+                m["pruned"].get<std::string>().c_str());
+  else if (m.value("checked", false)) {
+    std::string why;
+    for (const auto& v : m["violations"]) why += (why.empty() ? "" : "; ") + v.get<std::string>();
+    std::printf("  minimal    %s with one replica fewer (%s, %d GPUs): %s\n",
+                m["meets_slo"].get<bool>() ? "NOT minimal:" : "yes,",
+                m["key"].get<std::string>().c_str(), m["gpus"].get<int>(),
+                m["meets_slo"].get<bool>() ? "meets the SLO too" : why.c_str());
+  } else {
+    std::printf("  minimal    %s\n", m["reason"].get<std::string>().c_str());
+  }
+}
+
+}  // namespace
+
 void print_plan_summary(const Json& p, const std::string& out_dir) {
   std::printf(
       "plan %s: %zu configurations, %zu pruned, %zu searched with %lld simulations "
@@ -166,6 +209,7 @@ void print_plan_summary(const Json& p, const std::string& out_dir) {
       p["name"].get<std::string>().c_str(), p["configurations"].get<std::size_t>(),
       p["pruned"].size(), p["searched"].get<std::size_t>(), p["simulations"].get<long long>(),
       p["wall_seconds"].get<double>(), p["configs_per_minute"].get<double>());
+  if (p.contains("target")) print_target(p["target"]);
   const Json& r = p["ranked"];
   if (!r.empty()) {
     std::printf("  %-4s %-52s %10s %12s %10s %9s\n", "rank", "configuration", "max req/s",
@@ -183,7 +227,8 @@ void print_plan_summary(const Json& p, const std::string& out_dir) {
     }
     if (r.size() > 10) std::printf("  ... %zu more in plan.json\n", r.size() - 10);
   } else {
-    std::printf("  no configuration meets the SLO at min_rps; the closest:\n");
+    std::printf("  no configuration meets the SLO at %s; the closest:\n",
+                p.contains("target") ? "the target rate" : "min_rps");
     const Json& f = p["failed_slo"];
     for (std::size_t i = 0; i < f.size() && i < 5; ++i) {
       std::string why;

@@ -15,6 +15,7 @@
 #include "cli/html_report.h"
 #include "cli/plan_helm_values.h"
 #include "cli/plan_search.h"
+#include "cli/plan_target.h"
 #include "engine/capacity/prune.h"
 #include "engine/scenario/scenario.h"
 
@@ -123,7 +124,7 @@ std::string results_path(const PlanOptions& o, const std::string& dir) {
 // After the search: a shard says how to merge; the whole plan writes plan.json, prints the
 // ranking and renders the report.
 int finish(const capacity::PlanSpec& spec, const PlanOptions& o, const std::string& dir,
-           const Screened& s, const PlanSearchResult& r, double wall_s) {
+           const Screened& s, const PlanSearchResult& r, double wall_s, const Json& target) {
   if (o.shard_count > 1) {
     std::printf(
         "shard %d/%d: searched %zu configurations (%lld simulations) into %s\n"
@@ -134,6 +135,7 @@ int finish(const capacity::PlanSpec& spec, const PlanOptions& o, const std::stri
   }
   Json out = build_plan_json(spec, s.to_search, s.pruned, s.fidelity, r.simulations, wall_s,
                              s.total_configs);
+  if (!target.is_null()) out["target"] = target;
   {
     std::ofstream f(dir + "/plan.json");
     f << out.dump(2) << "\n";
@@ -167,12 +169,36 @@ int finish(const capacity::PlanSpec& spec, const PlanOptions& o, const std::stri
   return kExitOk;
 }
 
+// With a target rate: the answer (plan_target.h), after simulating the winner with one
+// replica fewer at the target when the space did not hold that configuration.
+Result<Json> check_minimality(const capacity::PlanSpec& spec, const PlanOptions& o,
+                              const PlanCache& cache, const std::vector<SearchedConfig>& searched,
+                              std::ostream* results) {
+  const SearchedConfig* winner = fewest_gpus(spec, searched);
+  std::optional<capacity::PlanConfig> fewer;
+  if (winner) fewer = one_replica_fewer(winner->config, searched);
+  if (!fewer) return target_json(spec, searched, nullptr, "");
+  capacity::Screening sc = capacity::screen_config(spec, *fewer);
+  if (sc.pruned) return target_json(spec, searched, nullptr, sc.kind + ": " + sc.reason);
+  std::vector<SearchedConfig> check(1);
+  check[0].config = *fewer;
+  check[0].bound_rps = sc.bound_rps;
+  check[0].search = capacity::RateSearch(spec.rate.min_rps, spec.rate.max_rps, spec.rate.tolerance);
+  PlanOptions quiet = o;
+  quiet.quiet = true;
+  const PlanSearchResult r = search_plan(spec, quiet, cache, &check, results);
+  if (!r.status.ok()) return r.status;
+  if (check[0].probes.empty()) return failed_precondition(fewer->key() + ": was not simulated");
+  return target_json(spec, searched, &check[0], "");
+}
+
 }  // namespace
 
 int run_plan(const PlanOptions& o) {
   const auto t0 = Clock::now();
   auto spec = capacity::load_plan(o.plan_path);
   if (!spec.ok()) return fail(kExitBadInput, spec.status().message());
+  if (o.target_given) capacity::set_target_rate(&*spec, o.target_rps);
   auto calibration = check_base_scenario(*spec);
   if (!calibration.ok()) return fail(kExitBadInput, calibration.status().message());
   auto screened = screen(*spec, *calibration);
@@ -194,8 +220,14 @@ int run_plan(const PlanOptions& o) {
                 fmt::format("stopped after {} simulations (--max-simulations); rerun the same "
                             "command to resume from {}",
                             r.started, results_path(o, dir)));
+  Json target;
+  if (spec->target_rps > 0 && o.shard_count <= 1) {
+    auto t = check_minimality(*spec, o, cache, screened->to_search, &results);
+    if (!t.ok()) return fail(kExitFailure, t.status().message());
+    target = *t;
+  }
   const double wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  return finish(*spec, o, dir, *screened, r, wall_s);
+  return finish(*spec, o, dir, *screened, r, wall_s, target);
 }
 
 }  // namespace prima::cli

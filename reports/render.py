@@ -243,6 +243,10 @@ table.kv td:first-child{color:#555}
 .fidelity.uncalibrated{background:#fff6e0;border-left-color:#e08000}
 .fault{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle;opacity:.5}
 code{background:#f4f4f4;padding:0 .2em}
+.answer{background:#f2f6fc;border-left:4px solid #1f77b4;padding:.3em 1em;margin:.6em 0}
+.answer h2{border:none;margin-top:.4em}
+details summary{cursor:pointer;color:#1f77b4}details code{display:block;text-align:left;
+white-space:pre-wrap;max-width:40em}
 """
 
 
@@ -619,6 +623,97 @@ def pareto_front(points):
     return front
 
 
+def folded_sets(r):
+    """The overrides that rerun a configuration, folded away (a click shows them)."""
+    sets = r.get("sets") if isinstance(r.get("sets"), list) else []
+    if not sets and not r.get("command"):
+        return ""
+    text = r.get("command") or " ".join("--set %s" % x for x in sets)
+    return "<details><summary>command</summary><code>%s</code></details>" % esc(text)
+
+
+def slo_margin_text(slo, metrics):
+    """'TTFT p99 212 ms of 300 ms (29% under); TPOT p99 ...' for a plan entry's metrics."""
+    parts = []
+    for key, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("e2e", "E2E")):
+        bound = num(slo.get(key + "_p99_s"))
+        got = num(get(metrics, key + "_p99_s"))
+        if bound and got is not None:
+            parts.append("%s p99 %s of %s (%.0f%% under)" % (
+                label, fmt(got * 1e3, ".0f", suffix=" ms"), fmt(bound * 1e3, ".0f", suffix=" ms"),
+                100 * (1 - got / bound)))
+    att, target = num(get(metrics, "attainment")), num(slo.get("attainment"))
+    if att is not None and target is not None:
+        parts.append("attainment %s (target %s)" % (pct(att), pct(target)))
+    return "; ".join(parts)
+
+
+def plan_answer(plan, ranked, slo):
+    """The page's lead: the recommended configuration, why it won, its margin to the SLO and
+    the runner-up (with a target rate: the fewest GPUs meeting the SLO at it, and the check
+    that one replica fewer fails)."""
+    out = ['<div class="answer">']
+    target = plan.get("target") if isinstance(plan.get("target"), dict) else None
+    if target is not None:
+        rate = target.get("rate_rps")
+        best = target.get("fewest_gpus")
+        if not isinstance(best, dict):
+            out.append("<b>Nothing in the space meets the SLO at %s req/s.</b></div>" % fmt(rate, ".3g"))
+            return out
+        cost = best.get("cost_per_hour")
+        out.append("<h2>Answer: %s</h2>" % esc(best.get("key")))
+        out.append("<p>The fewest GPUs meeting the SLO at <b>%s req/s</b>: <b>%s GPUs</b>%s. %s.</p>" % (
+            fmt(rate, ".3g"), fmt_int(best.get("gpus")),
+            (", $%s per hour" % fmt(cost, ".2f")) if num(cost) is not None else "",
+            esc(target.get("why", ""))))
+        out.append("<p>Margin at %s req/s: %s.</p>" % (fmt(rate, ".3g"),
+                                                       esc(slo_margin_text(slo, best.get("metrics")))))
+        low = target.get("lowest_cost")
+        if isinstance(low, dict) and low.get("key") != best.get("key"):
+            out.append("<p>Cheapest per hour: %s ($%s per hour, %s GPUs).</p>" % (
+                esc(low.get("key")), fmt(low.get("cost_per_hour"), ".2f"), fmt_int(low.get("gpus"))))
+        mini = target.get("one_replica_fewer") if isinstance(target.get("one_replica_fewer"), dict) else {}
+        if mini.get("checked") and "pruned" in mini:
+            out.append("<p>Minimal: one replica fewer is pruned (%s).</p>" % esc(mini["pruned"]))
+        elif mini.get("checked"):
+            out.append("<p>%s: with one replica fewer (%s, %s GPUs) %s.</p>" % (
+                "Minimal" if not mini.get("meets_slo") else "<b>Not minimal</b>",
+                esc(mini.get("key")), fmt_int(mini.get("gpus")),
+                "it fails the SLO: " + esc("; ".join(mini.get("violations") or []))
+                if not mini.get("meets_slo") else "it meets the SLO too"))
+        elif mini.get("reason"):
+            out.append("<p>Minimal: %s.</p>" % esc(mini["reason"]))
+        runner = target.get("runner_up")
+        if isinstance(runner, dict):
+            out.append("<p>Runner-up: %s (%s GPUs).</p>" % (esc(runner.get("key")),
+                                                           fmt_int(runner.get("gpus"))))
+        out.append("</div>")
+        return out
+    if not ranked:
+        out.append("</div>")
+        return []
+    best = ranked[0]
+    out.append("<h2>Recommended: %s</h2>" % esc(entry_label(best)))
+    out.append("<p>It won on goodput per GPU: <b>%s req/s per GPU</b> (it meets the SLO up to %s "
+               "req/s on %s GPUs)%s.</p>" % (
+                   fmt(best.get("goodput_per_gpu"), ".3f"), fmt(best.get("max_rate_rps"), ".3g"),
+                   fmt_int(best.get("gpus", get(best, "config", "gpus"))),
+                   (", $%s per million output tokens" % fmt(best.get("cost_per_million_tokens"), ".3f"))
+                   if num(best.get("cost_per_million_tokens")) is not None else ""))
+    margin = slo_margin_text(slo, best.get("metrics"))
+    if margin:
+        out.append("<p>Margin at that rate: %s%s.</p>" % (
+            esc(margin), ("; the lowest rate that failed: %s req/s" % fmt(best.get("lowest_failing_rate_rps"), ".3g"))
+            if num(best.get("lowest_failing_rate_rps")) is not None else ""))
+    if len(ranked) > 1:
+        r = ranked[1]
+        out.append("<p>Runner-up: %s, %s req/s per GPU (%s req/s on %s GPUs).</p>" % (
+            esc(entry_label(r)), fmt(r.get("goodput_per_gpu"), ".3f"), fmt(r.get("max_rate_rps"), ".3g"),
+            fmt_int(r.get("gpus", get(r, "config", "gpus")))))
+    out.append("</div>")
+    return out
+
+
 def render_plan(plt, d):
     plan = read_json_file(os.path.join(d, "plan.json"), "a plan's result")
     if not isinstance(plan, dict):
@@ -631,6 +726,7 @@ def render_plan(plt, d):
     failed = [r for r in (plan.get("failed_slo") or []) if isinstance(r, dict)]
     body = ["<h1>prima plan: %s</h1>" % esc(name)]
     fidelity = plan.get("fidelity") if isinstance(plan.get("fidelity"), dict) else {}
+    body.extend(plan_answer(plan, ranked, slo))
     for gpu in sorted(fidelity):
         body.append(fidelity_line(fidelity[gpu], "Fidelity on %s" % gpu))
     body.append('<div class="tables">' + kv_table([
@@ -652,9 +748,9 @@ def render_plan(plt, d):
                          fmt(r.get("cost_per_million_tokens"), ".3f"),
                          fmt_int(r.get("gpus", get(r, "config", "gpus"))),
                          esc(fidelity_error(gpu_fidelity(fidelity, get(r, "config", "gpu")))),
-                         esc(" ".join(r["sets"]) if isinstance(r.get("sets"), list) else "")])
+                         folded_sets(r)])
         body.append(table(["rank", "config", "max_rate_rps", "goodput_per_gpu",
-                           "cost_per_million_tokens", "GPUs", "model error (median)", "--set"],
+                           "cost_per_million_tokens", "GPUs", "model error (median)", "rerun"],
                           rows, "ranked"))
     else:
         body.append('<div class="warn"><b>No configuration meets the SLO.</b> ')

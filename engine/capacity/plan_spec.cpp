@@ -168,6 +168,10 @@ Result<PlanSpec> parse_plan(const Json& j, const std::string& file, const std::s
     parse_slo(r.object("slo"), &p.slo);
     parse_search(r.object("search"), &p.search);
     if (auto rate = r.optional_object("rate")) parse_rate(*rate, &p.rate);
+    if (auto target = r.optional_object("target")) {
+      p.target_rps = target->positive_number("rate_rps");
+      target->finish();
+    }
     if (auto prices = r.optional_object("prices")) {
       for (const auto& [gpu, price] : prices->json().items()) {
         if (!plan::gpu_by_name(gpu).ok())
@@ -180,7 +184,13 @@ Result<PlanSpec> parse_plan(const Json& j, const std::string& file, const std::s
     r.finish();
   });
   if (!st.ok()) return st;
+  if (p.target_rps > 0) set_target_rate(&p, p.target_rps);
   return p;
+}
+
+void set_target_rate(PlanSpec* p, double rps) {
+  p->target_rps = rps;
+  p->rate.min_rps = p->rate.max_rps = rps;
 }
 
 Result<PlanSpec> load_plan(const std::string& path) {

@@ -60,7 +60,14 @@ struct PlanSpec {
   SearchSpace search;
   RateSearchSpec rate;
   std::map<std::string, double> prices;  // dollars per GPU-hour by GPU name
+  // "target": {"rate_rps": R} (or `prima plan --target-rate R`): the question becomes "the
+  // smallest and the cheapest configuration meeting the SLO at R"; every configuration is
+  // simulated at R (rate.min_rps = rate.max_rps = R). 0: no target (the rate search).
+  double target_rps = 0;
 };
+
+// Sets the target rate (> 0) and the rate range to it.
+void set_target_rate(PlanSpec* p, double rps);
 
 // Reads and parses a plan file. Errors name the file and the JSON path.
 Result<PlanSpec> load_plan(const std::string& path);

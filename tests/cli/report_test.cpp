@@ -139,6 +139,12 @@ TEST(Report, PlanRendersTheRankedTableCurvesAndParetoFront) {
   for (const char* h : {"max_rate_rps", "goodput_per_gpu", "cost_per_million_tokens"})
     EXPECT_TRUE(contains(html, h)) << h;
   EXPECT_TRUE(contains(html, "TP4 PP1 x2 gpu=a100"));
+  // It leads with the answer (before the tables), and the rerun overrides are folded away.
+  EXPECT_TRUE(contains(html, "Recommended: "));
+  EXPECT_LT(html.find("Recommended: "), html.find("Ranked configurations"));
+  EXPECT_TRUE(contains(html, "It won on goodput per GPU"));
+  EXPECT_TRUE(contains(html, "Runner-up: "));
+  EXPECT_TRUE(contains(html, "<details><summary>command</summary>"));
   EXPECT_TRUE(contains(html, "<td>0.620</td>"));  // best goodput_per_gpu (TP2 PP2 x4 h100)
   EXPECT_TRUE(contains(html, "Achieved goodput vs offered rate"));
   EXPECT_TRUE(contains(html, "E2E p99 latency vs offered rate"));
