@@ -49,6 +49,35 @@ std::string error_column(const Json& plan, const std::string& gpu) {
   return m.is_number() ? fmt::format("{:.1f}%", m.get<double>() * 100) : "unknown";
 }
 
+// The Pareto front of output tokens/s per GPU against tokens/s per user (1 / mean TPOT) over
+// every simulated operating point (a configuration at a rate) that met the SLO: the points no
+// other beats on both, by tokens/s per user ascending.
+Json pareto_json(const capacity::PlanSpec& spec, const std::vector<SearchedConfig>& searched) {
+  struct Point {
+    double per_user, per_gpu, rate;
+    const SearchedConfig* s;
+  };
+  std::vector<Point> pts;
+  for (const auto& s : searched)
+    for (const auto& [rate, m] : s.probes)
+      if (m.ok && m.tpot_mean_s > 0 && capacity::meets_slo(spec.slo, m, nullptr))
+        pts.push_back({1 / m.tpot_mean_s, m.output_tokens_per_s / s.config.gpus(), rate, &s});
+  // Highest per-user first; keep a point when it beats every kept one on per-GPU.
+  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) {
+    return a.per_user != b.per_user ? a.per_user > b.per_user : a.per_gpu > b.per_gpu;
+  });
+  std::vector<Point> front;
+  for (const auto& p : pts)
+    if (front.empty() || p.per_gpu > front.back().per_gpu) front.push_back(p);
+  Json out = Json::array();
+  for (auto it = front.rbegin(); it != front.rend(); ++it)
+    out.push_back({{"key", it->s->config.key()},
+                   {"rate_rps", it->rate},
+                   {"tokens_per_s_per_gpu", it->per_gpu},
+                   {"tokens_per_s_per_user", it->per_user}});
+  return out;
+}
+
 }  // namespace
 
 Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedConfig>& searched,
@@ -149,6 +178,7 @@ Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedC
                {"probe_duration_s", spec.rate.probe_duration_s}};
   j["ranked"] = ranked;
   j["cheapest"] = cheapest;
+  j["pareto"] = pareto_json(spec, searched);
   j["pruned"] = pr;
   j["failed_slo"] = failed;
   j["configurations"] = total_configs;

@@ -854,6 +854,38 @@ def render_plan(plt, d):
             body.append("<h2>Throughput vs offered rate</h2>")
             body.extend(charts)
 
+    # Throughput per GPU against what one user sees, InferenceX style: every simulated
+    # operating point (a configuration at a rate), and plan.json's front over those meeting
+    # the SLO.
+    front_pts = [p for p in (plan.get("pareto") or []) if isinstance(p, dict)]
+    ops = []
+    for r in results:
+        t, tok = num(get(r, "metrics", "tpot_mean_s")), num(get(r, "metrics", "output_tokens_per_s"))
+        g = num(get(r, "config", "gpus"))
+        if t and tok is not None and g:
+            ops.append((1.0 / t, tok / g, bool(r.get("meets"))))
+    if front_pts or ops:
+        fig, ax = plt.subplots(figsize=(7, 3.6))
+        for met, label, face in ((True, "meets the SLO", "#999"), (False, "misses the SLO", "none")):
+            sel = [o for o in ops if o[2] == met]
+            if sel:
+                ax.scatter([o[0] for o in sel], [o[1] for o in sel], s=14, facecolors=face,
+                           edgecolors="#999", label=label)
+        if front_pts:
+            xs = [num(p.get("tokens_per_s_per_user")) for p in front_pts]
+            ys = [num(p.get("tokens_per_s_per_gpu")) for p in front_pts]
+            ax.plot(xs, ys, "-o", ms=5, lw=1.2, color=COLORS[0], label="Pareto front (meets the SLO)")
+        ax.set_xlabel("output tokens/s per user (1 / mean TPOT)")
+        ax.set_ylabel("output tokens/s per GPU")
+        ax.set_title("Throughput per GPU vs interactivity", loc="left", fontsize=9)
+        ax.legend(loc="upper right", fontsize=7)
+        body.append("<h2>Pareto front: tokens/s per GPU vs tokens/s per user</h2>" + svg_of(plt, fig))
+        if front_pts:
+            body.append(table(["config", "rate (req/s)", "tokens/s per user", "tokens/s per GPU"],
+                              [[esc(p.get("key")), fmt(p.get("rate_rps"), ".3g"),
+                                fmt(p.get("tokens_per_s_per_user"), ".1f"),
+                                fmt(p.get("tokens_per_s_per_gpu"), ".1f")] for p in front_pts]))
+
     # Pareto front of cost vs goodput.
     pts = []
     for r in ranked:

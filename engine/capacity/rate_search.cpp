@@ -9,6 +9,15 @@
 namespace prima::capacity {
 using config::Json;
 
+namespace {
+
+// j[key] when it is a number, else 0 (missing or null).
+double number_or_zero(const Json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
+}
+
+}  // namespace
+
 Json ProbeMetrics::to_json() const {
   if (!ok) return Json{{"ok", false}, {"error", error}};
   return Json{{"ok", true},
@@ -19,6 +28,7 @@ Json ProbeMetrics::to_json() const {
               {"goodput_rps", goodput_rps},
               {"throughput_rps", throughput_rps},
               {"output_tokens_per_s", output_tokens_per_s},
+              {"tpot_mean_s", tpot_mean_s},
               {"submitted", submitted},
               {"completed", completed},
               {"wall_s", wall_s}};
@@ -38,6 +48,7 @@ ProbeMetrics ProbeMetrics::from_json(const Json& j) {
   m.goodput_rps = j.at("goodput_rps").get<double>();
   m.throughput_rps = j.at("throughput_rps").get<double>();
   m.output_tokens_per_s = j.at("output_tokens_per_s").get<double>();
+  m.tpot_mean_s = number_or_zero(j, "tpot_mean_s");
   m.submitted = j.at("submitted").get<std::int64_t>();
   m.completed = j.at("completed").get<std::int64_t>();
   m.wall_s = j.value("wall_s", 0.0);
@@ -54,6 +65,7 @@ ProbeMetrics ProbeMetrics::from_report(const Json& r) {
   m.goodput_rps = r.at("slo").at("goodput_rps").get<double>();
   m.throughput_rps = r.at("throughput").at("requests_per_s").get<double>();
   m.output_tokens_per_s = r.at("throughput").at("output_tokens_per_s").get<double>();
+  m.tpot_mean_s = number_or_zero(r.at("latency_s").at("tpot"), "mean");
   m.submitted = r.at("requests").at("submitted").get<std::int64_t>();
   m.completed = r.at("requests").at("completed").get<std::int64_t>();
   return m;

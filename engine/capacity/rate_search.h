@@ -27,6 +27,9 @@ struct ProbeMetrics {
   double goodput_rps = 0;
   double throughput_rps = 0;
   double output_tokens_per_s = 0;
+  // Mean time per output token: 1 / tpot_mean_s is the tokens/s one user sees (0: unknown,
+  // as in results files written before it was recorded).
+  double tpot_mean_s = 0;
   std::int64_t submitted = 0, completed = 0;
   double wall_s = 0;  // wall time of the simulation (not part of any decision)
 

@@ -5,6 +5,7 @@
 // SLO nobody meets is an answer (exit 0, the closest candidates).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -91,6 +92,37 @@ TEST(Plan, ChosenConfigMeetsSloAtReportedRateAndFailsTenPercentAbove) {
                         " --set workload.arrival.rate_rps=" + std::to_string(rate * 1.1), &code);
   ASSERT_EQ(code, 0);
   EXPECT_FALSE(meets(above, 0.5, 0.06, 0.99)) << above["latency_s"].dump();
+  // The Pareto front of tokens/s per GPU against tokens/s per user: ascending per user,
+  // descending per GPU, every point a simulated operating point that met the SLO, and no such
+  // point beats a front point on both.
+  const json& front = p["pareto"];
+  ASSERT_FALSE(front.empty());
+  std::vector<std::pair<double, double>> met;  // (per user, per GPU) of every met probe
+  {
+    std::ifstream f(dir + "/out/results.jsonl");
+    std::string line;
+    while (std::getline(f, line)) {
+      const json r = json::parse(line);
+      if (!r["meets"].get<bool>()) continue;
+      const json& m = r["metrics"];
+      met.push_back({1 / m["tpot_mean_s"].get<double>(),
+                     m["output_tokens_per_s"].get<double>() / r["config"]["gpus"].get<int>()});
+    }
+  }
+  for (std::size_t i = 0; i < front.size(); ++i) {
+    const double u = front[i]["tokens_per_s_per_user"].get<double>();
+    const double g = front[i]["tokens_per_s_per_gpu"].get<double>();
+    if (i > 0) {
+      EXPECT_GT(u, front[i - 1]["tokens_per_s_per_user"].get<double>());
+      EXPECT_LT(g, front[i - 1]["tokens_per_s_per_gpu"].get<double>());
+    }
+    bool found = false;
+    for (const auto& [mu, mg] : met) {
+      found = found || (std::abs(mu - u) < 1e-9 * u && std::abs(mg - g) < 1e-9 * g);
+      EXPECT_FALSE(mu > u && mg > g) << "a met point beats the front point " << front[i].dump();
+    }
+    EXPECT_TRUE(found) << front[i].dump();
+  }
   // Ranked best first by goodput per GPU.
   for (std::size_t i = 1; i < p["ranked"].size(); ++i)
     EXPECT_GE(p["ranked"][i - 1]["goodput_per_gpu"].get<double>(),
@@ -194,6 +226,7 @@ TEST(Plan, TargetRateAnswerIsTheFewestGpusAndOneReplicaFewerFails) {
   const std::string html = read_file(dir + "/out/report.html");
   EXPECT_NE(html.find("Answer: "), std::string::npos);
   EXPECT_NE(html.find("The fewest GPUs meeting the SLO at <b>17 req/s</b>"), std::string::npos);
+  EXPECT_NE(html.find("Pareto front: tokens/s per GPU vs tokens/s per user"), std::string::npos);
   json p = read_json(dir + "/out/plan.json");
   ASSERT_TRUE(p.contains("target")) << p.dump(2);
   const json& t = p["target"];
@@ -222,8 +255,8 @@ TEST(Plan, TargetRateAnswerIsTheFewestGpusAndOneReplicaFewerFails) {
   ASSERT_TRUE(m["checked"].get<bool>()) << m.dump(2);
   EXPECT_FALSE(m["meets_slo"].get<bool>()) << m.dump(2);
   const int replicas = t["fewest_gpus"]["config"]["replicas"].get<int>();
-  json fewer = simulate(dir, sets, " --set deployment.replicas=" + std::to_string(replicas - 1),
-                        &code);
+  json fewer =
+      simulate(dir, sets, " --set deployment.replicas=" + std::to_string(replicas - 1), &code);
   ASSERT_EQ(code, 0);
   EXPECT_FALSE(meets(fewer, 0.5, 0.06, 0.99)) << fewer["latency_s"].dump();
 }
