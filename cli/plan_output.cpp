@@ -205,8 +205,7 @@ std::string target_line(const Json& e) {
 void print_target(const Json& t) {
   const double rate = t["rate_rps"].get<double>();
   if (t["fewest_gpus"].is_null()) {
-    std::printf("  answer     nothing in the space meets the SLO at %g req/s (the closest below)\n",
-                rate);
+    std::printf("  answer     nothing in the space meets the SLO at %g req/s\n", rate);
     return;
   }
   std::printf("  answer     at %g req/s: %s\n", rate, target_line(t["fewest_gpus"]).c_str());
@@ -257,8 +256,13 @@ void print_plan_summary(const Json& p, const std::string& out_dir) {
     }
     if (r.size() > 10) std::printf("  ... %zu more in plan.json\n", r.size() - 10);
   } else {
-    std::printf("  no configuration meets the SLO at %s; the closest:\n",
-                p.contains("target") ? "the target rate" : "min_rps");
+    if (p["failed_slo"].empty())
+      std::printf(
+          "  no configuration was simulated: every one was pruned (counts below, reasons in "
+          "plan.json)\n");
+    else
+      std::printf("  no configuration meets the SLO at %s; the closest:\n",
+                  p.contains("target") ? "the target rate" : "min_rps");
     const Json& f = p["failed_slo"];
     for (std::size_t i = 0; i < f.size() && i < 5; ++i) {
       std::string why;

@@ -90,10 +90,12 @@ Screening screen_config(const PlanSpec& spec, const PlanConfig& c) {
   if (!fit->fits) return prune("memory", fit->verdict);
   s.bound_rps = kRooflineSlack * roofline_capacity_rps(*sc);
   if (s.bound_rps < spec.rate.min_rps)
-    return prune("roofline",
-                 fmt::format("roofline: at most {:.3g} req/s ({:.1f}x the best-case decode "
-                             "throughput), below min_rps {:.3g}",
-                             s.bound_rps, kRooflineSlack, spec.rate.min_rps));
+    return prune(
+        "roofline",
+        fmt::format("roofline: at most {:.3g} req/s ({:.1f}x the best-case decode "
+                    "throughput), below {} {:.3g}",
+                    s.bound_rps, kRooflineSlack,
+                    spec.target_rps > 0 ? "the target rate" : "min_rps", spec.rate.min_rps));
   return s;
 }
 

@@ -261,6 +261,29 @@ TEST(Plan, TargetRateAnswerIsTheFewestGpusAndOneReplicaFewerFails) {
   EXPECT_FALSE(meets(fewer, 0.5, 0.06, 0.99)) << fewer["latency_s"].dump();
 }
 
+// A target no configuration can carry: every one is pruned by the roofline bound, named as
+// the target's; the answer says nothing meets it (exit 0: an answer, not an error).
+TEST(Plan, TargetNothingCanCarryIsAnAnswer) {
+  const std::string dir = write_plan("target_none", kSmallSpace);
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out -q --target-rate 5000");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("answer     nothing in the space meets the SLO at 5000 req/s"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("every one was pruned"), std::string::npos) << r.out;
+  json p = read_json(dir + "/out/plan.json");
+  EXPECT_TRUE(p["target"]["fewest_gpus"].is_null());
+  ASSERT_FALSE(p["pruned"].empty());
+  int roofline = 0;
+  for (const auto& x : p["pruned"]) {
+    if (x["kind"] != "roofline") continue;
+    ++roofline;
+    EXPECT_NE(x["reason"].get<std::string>().find("below the target rate 5e+03"), std::string::npos)
+        << x["reason"];
+  }
+  EXPECT_GT(roofline, 0) << p["pruned"].dump(2);
+}
+
 TEST(Plan, BadInputIsExitTwoWithAClearMessage) {
   expect_bad("empty", R"({"topologies": ["dgx_a100"], "tensor_parallel": []})",
              {"plan.json", "/search/tensor_parallel", "empty"});
