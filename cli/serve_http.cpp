@@ -76,28 +76,26 @@ int run_server(const ServeOptions& o, server::EngineBridge* bridge, server::Serv
     int sig = -1;
     while (!done && !failed && (sig = sigtimedwait(&sigs, nullptr, &poll)) < 0) {
     }
+    if (!failed && sig < 0) return;  // shutting down for another reason
+    http.start_draining();
     if (failed) {
       std::fprintf(stderr,
                    "prima serve: the backend cannot serve again (%s): failing %lld requests in "
                    "progress and exiting\n",
                    failure.c_str(), static_cast<long long>(bridge->open()));
-      http.start_draining();
       bridge->fail_all("the backend failed: " + failure);
       http.wait_drained(5.0);
-      http.stop();
-      loop.stop();
-      return;
-    }
-    if (sig < 0) return;  // shutting down for another reason
-    std::fprintf(stderr, "prima serve: %s: draining (%lld requests in progress, at most %g s)\n",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT", static_cast<long long>(bridge->open()),
-                 o.drain_timeout_s);
-    http.start_draining();
-    if (!http.wait_drained(o.drain_timeout_s)) {
-      std::fprintf(stderr, "prima serve: drain timeout: failing %lld requests still in progress\n",
-                   static_cast<long long>(bridge->open()));
-      bridge->fail_all("the server shut down (drain timeout)");
-      http.wait_drained(5.0);
+    } else {
+      std::fprintf(stderr, "prima serve: %s: draining (%lld requests in progress, at most %g s)\n",
+                   sig == SIGTERM ? "SIGTERM" : "SIGINT", static_cast<long long>(bridge->open()),
+                   o.drain_timeout_s);
+      if (!http.wait_drained(o.drain_timeout_s)) {
+        std::fprintf(stderr,
+                     "prima serve: drain timeout: failing %lld requests still in progress\n",
+                     static_cast<long long>(bridge->open()));
+        bridge->fail_all("the server shut down (drain timeout)");
+        http.wait_drained(5.0);
+      }
     }
     http.stop();
     loop.stop();

@@ -247,8 +247,8 @@ struct ServerMetrics::LinkState {
   std::mutex mu;
   prometheus::Family<prometheus::Counter>* bytes = nullptr;
   prometheus::Family<prometheus::Counter>* retransmits = nullptr;
-  // By series key: the counter, the source's value it last counted up to, and (retransmits)
-  // the source's value at the first sample.
+  // By series key: the counter and the source's value it has counted up to (bytes start
+  // from 0; retransmits from the source's value at the first sample).
   struct Seen {
     prometheus::Counter* counter = nullptr;
     std::uint64_t last = 0;

@@ -79,8 +79,6 @@ void RealExecutor::check_health(std::function<void(Status)> done) {
 }
 
 void RealExecutor::break_with(const Status& st) {
-  broken_ = true;
-  broken_status_ = st;
   std::lock_guard<std::mutex> l(failure_mu_);
   failure_ = st;
 }
@@ -125,8 +123,8 @@ void RealExecutor::loop() {
     }
     if (start_new) {
       job.start_s = rt_->now();
-      if (broken_) {
-        finish(job, broken_status_, {});
+      if (Status broken = failure(); !broken.ok()) {
+        finish(job, broken, {});
         continue;
       }
       Status st =

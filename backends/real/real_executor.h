@@ -60,10 +60,8 @@ class RealExecutor : public Executor {
   std::condition_variable cv_;
   std::deque<Job> queue_;
   bool stopping_ = false;
-  bool broken_ = false;  // a step failed on the ranks: later steps fail at once
-  Status broken_status_;
   mutable std::mutex failure_mu_;
-  Status failure_;  // broken_status_ for other threads (guarded by failure_mu_)
+  Status failure_;  // a step failed on the ranks: later steps fail at once (by failure_mu_)
   std::thread worker_;
 };
 

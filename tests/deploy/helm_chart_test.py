@@ -341,14 +341,19 @@ def test_defaults():
     check(svc["spec"]["selector"].items() <= t["metadata"]["labels"].items(), "defaults: Service selects the pods")
 
 
+def check_one_group(docs, where, pods, gpus):
+    """One LeaderWorkerSet replica of `pods` pods holding `gpus` GPUs in all."""
+    lws = one(docs, "LeaderWorkerSet")
+    check(lws["spec"]["replicas"] == 1 and lws["spec"]["leaderWorkerTemplate"]["size"] == pods,
+          f"{where}: one group of {pods} pods")
+    check(gpus_per_replica(docs) == gpus, f"{where}: {gpus} GPUs per replica, got {gpus_per_replica(docs)}")
+
+
 def test_seed000():
     docs = rendered("seed000", *seed("seed000-bitbrick-k1.yaml"))
     if not docs:
         return
-    lws = one(docs, "LeaderWorkerSet")
-    check(lws["spec"]["replicas"] == 1 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2,
-          "seed000: one group of 2 pods")
-    check(gpus_per_replica(docs) == 8, f"seed000: 8 GPUs per replica, got {gpus_per_replica(docs)}")
+    check_one_group(docs, "seed000", 2, 8)
     for role, t, _ in pod_specs(docs):
         c = container(t)
         lim = c["resources"]["limits"]
@@ -798,10 +803,7 @@ def test_plan_values(prima):
         docs = rendered("plan values", "-f", str(values), "--set", "model.url=https://models.example/m.gguf")
         if not docs:
             return
-        lws = one(docs, "LeaderWorkerSet")
-        check(lws["spec"]["replicas"] == 1 and lws["spec"]["leaderWorkerTemplate"]["size"] == 2,
-              "plan values: one group of 2 pods")
-        check(gpus_per_replica(docs) == 8, f"plan values: 8 GPUs per replica, got {gpus_per_replica(docs)}")
+        check_one_group(docs, "plan values", 2, 8)
         a = container(pod_specs(docs)[0][1])["args"]
         check(flag(a, "--tp") == "4" and flag(a, "--pp") == "2", f"plan values: args {a}")
         # The same values on the simulator: the scenario the plan simulated is what prima serves.

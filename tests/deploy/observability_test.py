@@ -322,6 +322,18 @@ def family_of(sample, families):
     return None
 
 
+def terminate(proc, timeout):
+    """SIGTERM, then SIGKILL after `timeout` seconds."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Server:
     """A `prima serve` subprocess on a free port."""
 
@@ -373,13 +385,7 @@ class Server:
         if self.launched and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)  # every rank and mpirun at once
             self.proc.wait()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc, 30)
         self.log.close()
         self.dir.cleanup()
 
@@ -583,12 +589,7 @@ class Prometheus:
         return self.get("/api/v1/query", query=expr)
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        terminate(self.proc, 20)
         self.log.close()
         self.dir.cleanup()
 

@@ -25,18 +25,20 @@ Status Transport::run_counted(Op* ops, std::size_t count) {
   return st;
 }
 
-std::vector<std::uint64_t> Transport::bytes_sent() const {
+std::vector<std::uint64_t> Transport::read_counts(
+    const std::unique_ptr<std::atomic<std::uint64_t>[]>& counts) const {
   std::vector<std::uint64_t> v(static_cast<std::size_t>(size()), 0);
-  const int n = counted_size_.load(std::memory_order_acquire);
-  for (int r = 0; r < n; ++r) v[r] = sent_[r].load(std::memory_order_relaxed);
+  const int n = counted_size_.load(std::memory_order_acquire);  // counts exist once n > 0
+  for (int r = 0; r < n; ++r) v[r] = counts[r].load(std::memory_order_relaxed);
   return v;
 }
 
+std::vector<std::uint64_t> Transport::bytes_sent() const {
+  return read_counts(sent_);
+}
+
 std::vector<std::uint64_t> Transport::bytes_received() const {
-  std::vector<std::uint64_t> v(static_cast<std::size_t>(size()), 0);
-  const int n = counted_size_.load(std::memory_order_acquire);
-  for (int r = 0; r < n; ++r) v[r] = received_[r].load(std::memory_order_relaxed);
-  return v;
+  return read_counts(received_);
 }
 
 std::string describe(const Op& op) {

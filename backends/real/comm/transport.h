@@ -50,7 +50,7 @@ class Transport {
   // Starts every op and waits until all are complete, at most timeout_s in all. On error or
   // timeout, the status names the op, the peer and the tag; pending recvs are cancelled.
   virtual Status run(Op* ops, std::size_t count) = 0;
-  // run(), then counts the bytes of the completed ops by peer (traffic()).
+  // run(), then counts the bytes of the completed ops by peer (bytes_sent, bytes_received).
   Status run_counted(Op* ops, std::size_t count);
   // Bytes sent to and received from each world rank so far (index = rank). Any thread.
   std::vector<std::uint64_t> bytes_sent() const;
@@ -74,6 +74,9 @@ class Transport {
   // By world rank, sized on first use (the driving thread writes, any thread reads).
   std::unique_ptr<std::atomic<std::uint64_t>[]> sent_, received_;
   std::atomic<int> counted_size_{0};
+  // The counts of sent_ or received_, read after counted_size_ says they exist.
+  std::vector<std::uint64_t> read_counts(
+      const std::unique_ptr<std::atomic<std::uint64_t>[]>& counts) const;
 };
 
 // "send to rank 3 (ctx 0, tag 7, 4096 bytes)": an op named for error messages.
