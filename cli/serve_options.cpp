@@ -18,7 +18,7 @@ constexpr const char* kSimOnly[] = {"scenario", "set", "speed"};
 constexpr const char* kRealOnly[] = {
     "model",  "manifest",     "served-model-name", "kernel-threads", "tp",
     "pp",     "max-num-seqs", "max-model-len",     "repack",         "no-repack",
-    "device", "comm-timeout"};
+    "device", "comm-timeout", "replicas"};
 
 po::options_description server_flags() {
   po::options_description opts("prima serve [options]");
@@ -83,6 +83,9 @@ po::options_description real_flags() {
        "the model name clients send (default: the file name without .gguf)")
       ("tp", po::value<int>()->default_value(1), "tensor-parallel ranks (run under mpirun -np TP*PP)")
       ("pp", po::value<int>()->default_value(1), "pipeline-parallel ranks")
+      ("replicas", po::value<int>()->default_value(1),
+       "replicas of TP x PP ranks in one mpirun job (-np replicas*TP*PP); the engine on rank 0 "
+       "routes over them and re-routes a failed replica's requests to the others")
       ("comm-timeout", po::value<double>()->default_value(300),
        "seconds a rank waits for another before the step fails (a host down, a link cut, a hung "
        "process); the replica is then taken out of routing and /v2/health/ready answers 503")
@@ -136,6 +139,8 @@ Status ServeOptions::validate() const {
   }
   if (!(comm_timeout_s > 0))
     return invalid_argument(fmt::format("--comm-timeout must be > 0, got {:g}", comm_timeout_s));
+  if (replicas < 1)
+    return invalid_argument(fmt::format("--replicas must be >= 1, got {}", replicas));
   if (max_num_seqs < 1 || max_model_len < 0 || kernel_threads < 0)
     return invalid_argument(
         "--max-num-seqs must be >= 1, --max-model-len and --kernel-threads >= 0");
@@ -178,6 +183,7 @@ ServeOptions serve_options(const po::variables_map& vm) {
   get_flag(vm, {"tp"}, &o.tp);
   get_flag(vm, {"pp"}, &o.pp);
   get_flag(vm, {"comm-timeout"}, &o.comm_timeout_s);
+  get_flag(vm, {"replicas"}, &o.replicas);
   get_flag(vm, {"kernel-threads"}, &o.kernel_threads);
   get_flag(vm, {"max-num-seqs"}, &o.max_num_seqs);
   get_flag(vm, {"max-model-len"}, &o.max_model_len);

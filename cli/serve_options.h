@@ -29,6 +29,7 @@ struct ServeOptions {
   // real
   std::string model_path, manifest, served_name;
   int tp = 1, pp = 1;
+  int replicas = 1;             // --replicas: replicas of tp x pp ranks in the mpirun job
   double comm_timeout_s = 300;  // --comm-timeout
   int kernel_threads = 0;
   int max_num_seqs = 8;

@@ -1,7 +1,7 @@
 // `prima serve --backend real`: the cluster backends/real assembles (real::RealCluster: a GGUF
-// model on this machine's CPU, one replica, its engine on a WallRuntime) behind the HTTP
-// server, which tokenizes with the model's tokenizer and chat template (RealCodec). Under
-// mpirun with --tp/--pp, rank 0 serves HTTP and the other ranks execute its steps.
+// model on this machine's CPU, one replica or --replicas of them, the engine on a WallRuntime)
+// behind the HTTP server, which tokenizes with the model's tokenizer and chat template (RealCodec).
+// Under mpirun with --tp/--pp, rank 0 serves HTTP and the other ranks execute its steps.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -26,6 +26,7 @@ real::RealBackendOptions backend_options(const ServeOptions& o) {
   bo.threads = o.kernel_threads;
   bo.tp = o.tp;
   bo.pp = o.pp;
+  bo.replicas = o.replicas;
   bo.comm_timeout_s = o.comm_timeout_s;
   bo.max_num_seqs = o.max_num_seqs;
   bo.max_model_len = o.max_model_len;
@@ -79,17 +80,20 @@ int serve_real(const ServeOptions& o) {
       cl->engine.get(), &rt, [&](std::function<void()> fn) { rt.post(std::move(fn)); }, &codec);
   const server::ModelInfo model = model_info(o, *cl, &codec);
   server::ServerMetrics metrics(model.name, model.max_model_len);
-  bridge.set_metrics(&metrics, cl->recorder.get(), o.tp * o.pp);
+  bridge.set_metrics(&metrics, cl->recorder.get(), o.replicas * o.tp * o.pp);
   metrics.set_link_source([b = cl->backend.get()] { return link_counters(*b); });
 
   const nlohmann::json limits = engine_limits(*cl->engine);
   const std::string banner =
-      fmt::format("{} ({}) on this CPU, TP{} x PP{}, context {}; {}", model.name, o.model_path,
-                  o.tp, o.pp, cl->max_model_len, describe_limits(limits));
+      fmt::format("{} ({}) on this CPU, {}TP{} x PP{}, context {}; {}", model.name, o.model_path,
+                  o.replicas > 1 ? fmt::format("{} replicas of ", o.replicas) : "", o.tp, o.pp,
+                  cl->max_model_len, describe_limits(limits));
   ServeLoop loop;
   loop.run = [&](const std::function<void()>& publish) { cl->run(publish); };
   loop.stop = [&] { cl->stop(); };
-  loop.fatal = [&] { return cl->backend->failure(); };
+  // The server drains and exits once no replica can serve; a replica lost while others serve
+  // is taken out of routing by the engine (its requests re-routed) and the job serves on.
+  loop.fatal = [&] { return cl->backend->all_failed(); };
   const int rc = run_server(o, &bridge, &metrics, model, banner, loop, [&](nlohmann::json* j) {
     (*j)["model_file"] = o.model_path;
     (*j)["tp"] = o.tp;
@@ -98,7 +102,7 @@ int serve_real(const ServeOptions& o) {
   });
   // A replica whose ranks stopped answering: a normal shutdown would wait for them (the
   // workers' release, MPI_Finalize), so the job ends at once and its launcher restarts it.
-  if (!cl->backend->failure().ok()) real::abort_job(rc);
+  if (!cl->backend->any_failure().ok()) real::abort_job(rc);
   cl->shutdown();  // joins the executor's worker, releases the other ranks
   return rc;
 }

@@ -196,6 +196,7 @@ void EngineBridge::publish() {
   s.replicas_unhealthy = engine_->count(ReplicaState::kUnhealthy);
   s.replicas_loading = engine_->count(ReplicaState::kLoading);
   s.replicas_draining = engine_->count(ReplicaState::kDraining);
+  s.reroutes = engine_->counters().reroutes;
   if (s.replicas_unhealthy > 0)
     for (const auto& r : engine_->replicas())
       if (engine_->replica_state(r->id()) == ReplicaState::kUnhealthy) {

@@ -50,6 +50,7 @@ struct EngineSnapshot {
   bool published = false;
   int replicas_active = 0, replicas_unhealthy = 0, replicas_loading = 0, replicas_draining = 0;
   std::string replica_error;  // why an unhealthy replica was taken out ("" when none is)
+  std::int64_t reroutes = 0;  // requests moved off a failed replica to another, so far
   int replicas() const {
     return replicas_active + replicas_unhealthy + replicas_loading + replicas_draining;
   }

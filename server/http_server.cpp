@@ -188,6 +188,7 @@ json HttpServer::health() const {
                      {"unhealthy", s.replicas_unhealthy},
                      {"loading", s.replicas_loading},
                      {"draining", s.replicas_draining}};
+    j["requests_rerouted"] = s.reroutes;
     if (!s.replica_error.empty()) j["replica_error"] = s.replica_error;
   }
   if (health_extra) health_extra(&j);

@@ -3,6 +3,7 @@
 #include "backends/real/rank_runner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 
 namespace prima::real {
@@ -164,22 +165,33 @@ void RankRunner::shutdown() {
   (void)send_all(s);
 }
 
-Status RankRunner::run_worker() {
+Status RankRunner::run_worker(bool keep_going) {
   for (;;) {
-    auto msg = world_->recv_msg(0, kTagStep);
-    if (!msg.ok()) {
-      if (msg.status().code() == StatusCode::kDeadlineExceeded) continue;  // idle leader
-      return msg.status();
-    }
-    PRIMA_ASSIGN_OR_RETURN(StepInput s, decode_step(*msg));
-    if (s.kind == StepKind::kShutdown) return ok_status();
-    if (s.kind == StepKind::kPing) {
-      const std::uint8_t b = 1;
-      PRIMA_RETURN_IF_ERROR(world_->send(0, kTagPong, &b, 1));
-      continue;
-    }
-    SampledTokens tokens;
-    PRIMA_RETURN_IF_ERROR(run_stage(s, &tokens));
+    std::uint64_t step_id = 0;
+    Status st = [&]() -> Status {
+      auto msg = world_->recv_msg(0, kTagStep);
+      if (!msg.ok()) {
+        if (msg.status().code() == StatusCode::kDeadlineExceeded) return ok_status();  // idle
+        return msg.status();
+      }
+      PRIMA_ASSIGN_OR_RETURN(StepInput s, decode_step(*msg));
+      step_id = s.step_id;
+      if (s.kind == StepKind::kShutdown) {
+        shut_down_ = true;
+        return ok_status();
+      }
+      if (s.kind == StepKind::kPing) {
+        const std::uint8_t b = 1;
+        return world_->send(0, kTagPong, &b, 1);
+      }
+      SampledTokens tokens;
+      return run_stage(s, &tokens);
+    }();
+    if (shut_down_) return ok_status();
+    if (st.ok()) continue;
+    if (!keep_going) return st;
+    std::fprintf(stderr, "prima (rank %d of its replica): step %llu failed: %s\n", layout_.rank,
+                 static_cast<unsigned long long>(step_id), st.message().c_str());
   }
 }
 

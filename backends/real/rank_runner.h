@@ -19,6 +19,7 @@
 #include "backends/real/llama_forward.h"
 #include "backends/real/logit_processing.h"
 #include "backends/real/step_codec.h"
+#include "backends/real/step_runner.h"
 
 namespace prima::real {
 
@@ -35,29 +36,26 @@ struct RankLayout {
 // possible, earlier stages take the remainder).
 std::pair<int, int> stage_layers(int layers, int pp, int stage);
 
-// What the last stage sampled for one step: an id per sequence (-1 where none), and the
-// log-probabilities per sequence when a sequence asks for them (else empty).
-struct SampledTokens {
-  std::vector<int> ids;
-  std::vector<TokenLogprobs> logprobs;
-};
-
-class RankRunner {
+class RankRunner : public StepRunner {
  public:
   // tp_group: the stage's TP communicator (null when tp == 1).
   RankRunner(RankLayout layout, Communicator* world, Communicator* tp_group,
              const LlamaWeights* weights, KvStore* kv, kernels::ThreadPool* pool);
 
   // Leader: checks the step, sends it to the other ranks and runs stage 0's share.
-  Status begin_step(const StepInput& s);
+  Status begin_step(const StepInput& s) override;
   // Leader: what the oldest begun step sampled.
-  Result<SampledTokens> finish_step(const StepInput& s);
+  Result<SampledTokens> finish_step(const StepInput& s) override;
   // Leader, with no step in flight: every rank answers.
-  Status ping();
+  Status ping() override;
   // Leader: tells the other ranks to return from run_worker (idempotent).
-  void shutdown();
-  // Other ranks: executes the leader's steps until shutdown.
-  Status run_worker();
+  void shutdown() override;
+  // Other ranks: executes the leader's steps until shutdown. A step that fails (a peer that
+  // stopped answering) returns its status, unless keep_going: then the failure is written to
+  // stderr and the rank waits for the leader's next message (its shutdown, or the end of the
+  // job), so that in a job of several replicas the loss of one replica's rank does not end
+  // this process, which would end the whole mpirun job with the healthy replicas.
+  Status run_worker(bool keep_going = false);
 
   const RankLayout& layout() const { return layout_; }
 

@@ -15,6 +15,7 @@
 #include "backends/real/llama_weights.h"
 #include "backends/real/rank_runner.h"
 #include "backends/real/real_executor.h"
+#include "backends/real/replica_relay.h"
 #include "backends/real/tokenizer.h"
 
 namespace prima::real {
@@ -25,13 +26,18 @@ class RealBackendImpl : public RealBackend {
  public:
   ~RealBackendImpl() override {
     shutdown();
-    executor_.reset();
+    executors_.clear();
+    relay_runners_.clear();
     runner_.reset();
     tp_group_.reset();
+    // The replica's transport before the relays' (its leader's teardown waits only for the
+    // replica's ranks, then job rank 0 waits for the leader on the relay: no cycle).
     world_.reset();
+    relays_.clear();
   }
 
-  bool is_leader() const override { return layout_.rank == 0; }
+  bool is_leader() const override { return job_rank_ == 0; }
+  int replicas() const override { return replicas_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   const GgufFile& file() const override { return *file_; }
   const model::ModelSpec& model_spec() const override { return spec_; }
@@ -40,43 +46,76 @@ class RealBackendImpl : public RealBackend {
   int block_size() const override { return kv_->block_size(); }
   bool repacked() const override { return weights_->repacked(); }
 
-  Executor* executor(Runtime* rt) override {
-    if (!is_leader()) return nullptr;
-    if (!executor_)
-      executor_ =
-          std::make_unique<RealExecutor>(rt, runner_.get(), kv_->block_size(), layout_.pp, &spec_);
-    return executor_.get();
+  Executor* executor(Runtime* rt, int replica) override {
+    if (!is_leader() || replica < 0 || replica >= replicas_) return nullptr;
+    auto& e = executors_[static_cast<std::size_t>(replica)];
+    if (!e) {
+      StepRunner* runner = replica == 0 ? static_cast<StepRunner*>(runner_.get())
+                                        : relay_runners_[static_cast<std::size_t>(replica)].get();
+      e = std::make_unique<RealExecutor>(rt, runner, kv_->block_size(), layout_.pp, &spec_);
+    }
+    return e.get();
   }
 
   Status run_worker() override {
-    if (is_leader()) return invalid_argument("run_worker called on the leader (rank 0)");
-    return runner_->run_worker();
+    if (is_leader()) return invalid_argument("run_worker called on the leader (job rank 0)");
+    if (layout_.rank == 0) return serve_relay(runner_.get(), relays_.at(0).get());
+    return runner_->run_worker(/*keep_going=*/replicas_ > 1);
   }
 
-  std::vector<std::uint64_t> bytes_sent() const override { return world_->bytes_sent(); }
-  std::vector<std::uint64_t> bytes_received() const override { return world_->bytes_received(); }
-  Status failure() const override { return executor_ ? executor_->failure() : ok_status(); }
+  std::vector<std::uint64_t> bytes_sent() const override {
+    return job_counts([](const Communicator& c) { return c.bytes_sent(); });
+  }
+  std::vector<std::uint64_t> bytes_received() const override {
+    return job_counts([](const Communicator& c) { return c.bytes_received(); });
+  }
+  Status failure(int replica) const override {
+    if (replica < 0 || replica >= static_cast<int>(executors_.size())) return ok_status();
+    const auto& e = executors_[static_cast<std::size_t>(replica)];
+    return e ? e->failure() : ok_status();
+  }
 
   void shutdown() override {
     if (!is_leader() || !runner_) return;
-    if (executor_) executor_->stop();
+    for (auto& e : executors_)
+      if (e) e->stop();
     runner_->shutdown();
+    for (int r = 1; r < replicas_; ++r)
+      if (failure(r).ok()) relay_runners_[static_cast<std::size_t>(r)]->shutdown();
   }
 
   Status init(const RealBackendOptions& o);
 
  private:
+  // Counts by job rank: this replica's ranks (job rank 0's replica is job ranks 0..k-1) and,
+  // on job rank 0, each relay's far end (replica r's leader, job rank r * k).
+  template <typename Read>
+  std::vector<std::uint64_t> job_counts(Read read) const {
+    std::vector<std::uint64_t> out(static_cast<std::size_t>(job_size_), 0);
+    const auto own = read(*world_);
+    for (std::size_t i = 0; i < own.size() && i < out.size(); ++i) out[i] = own[i];
+    for (std::size_t r = 1; r < relays_.size(); ++r) {
+      if (!relays_[r]) continue;
+      const auto far = read(*relays_[r]);
+      if (far.size() > 1) out[r * static_cast<std::size_t>(ranks_per_replica_)] += far[1];
+    }
+    return out;
+  }
+
+  int job_rank_ = 0, job_size_ = 1, replicas_ = 1, ranks_per_replica_ = 1;
   RankLayout layout_;
   LlamaConfig config_;
   model::ModelSpec spec_;
-  std::unique_ptr<Communicator> world_, tp_group_;
+  std::unique_ptr<Communicator> world_, tp_group_;     // world_: this replica's ranks
+  std::vector<std::unique_ptr<Communicator>> relays_;  // JobComms::relays
   std::unique_ptr<GgufFile> file_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<LlamaWeights> weights_;
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<kernels::ThreadPool> pool_;
   std::unique_ptr<RankRunner> runner_;
-  std::unique_ptr<RealExecutor> executor_;
+  std::vector<std::unique_ptr<RelayRunner>> relay_runners_;  // job rank 0: [r] for r >= 1
+  std::vector<std::unique_ptr<RealExecutor>> executors_;     // job rank 0: one per replica
 };
 
 Status RealBackendImpl::init(const RealBackendOptions& o) {
@@ -87,14 +126,26 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   if (o.max_num_seqs < 1) return invalid_argument("max_num_seqs must be >= 1");
   if (!(o.comm_timeout_s > 0))
     return invalid_argument(fmt::format("--comm-timeout must be > 0, got {:g}", o.comm_timeout_s));
+  if (o.replicas < 1)
+    return invalid_argument("--replicas must be >= 1 (got " + std::to_string(o.replicas) + ")");
   CommOptions co;
   co.timeout_s = o.comm_timeout_s;
-  PRIMA_ASSIGN_OR_RETURN(world_, make_world_communicator(co));
-  if (world_->size() != o.tp * o.pp)
-    return invalid_argument("--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp) +
-                            " = " + std::to_string(o.tp * o.pp) + " ranks, but " +
-                            std::to_string(world_->size()) +
-                            " processes were launched (mpirun -np must equal tp x pp)");
+  PRIMA_ASSIGN_OR_RETURN(JobComms jc,
+                         make_job_communicators(co, o.replicas, relay_timeout_s(o.comm_timeout_s)));
+  const int want = o.replicas * o.tp * o.pp;
+  if (jc.job_size != want)
+    return invalid_argument(
+        (o.replicas > 1 ? "--replicas " + std::to_string(o.replicas) + " x " : std::string()) +
+        "--tp " + std::to_string(o.tp) + " x --pp " + std::to_string(o.pp) + " = " +
+        std::to_string(want) + " ranks, but " + std::to_string(jc.job_size) +
+        " processes were launched (mpirun -np must equal " + (o.replicas > 1 ? "replicas x " : "") +
+        "tp x pp)");
+  world_ = std::move(jc.replica_comm);
+  relays_ = std::move(jc.relays);
+  job_rank_ = jc.job_rank;
+  job_size_ = jc.job_size;
+  replicas_ = o.replicas;
+  ranks_per_replica_ = jc.ranks_per_replica;
   layout_ = {o.tp, o.pp, world_->rank()};
 
   GgufOpenOptions go;
@@ -141,12 +192,39 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   pool_ = std::make_unique<kernels::ThreadPool>(threads);
   runner_ = std::make_unique<RankRunner>(layout_, world_.get(), tp_group_.get(), weights_.get(),
                                          kv_.get(), pool_.get());
+  if (is_leader()) {
+    executors_.resize(static_cast<std::size_t>(replicas_));
+    relay_runners_.resize(static_cast<std::size_t>(replicas_));
+    for (int r = 1; r < replicas_; ++r)
+      relay_runners_[static_cast<std::size_t>(r)] =
+          std::make_unique<RelayRunner>(relays_.at(static_cast<std::size_t>(r)).get(), r,
+                                        r * ranks_per_replica_, ranks_per_replica_);
+  }
 
   spec_ = model_spec_of(*file_, config_);
   return ok_status();
 }
 
 }  // namespace
+
+double relay_timeout_s(double comm_timeout_s) {
+  return 3 * comm_timeout_s;
+}
+
+Status RealBackend::any_failure() const {
+  for (int r = 0; r < replicas(); ++r)
+    if (Status st = failure(r); !st.ok()) return st;
+  return ok_status();
+}
+
+Status RealBackend::all_failed() const {
+  Status last;
+  for (int r = 0; r < replicas(); ++r) {
+    last = failure(r);
+    if (last.ok()) return last;
+  }
+  return last;
+}
 
 std::int64_t default_kv_blocks(const RealBackendOptions& o, int context_length) {
   const int max_len =

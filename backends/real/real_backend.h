@@ -1,13 +1,16 @@
 // RealBackend: everything `prima generate`, `prima profile` and `prima serve --backend real`
 // need to run a GGUF model through the engine: the model file (mmap), the tokenizer, the
-// communicator (TP x PP ranks under mpirun), the KV cache and the Executor of one replica.
+// communicators (TP x PP ranks per replica under mpirun, replicas of them in one job), the KV
+// cache and an Executor per replica.
 //
-// On rank 0 (the leader) executor() is what the engine's Replica drives: launch() copies the
+// On job rank 0 (the leader) executor(rt, r) is what the engine's Replica r drives (replica
+// 0 on this process's ranks, the others through a relay to their leader): launch() copies the
 // step's inputs (token ids from Sequence::token_at, block tables, sampling parameters) on the
 // loop, runs the forward pass on the backend's worker thread (kernels on its ThreadPool; TP
 // all-reduces and PP activations over the communicator with the other ranks) and posts the
 // StepResult (sampled ids in StepResult::tokens) back to the loop. Other ranks call
-// run_worker(), which executes the leader's steps until it shuts down.
+// run_worker(), which executes the leader's steps (a replica's leader: job rank 0's, through
+// the relay) until it shuts down.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +30,10 @@ struct RealBackendOptions {
   std::string model_path;
   std::string manifest;  // GgufOpenOptions::manifest
   int threads = 0;       // kernel threads per rank (0: hardware concurrency)
-  int tp = 1, pp = 1;    // must match the ranks launched (tp * pp == world size)
+  int tp = 1, pp = 1;    // ranks of one replica
+  // Replicas of TP x PP ranks each in one mpirun job (replicas * tp * pp == ranks launched):
+  // job rank 0 runs the engine, which routes over all of them (JobComms, replica_relay.h).
+  int replicas = 1;
   // Longest wait for another rank (CommOptions::timeout_s): a rank that stops answering (its
   // host down, its link cut, its process hung) fails the step after this many seconds.
   double comm_timeout_s = 300;
@@ -49,12 +55,18 @@ struct RealBackendOptions {
 // model's context) tokens, in blocks of block_size.
 std::int64_t default_kv_blocks(const RealBackendOptions& o, int context_length);
 
+// How long job rank 0 waits for another replica's leader over the relay: three times the
+// replica's own --comm-timeout, so that a leader that lost one of its ranks (detected within
+// one or two of its timeouts) reports that cause itself before the relay times out.
+double relay_timeout_s(double comm_timeout_s);
+
 class RealBackend {
  public:
   static Result<std::unique_ptr<RealBackend>> open(const RealBackendOptions& opts);
   virtual ~RealBackend() = default;
 
-  virtual bool is_leader() const = 0;  // rank 0
+  virtual bool is_leader() const = 0;  // job rank 0
+  virtual int replicas() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const GgufFile& file() const = 0;
   // The model as the engine and the cost model see it (layers, hidden, heads, ...).
@@ -66,17 +78,22 @@ class RealBackend {
   // packed kernels).
   virtual bool repacked() const = 0;
 
-  // Leader: binds the executor to the engine's runtime (completions are posted to it).
-  virtual Executor* executor(Runtime* rt) = 0;
+  // Leader: replica r's executor, bound to the engine's runtime (completions are posted to
+  // it; every replica's executor must get the same runtime).
+  virtual Executor* executor(Runtime* rt, int replica = 0) = 0;
   // Other ranks: executes steps until the leader calls shutdown(); returns its status.
   virtual Status run_worker() = 0;
   // Leader, any thread: bytes this rank sent to / received from each rank of the job so far
-  // (index = rank; empty without mpirun).
+  // (index = job rank; size 1 without mpirun).
   virtual std::vector<std::uint64_t> bytes_sent() const = 0;
   virtual std::vector<std::uint64_t> bytes_received() const = 0;
-  // Leader, any thread: not ok once a step failed on the ranks (RealExecutor::failure): the
-  // replica cannot serve again without a restart of the job.
-  virtual Status failure() const = 0;
+  // Leader, any thread: not ok once a step failed on replica r's ranks
+  // (RealExecutor::failure): that replica cannot serve again without a restart of the job.
+  virtual Status failure(int replica = 0) const = 0;
+  // Leader, any thread: the first replica's failure (ok while every replica serves).
+  Status any_failure() const;
+  // Leader, any thread: ok while some replica serves, else the last replica's failure.
+  Status all_failed() const;
   // Leader: tells the workers to exit (idempotent); called by the destructor too.
   virtual void shutdown() = 0;
 };

@@ -32,14 +32,18 @@ Result<std::unique_ptr<RealCluster>> open_real_cluster(const RealBackendOptions&
   eo.scheduler.block_size = c->backend->block_size();
   eo.scheduler.max_num_seqs = o.max_num_seqs;
   eo.max_model_len = c->max_model_len;
-  cluster::ReplicaSetup rs;
-  rs.executor = c->backend->executor(c->rt.get());
-  rs.gpus = o.tp * o.pp;
-  rs.stage_gpus = o.tp;
-  rs.num_kv_blocks = c->backend->num_kv_blocks();
-  c->recorder = std::make_unique<metrics::Recorder>(o.tp * o.pp);
-  c->engine = std::make_unique<cluster::ServingEngine>(
-      c->rt.get(), eo, std::vector<cluster::ReplicaSetup>{rs}, c->recorder.get());
+  std::vector<cluster::ReplicaSetup> replicas;
+  for (int r = 0; r < c->backend->replicas(); ++r) {
+    cluster::ReplicaSetup rs;
+    rs.executor = c->backend->executor(c->rt.get(), r);
+    rs.gpus = o.tp * o.pp;
+    rs.stage_gpus = o.tp;
+    rs.num_kv_blocks = c->backend->num_kv_blocks();
+    replicas.push_back(rs);
+  }
+  c->recorder = std::make_unique<metrics::Recorder>(o.replicas * o.tp * o.pp);
+  c->engine = std::make_unique<cluster::ServingEngine>(c->rt.get(), eo, std::move(replicas),
+                                                       c->recorder.get());
   return c;
 }
 

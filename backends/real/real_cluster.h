@@ -1,13 +1,14 @@
 // RealCluster: a GGUF model on this machine's CPU, built and ready to serve: the RealBackend
-// (model file, tokenizer, communicator, KV cache, executor) and, on rank 0, the WallRuntime
-// the engine's loop runs on, the Recorder and the ServingEngine of its one replica. The real
+// (model file, tokenizer, communicators, KV cache, executors) and, on job rank 0, the
+// WallRuntime the engine's loop runs on, the Recorder and the ServingEngine of its replicas
+// (RealBackendOptions::replicas, one unless several were launched in the job). The real
 // backend's counterpart of sim::SimCluster (backends/sim/sim_cluster.h): `prima serve
 // --backend real` drives it with HTTP arrivals, `prima generate` with one prompt. Nothing is
 // started: the caller calls engine->start() when it wants warm-up and the autoscaler.
 //
-// Ranks: under mpirun with --tp/--pp every rank opens the cluster. Rank 0 (is_leader()) gets
-// the engine; the other ranks get the backend only and call run_worker(), which executes
-// rank 0's steps until rank 0 calls shutdown().
+// Ranks: under mpirun with --tp/--pp (and --replicas) every rank opens the cluster. Job rank 0
+// (is_leader()) gets the engine; the other ranks get the backend only and call run_worker(),
+// which executes job rank 0's steps until it calls shutdown().
 //
 // Thread-safety: the engine, the recorder and run() belong to the thread that runs the loop;
 // rt->post() and stop() may be called from any thread. Ownership: owns everything it built;
@@ -50,10 +51,10 @@ struct RealCluster {
   void shutdown() { backend->shutdown(); }
 };
 
-// Opens the model (every rank) and, on rank 0, builds the engine of one replica of TP x PP
-// ranks: max_num_seqs sequences at once, KV blocks as RealBackend allocates them, contexts up
-// to max_model_len. Errors are RealBackend::open's: kInvalidArgument or kNotFound where the
-// model file or the options are bad, another code where the machine failed.
+// Opens the model (every rank) and, on job rank 0, builds the engine of o.replicas replicas
+// of TP x PP ranks each: max_num_seqs sequences at once, KV blocks as RealBackend allocates them,
+// contexts up to max_model_len. Errors are RealBackend::open's: kInvalidArgument or kNotFound where
+// the model file or the options are bad, another code where the machine failed.
 Result<std::unique_ptr<RealCluster>> open_real_cluster(const RealBackendOptions& o);
 
 }  // namespace prima::real

@@ -5,7 +5,7 @@
 
 namespace prima::real {
 
-RealExecutor::RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp,
+RealExecutor::RealExecutor(Runtime* rt, StepRunner* runner, int block_size, int pp,
                            const model::ModelSpec* model)
     : rt_(rt), runner_(runner), model_(model), block_size_(block_size), pp_(pp) {
   worker_ = std::thread([this] { loop(); });
@@ -144,7 +144,7 @@ void RealExecutor::loop() {
     Job& head = inflight.front();
     auto tokens = runner_->finish_step(head.input);
     if (!tokens.ok()) {
-      break_with(tokens.status());
+      if (tokens.status().code() != StatusCode::kInvalidArgument) break_with(tokens.status());
       finish(head, tokens.status(), {});
     } else {
       finish(head, ok_status(), std::move(*tokens));

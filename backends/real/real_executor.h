@@ -1,7 +1,8 @@
-// RealExecutor: the engine's Executor on the real backend (leader rank). launch() runs on the
-// engine's loop: it copies the step's inputs (token ids via Sequence::token_at, positions,
+// RealExecutor: the engine's Executor for one replica on the real backend (job rank 0), over a
+// StepRunner: this process's RankRunner for replica 0, a RelayRunner for the others. launch() runs
+// on the engine's loop: it copies the step's inputs (token ids via Sequence::token_at, positions,
 // block tables, sampling parameters) into a StepInput and queues it; a worker thread (the only
-// user of the RankRunner, its communicators and the kernels' ThreadPool) runs the steps in
+// user of the runner, its communicators and the kernels' ThreadPool) runs the steps in
 // order, keeping up to `pp` of them in the pipeline, and posts each StepResult (times from the
 // runtime's clock, sampled ids) back through Runtime::post. check_health queues a ping that
 // every rank must answer. Destruction (or stop()) finishes the queued steps and joins the
@@ -14,7 +15,7 @@
 #include <mutex>
 #include <thread>
 
-#include "backends/real/rank_runner.h"
+#include "backends/real/step_runner.h"
 #include "engine/model/model_spec.h"
 #include "engine/runtime.h"
 
@@ -23,7 +24,7 @@ namespace prima::real {
 class RealExecutor : public Executor {
  public:
   // `model` (borrowed, may be null): the FLOPs each StepResult reports.
-  RealExecutor(Runtime* rt, RankRunner* runner, int block_size, int pp,
+  RealExecutor(Runtime* rt, StepRunner* runner, int block_size, int pp,
                const model::ModelSpec* model = nullptr);
   ~RealExecutor() override;
 
@@ -53,7 +54,7 @@ class RealExecutor : public Executor {
   void break_with(const Status& st);
 
   Runtime* rt_;
-  RankRunner* runner_;
+  StepRunner* runner_;
   const model::ModelSpec* model_;
   int block_size_, pp_;
   std::mutex mu_;

@@ -75,7 +75,8 @@ struct Reader {
   }
 };
 
-constexpr std::uint32_t kMagic = 0x50455453;  // "STEP"
+constexpr std::uint32_t kMagic = 0x50455453;       // "STEP"
+constexpr std::uint32_t kReplyMagic = 0x594c5052;  // "RPLY"
 
 }  // namespace
 
@@ -118,7 +119,7 @@ Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
     return invalid_argument("step message: bad magic at byte 0");
   s.step_id = r.get<std::uint64_t>();
   const auto kind = r.get<std::uint8_t>();
-  if (kind > 2 && r.err.ok())
+  if (kind > static_cast<std::uint8_t>(StepKind::kFinish) && r.err.ok())
     return invalid_argument("step message: unknown step kind " + std::to_string(kind) +
                             " at byte 12");
   s.kind = static_cast<StepKind>(kind);
@@ -156,6 +157,67 @@ Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
     return invalid_argument("step message: " + std::to_string(bytes.size() - r.off) +
                             " trailing bytes at byte " + std::to_string(r.off));
   return s;
+}
+
+std::vector<std::uint8_t> encode_reply(const Status& st, const SampledTokens& t) {
+  Writer w;
+  w.put(kReplyMagic);
+  w.put(static_cast<std::uint8_t>(st.code()));
+  w.put(static_cast<std::uint32_t>(st.message().size()));
+  w.out.insert(w.out.end(), st.message().begin(), st.message().end());
+  w.put_ints(t.ids);
+  w.put(static_cast<std::uint32_t>(t.logprobs.size()));
+  for (const TokenLogprobs& lp : t.logprobs) {
+    w.put(lp.logprob);
+    w.put(static_cast<std::uint32_t>(lp.top.size()));
+    for (const auto& [id, p] : lp.top) {
+      w.put(static_cast<std::int32_t>(id));
+      w.put(p);
+    }
+  }
+  return std::move(w.out);
+}
+
+Result<SampledTokens> decode_reply(const std::vector<std::uint8_t>& bytes) {
+  Reader r{bytes, 0, ok_status()};
+  if (r.get<std::uint32_t>() != kReplyMagic && r.err.ok())
+    return invalid_argument("step reply: bad magic at byte 0");
+  const auto code = r.get<std::uint8_t>();
+  if (code > static_cast<std::uint8_t>(StatusCode::kInternal) && r.err.ok())
+    return invalid_argument("step reply: unknown status code " + std::to_string(code) +
+                            " at byte 4");
+  const auto len = r.get<std::uint32_t>();
+  if (r.err.ok() && r.off + len > bytes.size())
+    return invalid_argument("step reply: message of " + std::to_string(len) + " bytes at byte " +
+                            std::to_string(r.off) + " runs past the end");
+  std::string message;
+  if (r.err.ok()) {
+    message.assign(reinterpret_cast<const char*>(bytes.data() + r.off), len);
+    r.off += len;
+  }
+  SampledTokens t;
+  t.ids = r.get_ints();
+  const auto n = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < n && r.err.ok(); ++i) {
+    TokenLogprobs lp;
+    lp.logprob = r.get<decltype(lp.logprob)>();
+    const auto top = r.get<std::uint32_t>();
+    if (r.err.ok() && top > static_cast<std::uint32_t>(SamplingParams::kMaxTopLogprobs))
+      return invalid_argument("step reply: " + std::to_string(top) +
+                              " top log-probabilities at byte " + std::to_string(r.off) +
+                              " exceed " + std::to_string(SamplingParams::kMaxTopLogprobs));
+    for (std::uint32_t k = 0; k < top && r.err.ok(); ++k) {
+      const int id = r.get<std::int32_t>();
+      lp.top.emplace_back(id, r.get<decltype(lp.logprob)>());
+    }
+    t.logprobs.push_back(std::move(lp));
+  }
+  if (!r.err.ok()) return r.err;
+  if (r.off != bytes.size())
+    return invalid_argument("step reply: " + std::to_string(bytes.size() - r.off) +
+                            " trailing bytes at byte " + std::to_string(r.off));
+  if (code != 0) return Status(static_cast<StatusCode>(code), std::move(message));
+  return t;
 }
 
 }  // namespace prima::real

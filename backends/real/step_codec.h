@@ -12,7 +12,8 @@
 
 namespace prima::real {
 
-enum class StepKind : std::uint8_t { kForward = 0, kPing = 1, kShutdown = 2 };
+// kFinish: only on a replica relay (replica_relay.h): collect the oldest begun step.
+enum class StepKind : std::uint8_t { kForward = 0, kPing = 1, kShutdown = 2, kFinish = 3 };
 
 struct SeqInput {
   std::uint64_t request = 0;
@@ -39,5 +40,19 @@ struct StepInput {
 std::vector<std::uint8_t> encode_step(const StepInput& s);
 // Errors name the byte offset where the message is short or inconsistent.
 Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes);
+
+// What the last stage sampled for one step: an id per sequence (-1 where none), and the
+// log-probabilities per sequence when a sequence asks for them (else empty).
+struct SampledTokens {
+  std::vector<int> ids;
+  std::vector<TokenLogprobs> logprobs;
+};
+
+// A replica leader's answer over a relay: the step's (or ping's) status and, when ok, what
+// it sampled. The status keeps its code and message.
+std::vector<std::uint8_t> encode_reply(const Status& st, const SampledTokens& t);
+// Decoding errors (kInvalidArgument) name the byte offset; a decoded error status is returned
+// as the Result's status.
+Result<SampledTokens> decode_reply(const std::vector<std::uint8_t>& bytes);
 
 }  // namespace prima::real

@@ -1,8 +1,10 @@
 // Transport: the byte mover under the communicators (internal to backends/real/comm/).
-// A transport connects the ranks of the world (MPI_COMM_WORLD): UCX tagged messages
-// (ucx_transport.cpp), MPI point-to-point (mpi_transport.cpp) or nothing (size 1). Peers are
-// world ranks. A message is matched by (source, context, internal flag, tag value): contexts
-// keep groups apart, the internal flag keeps collectives apart from user messages, and
+// A transport connects the ranks of an MPI communicator: MPI_COMM_WORLD, or a part of it in a
+// job of several replicas (one replica's ranks, or job rank 0 and one replica's leader): UCX
+// tagged messages (ucx_transport.cpp), MPI point-to-point (mpi_transport.cpp) or nothing (size
+// 1). Peers are the transport's ranks, called world ranks below (the world of the
+// communicators built on it). A message is matched by (source, context, internal flag, tag value):
+// contexts keep groups apart, the internal flag keeps collectives apart from user messages, and
 // messages with the same match key between a pair of ranks arrive in send order.
 //
 // Owns MPI for the process: the last owner of the world transport tears the transport down

@@ -1,6 +1,8 @@
 // UCX transport (see ucx_transport.h). Single-threaded: the calling thread progresses the
-// worker. Teardown: flush the worker, barrier (progressing), close every endpoint in flush
-// mode, barrier again, destroy worker and context; MPI_Finalize is done by the caller.
+// worker. Several transports may live in one process (one per replica and relay), each with
+// its own context and worker, each driven by its own thread. Teardown: flush the worker, barrier
+// (progressing), close every endpoint in flush mode, barrier again, destroy worker and context;
+// MPI_Finalize is done by the caller.
 #include "backends/real/comm/ucx_transport.h"
 
 #include <mpi.h>
@@ -33,12 +35,16 @@ std::string ucs_error(const char* call, ucs_status_t st) {
 
 class UcxTransport final : public Transport {
  public:
-  UcxTransport(double timeout_s) : timeout_s_(timeout_s) {}
-  ~UcxTransport() override { shutdown(); }
+  UcxTransport(double timeout_s, MPI_Comm comm, bool owns_comm)
+      : timeout_s_(timeout_s), comm_(comm), owns_comm_(owns_comm) {}
+  ~UcxTransport() override {
+    shutdown();
+    if (owns_comm_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
 
   Status init() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
     if (size_ > kMaxWorldSize)
       return invalid_argument("ucx transport: world of " + std::to_string(size_) +
                               " ranks exceeds " + std::to_string(kMaxWorldSize));
@@ -65,7 +71,7 @@ class UcxTransport final : public Transport {
     if (st != UCS_OK) return unavailable(ucs_error("ucp_worker_get_address", st));
     std::vector<int> lens(size_), offsets(size_);
     int my_len = static_cast<int>(address_len);
-    int rc = MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    int rc = MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm_);
     if (rc != MPI_SUCCESS) {
       ucp_worker_release_address(worker_, address);
       return unavailable(mpi_error_string("MPI_Allgather (UCX address lengths)", rc));
@@ -74,7 +80,7 @@ class UcxTransport final : public Transport {
     for (int r = 0; r < size_; ++r) offsets[r] = total, total += lens[r];
     std::vector<char> all(static_cast<std::size_t>(total));
     rc = MPI_Allgatherv(address, my_len, MPI_BYTE, all.data(), lens.data(), offsets.data(),
-                        MPI_BYTE, MPI_COMM_WORLD);
+                        MPI_BYTE, comm_);
     ucp_worker_release_address(worker_, address);
     if (rc != MPI_SUCCESS)
       return unavailable(mpi_error_string("MPI_Allgatherv (UCX addresses)", rc));
@@ -225,7 +231,7 @@ class UcxTransport final : public Transport {
   // A barrier over MPI that keeps the UCX worker progressing (peers may be flushing to us).
   bool progressing_barrier(Clock::time_point deadline) {
     MPI_Request req;
-    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return false;
+    if (MPI_Ibarrier(comm_, &req) != MPI_SUCCESS) return false;
     int flag = 0;
     while (!flag) {
       if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
@@ -266,6 +272,8 @@ class UcxTransport final : public Transport {
   }
 
   double timeout_s_;
+  MPI_Comm comm_;
+  bool owns_comm_;
   int rank_ = 0, size_ = 1;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
@@ -274,8 +282,9 @@ class UcxTransport final : public Transport {
 
 }  // namespace
 
-Result<std::unique_ptr<Transport>> make_ucx_transport(double timeout_s) {
-  auto t = std::make_unique<UcxTransport>(timeout_s);
+Result<std::unique_ptr<Transport>> make_ucx_transport(double timeout_s, MPI_Comm comm,
+                                                      bool owns_comm) {
+  auto t = std::make_unique<UcxTransport>(timeout_s, comm, owns_comm);
   PRIMA_RETURN_IF_ERROR(t->init());
   return std::unique_ptr<Transport>(std::move(t));
 }

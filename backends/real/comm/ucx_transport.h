@@ -8,13 +8,20 @@
 // is forced here; see docs/communicator.md. Not thread-safe (UCS_THREAD_MODE_SINGLE).
 #pragma once
 
+#include <mpi.h>
+
 #include <memory>
 
 #include "backends/real/comm/transport.h"
 
 namespace prima::real::comm {
 
-// Requires MPI to be initialised; every world rank calls it (collective).
-Result<std::unique_ptr<Transport>> make_ucx_transport(double timeout_s);
+// The ranks of `comm` (MPI_COMM_WORLD, or a sub-communicator: a replica's ranks, a relay
+// pair); the transport's ranks and peers are ranks of `comm`. Requires MPI to be initialised;
+// every rank of `comm` calls it (collective). owns_comm: the transport frees `comm` when it
+// is destroyed (after its teardown barrier, before MPI_Finalize).
+Result<std::unique_ptr<Transport>> make_ucx_transport(double timeout_s,
+                                                      MPI_Comm comm = MPI_COMM_WORLD,
+                                                      bool owns_comm = false);
 
 }  // namespace prima::real::comm

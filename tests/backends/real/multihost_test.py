@@ -13,7 +13,13 @@ Checks:
     text as one process; then host 2's link is cut: the next request fails within
     --comm-timeout (+ slack) with an error naming the rank that stopped answering, the server
     logs that the replica was taken out of routing, fails what is in progress and ends the
-    job (exit 1 under mpirun: MPI_Abort), so the launcher can restart it.
+    job (exit 1 under mpirun: MPI_Abort), so the launcher can restart it;
+  - `prima serve --backend real --replicas 2 --pp 2` over three hosts (replica 0 on host 1,
+    replica 1 split over hosts 2 and 3): both replicas serve the same text as one process;
+    then host 3's link is cut: the requests that replica 1 holds fail there within its
+    --comm-timeout, the engine takes replica 1 out of routing and re-routes them to replica 0,
+    so every request still succeeds with the same text; /health says which replica was lost
+    and why (naming the rank), readiness stays 200 and the job serves on.
 
 Usage: multihost_test.py PRIMA MODEL. Exit 77 (skipped) without root, ip netns, mpirun or the
 model file.
@@ -26,6 +32,7 @@ import sys
 import tempfile
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 import urllib.error
 import urllib.request
 
@@ -185,14 +192,7 @@ class MultiHost(unittest.TestCase):
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         base = f"http://{h.addrs[0]}:{port}"
         try:
-            deadline = time.time() + 120
-            while True:
-                code, _ = h.curl(1, base + "/v2/health/ready", timeout=5)
-                if code == 200:
-                    break
-                self.assertIsNone(proc.poll(), "mpirun exited early: " + self.read(log))
-                self.assertLess(time.time(), deadline, "not ready in 120 s: " + self.read(log))
-                time.sleep(0.5)
+            self.wait_ready(proc, base, log)
             body = {"model": os.path.basename(MODEL)[:-5], "prompt": PROMPT, "max_tokens": 8,
                     "temperature": 0}
             code, ans = h.curl(1, base + "/v1/completions", body)
@@ -237,6 +237,93 @@ class MultiHost(unittest.TestCase):
             proc.wait()
             log.close()
             h.cut(2, down=False)
+
+    def test_two_replicas_in_one_job_and_the_loss_of_one(self):
+        h = self.hosts
+        port = 9000 + os.getpid() % 1000
+        log = open(os.path.join(h.dir, "replicas.log"), "w+")
+        # Job ranks 0, 1 (replica 0) on host 1; 2 (replica 1's leader) on host 2, 3 on host 3.
+        cmd = h.mpirun([1, 1, 2, 3], [PRIMA, "serve", "--backend", "real", "--model", MODEL,
+                                      "--replicas", "2", "--pp", "2", "--host", "0.0.0.0",
+                                      "--port", str(port), "--kernel-threads", "1",
+                                      "--comm-timeout", str(COMM_TIMEOUT)])
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://{h.addrs[0]}:{port}"
+        try:
+            self.wait_ready(proc, base, log)
+            code, health = h.curl(1, base + "/health")
+            self.assertEqual(health["replicas"]["active"], 2, health)
+            self.assertEqual(health["replicas"]["unhealthy"], 0, health)
+            expected = run([PRIMA, "generate", "--model", MODEL, "--prompt", PROMPT,
+                            "--max-tokens", "8", "--threads", "1"]).stdout[:-1]
+            body = {"model": os.path.basename(MODEL)[:-5], "prompt": PROMPT, "max_tokens": 8,
+                    "temperature": 0}
+
+            def burst(n):
+                with ThreadPoolExecutor(n) as pool:
+                    return list(pool.map(
+                        lambda _: h.curl(1, base + "/v1/completions", body, timeout=90),
+                        range(n)))
+
+            for code, ans in burst(4):
+                self.assertEqual(code, 200, ans)
+                self.assertEqual(ans["choices"][0]["text"], expected)
+            # Replica 1 served some of them: rank 0 relayed steps to its leader (job rank 2).
+            metrics = subprocess.run(["ip", "netns", "exec", h.names[0], "curl", "-s",
+                                      base + "/prima/metrics"], capture_output=True,
+                                     text=True).stdout
+            self.assertGreater(self.sample(metrics, 'prima:link_bytes_total{link="0->2"'), 0,
+                               metrics)
+            self.assertGreater(self.sample(metrics, 'prima:link_bytes_total{link="2->0"'), 0,
+                               metrics)
+
+            h.cut(3)
+            t0 = time.time()
+            answers = burst(4)
+            waited = time.time() - t0
+            for code, ans in answers:
+                self.assertEqual(code, 200, ans)
+                self.assertEqual(ans["choices"][0]["text"], expected)
+            # Replica 1's leader detects the lost rank within its --comm-timeout (one or two
+            # of them), the requests are re-prefilled on replica 0.
+            self.assertLess(waited, 3 * COMM_TIMEOUT + 15)
+            code, health = h.curl(1, base + "/health")
+            self.assertEqual(health["status"], "ok", health)
+            self.assertEqual(health["replicas"]["active"], 1, health)
+            self.assertEqual(health["replicas"]["unhealthy"], 1, health)
+            self.assertGreater(health["requests_rerouted"], 0, health)
+            error = health["replica_error"]
+            self.assertIn("replica 1 (job ranks 2-3", error)
+            self.assertIn("rank 1", error)
+            self.assertIn(f"timed out after {COMM_TIMEOUT:g} s", error)
+            code, _ = h.curl(1, base + "/v2/health/ready")
+            self.assertEqual(code, 200)
+            # The job serves on with replica 0 alone.
+            for code, ans in burst(2):
+                self.assertEqual(code, 200, ans)
+                self.assertEqual(ans["choices"][0]["text"], expected)
+            self.assertIsNone(proc.poll(), "the job ended: " + self.read(log))
+            self.assertIn("1 of 2 replica(s) taken out of routing", self.read(log))
+        finally:
+            proc.terminate()  # rank 0 drains, then ends the job (a replica was lost)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+            h.cut(3, down=False)
+
+    def wait_ready(self, proc, base, log):
+        """Until the server on host 1 is ready (120 s at most, and while mpirun runs)."""
+        deadline = time.time() + 120
+        while True:
+            code, _ = self.hosts.curl(1, base + "/v2/health/ready", timeout=5)
+            if code == 200:
+                return
+            self.assertIsNone(proc.poll(), "mpirun exited early: " + self.read(log))
+            self.assertLess(time.time(), deadline, "not ready in 120 s: " + self.read(log))
+            time.sleep(0.5)
 
     @staticmethod
     def sample(text, prefix):

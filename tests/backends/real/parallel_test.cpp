@@ -75,6 +75,23 @@ TEST(Parallel, TpThatDoesNotDivideHeadsExitsTwo) {
       << r.err;
 }
 
+TEST(Parallel, ReplicasThatDoNotSplitTheRanksExitTwo) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
+  const std::string path = temp_dir("par_replicas") + "/m.gguf";
+  write_random_llama(RandomLlama{}, path);
+  auto r = run_cmd(mpirun(3) + "serve --backend real --port 0 --model " + path + " --replicas 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--replicas 2: the 3 processes launched do not split into equal replicas"),
+            std::string::npos)
+      << r.err;
+  r = run_cmd(mpirun(4) + "serve --backend real --port 0 --model " + path +
+              " --replicas 2 --pp 2 --tp 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--replicas 2 x --tp 2 x --pp 2 = 8 ranks, but 4 processes were launched"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Parallel, SmolLM2Tp3AndPp2GiveTheSingleProcessIds) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
   const std::string path = source_path("models/SmolLM2-135M-Instruct.Q4_1.gguf");
