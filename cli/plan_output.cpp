@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cli/plan_economics.h"
 #include "cli/plan_runner.h"
 #include "engine/capacity/prune.h"
 
@@ -91,20 +92,12 @@ Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedC
       const double rate = s.search.best_rps();
       const capacity::ProbeMetrics* m = metrics_at(s, rate);
       const int gpus = s.config.gpus();
-      Json cost = nullptr, price = nullptr;
-      auto p = spec.prices.find(s.config.gpu);
-      if (p != spec.prices.end() && m->output_tokens_per_s > 0) {
-        price = p->second;
-        cost = gpus * p->second / (m->output_tokens_per_s * 3600 / 1e6);
-      }
       Json sets = rerun(spec, s, rate);
       Json e = {{"key", s.config.key()},
                 {"config", s.config.to_json()},
                 {"max_rate_rps", rate},
                 {"goodput_rps", m->goodput_rps},
                 {"goodput_per_gpu", m->goodput_rps / gpus},
-                {"cost_per_million_tokens", cost},
-                {"price_per_gpu_hour", price},
                 {"output_tokens_per_s", m->output_tokens_per_s},
                 {"lowest_failing_rate_rps",
                  s.search.lowest_failed_rps() > 0 ? Json(s.search.lowest_failed_rps()) : Json()},
@@ -112,6 +105,7 @@ Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedC
                 {"metrics", m->to_json()},
                 {"probes", s.search.probes()},
                 {"sets", sets}};
+      e.update(economics_json(spec, s.config, *m));
       const std::string cmd = command_of(spec, sets);
       if (!cmd.empty()) e["command"] = cmd;
       ranked.push_back(e);
@@ -172,6 +166,21 @@ Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedC
   Json fid = Json::object();
   for (const auto& [gpu, f] : fidelity) fid[gpu] = perf::fidelity_to_json(f);
   j["fidelity"] = fid;
+  // Where the cost and energy figures come from, for the GPUs of the search.
+  Json econ = {{"price_table", spec.economics.file}, {"gpus", Json::object()}};
+  for (const auto& [gpu, f] : fidelity) {
+    auto e = spec.economics.gpus.find(gpu);
+    if (e == spec.economics.gpus.end()) continue;
+    const auto p = spec.prices.find(gpu);
+    const bool inline_price = p != spec.prices.end() && p->second != e->second.price_per_gpu_hour;
+    econ["gpus"][gpu] = {
+        {"price_per_gpu_hour", p != spec.prices.end() ? p->second : e->second.price_per_gpu_hour},
+        {"price_source", inline_price ? "the plan file's prices" : e->second.price_source},
+        {"idle_watts", e->second.idle_watts},
+        {"peak_watts", e->second.peak_watts},
+        {"power_source", e->second.power_source}};
+  }
+  j["economics"] = econ;
   j["rate"] = {{"min_rps", spec.rate.min_rps},
                {"max_rps", spec.rate.max_rps > 0 ? Json(spec.rate.max_rps) : Json()},
                {"tolerance", spec.rate.tolerance},
@@ -196,6 +205,8 @@ std::string target_line(const Json& e) {
   std::string s = fmt::format("{} ({} GPUs", e["key"].get<std::string>(), e["gpus"].get<int>());
   if (e["cost_per_hour"].is_number())
     s += fmt::format(", ${:.2f}/h", e["cost_per_hour"].get<double>());
+  if (e.value("energy_kwh_per_million_tokens", Json()).is_number())
+    s += fmt::format(", {:.2f} kWh/Mtok", e["energy_kwh_per_million_tokens"].get<double>());
   if (e["slo_margin"].is_number())
     s += fmt::format(", {:.0f}% under the SLO", e["slo_margin"].get<double>() * 100);
   return s + ")";
@@ -241,17 +252,21 @@ void print_plan_summary(const Json& p, const std::string& out_dir) {
   if (p.contains("target")) print_target(p["target"]);
   const Json& r = p["ranked"];
   if (!r.empty()) {
-    std::printf("  %-4s %-52s %10s %12s %10s %9s\n", "rank", "configuration", "max req/s",
-                "goodput/GPU", "$/Mtok", "model err");
+    std::printf("  %-4s %-52s %10s %12s %10s %9s %9s\n", "rank", "configuration", "max req/s",
+                "goodput/GPU", "$/Mtok", "kWh/Mtok", "model err");
     for (std::size_t i = 0; i < r.size() && i < 10; ++i) {
       const auto& e = r[i];
       const std::string cost =
           e["cost_per_million_tokens"].is_null()
               ? "-"
               : fmt::format("{:.2f}", e["cost_per_million_tokens"].get<double>());
-      std::printf("  %-4zu %-52s %10.3f %12.4f %10s %9s\n", i + 1,
+      const std::string energy =
+          e["energy_kwh_per_million_tokens"].is_null()
+              ? "-"
+              : fmt::format("{:.2f}", e["energy_kwh_per_million_tokens"].get<double>());
+      std::printf("  %-4zu %-52s %10.3f %12.4f %10s %9s %9s\n", i + 1,
                   e["key"].get<std::string>().c_str(), e["max_rate_rps"].get<double>(),
-                  e["goodput_per_gpu"].get<double>(), cost.c_str(),
+                  e["goodput_per_gpu"].get<double>(), cost.c_str(), energy.c_str(),
                   error_column(p, e["config"].value("gpu", "")).c_str());
     }
     if (r.size() > 10) std::printf("  ... %zu more in plan.json\n", r.size() - 10);

@@ -76,6 +76,9 @@ Result<Screened> screen(const capacity::PlanSpec& spec, const perf::Calibration&
     s.fidelity.emplace(c.gpu, perf::resolve(calibration, c.gpu).fidelity);
   for (const auto& k : list->skipped)
     s.fidelity.emplace(k.config.gpu, perf::resolve(calibration, k.config.gpu).fidelity);
+  std::vector<std::string> gpus;
+  for (const auto& [gpu, f] : s.fidelity) gpus.push_back(gpu);
+  PRIMA_RETURN_IF_ERROR(capacity::check_economics(spec, gpus));
   for (const auto& k : list->skipped) s.pruned.push_back({k.config, "invalid", k.reason});
   for (const auto& c : list->configs) {
     capacity::Screening sc = capacity::screen_config(spec, c);

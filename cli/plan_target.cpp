@@ -8,6 +8,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "cli/plan_economics.h"
 #include "engine/capacity/rate_search.h"
 
 namespace prima::cli {
@@ -47,13 +48,15 @@ Json entry(const capacity::PlanSpec& spec, const SearchedConfig& s) {
   const capacity::ProbeMetrics& m = at_target(s);
   const double cost = cost_per_hour(spec, s.config);
   const double d = capacity::slo_distance(spec.slo, m);
-  return {{"key", s.config.key()},
-          {"config", s.config.to_json()},
-          {"gpus", s.config.gpus()},
-          {"cost_per_hour", cost < 0 ? Json() : Json(cost)},
-          // Headroom to the tightest SLO bound at the target: 0.2 = 20% under it.
-          {"slo_margin", std::isfinite(d) ? Json(1 - d) : Json()},
-          {"metrics", m.to_json()}};
+  Json e = {{"key", s.config.key()},
+            {"config", s.config.to_json()},
+            {"gpus", s.config.gpus()},
+            {"cost_per_hour", cost < 0 ? Json() : Json(cost)},
+            // Headroom to the tightest SLO bound at the target: 0.2 = 20% under it.
+            {"slo_margin", std::isfinite(d) ? Json(1 - d) : Json()},
+            {"metrics", m.to_json()}};
+  e.update(economics_json(spec, s.config, m));
+  return e;
 }
 
 }  // namespace

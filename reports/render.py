@@ -648,6 +648,34 @@ def slo_margin_text(slo, metrics):
     return "; ".join(parts)
 
 
+def energy_text(e):
+    """", 0.42 kWh per million output tokens (2,810 W at 63% busy)" for a plan entry, or ""."""
+    kwh = num(e.get("energy_kwh_per_million_tokens"))
+    if kwh is None:
+        return ""
+    return ", %s kWh per million output tokens (%s W at %s%% busy)" % (
+        fmt(kwh, ".3f"), fmt(e.get("power_watts"), ".0f"),
+        fmt((num(e.get("gpu_utilization")) or 0) * 100, ".0f"))
+
+
+def economics_lines(plan):
+    """Where the cost and energy figures come from: the price table and each GPU's sources."""
+    econ = plan.get("economics") if isinstance(plan.get("economics"), dict) else None
+    if not econ or not isinstance(econ.get("gpus"), dict) or not econ["gpus"]:
+        return []
+    out = ['<p class="note">Cost and energy from %s (power: idle + (peak &minus; idle) &times; the '
+           'simulated busy fraction; peak is the board power, an upper bound for memory-bound '
+           'decode):</p><ul class="note">' % esc(econ.get("price_table", "?"))]
+    for gpu in sorted(econ["gpus"]):
+        g = econ["gpus"][gpu]
+        out.append("<li>%s: $%s per GPU-hour (%s); %s&ndash;%s W (%s)</li>" % (
+            esc(gpu), fmt(g.get("price_per_gpu_hour"), ".2f"), esc(g.get("price_source", "")),
+            fmt(g.get("idle_watts"), ".0f"), fmt(g.get("peak_watts"), ".0f"),
+            esc(g.get("power_source", ""))))
+    out.append("</ul>")
+    return out
+
+
 def plan_answer(plan, ranked, slo):
     """The page's lead: the recommended configuration, why it won, its margin to the SLO and
     the runner-up (with a target rate: the fewest GPUs meeting the SLO at it, and the check
@@ -662,10 +690,10 @@ def plan_answer(plan, ranked, slo):
             return out
         cost = best.get("cost_per_hour")
         out.append("<h2>Answer: %s</h2>" % esc(best.get("key")))
-        out.append("<p>The fewest GPUs meeting the SLO at <b>%s req/s</b>: <b>%s GPUs</b>%s. %s.</p>" % (
+        out.append("<p>The fewest GPUs meeting the SLO at <b>%s req/s</b>: <b>%s GPUs</b>%s%s. %s.</p>" % (
             fmt(rate, ".3g"), fmt_int(best.get("gpus")),
             (", $%s per hour" % fmt(cost, ".2f")) if num(cost) is not None else "",
-            esc(target.get("why", ""))))
+            energy_text(best), esc(target.get("why", ""))))
         out.append("<p>Margin at %s req/s: %s.</p>" % (fmt(rate, ".3g"),
                                                        esc(slo_margin_text(slo, best.get("metrics")))))
         low = target.get("lowest_cost")
@@ -698,8 +726,8 @@ def plan_answer(plan, ranked, slo):
                "req/s on %s GPUs)%s.</p>" % (
                    fmt(best.get("goodput_per_gpu"), ".3f"), fmt(best.get("max_rate_rps"), ".3g"),
                    fmt_int(best.get("gpus", get(best, "config", "gpus"))),
-                   (", $%s per million output tokens" % fmt(best.get("cost_per_million_tokens"), ".3f"))
-                   if num(best.get("cost_per_million_tokens")) is not None else ""))
+                   ((", $%s per million output tokens" % fmt(best.get("cost_per_million_tokens"), ".3f"))
+                    if num(best.get("cost_per_million_tokens")) is not None else "") + energy_text(best)))
     margin = slo_margin_text(slo, best.get("metrics"))
     if margin:
         out.append("<p>Margin at that rate: %s%s.</p>" % (
@@ -746,12 +774,15 @@ def render_plan(plt, d):
             rows.append([str(k + 1), esc(entry_label(r)), fmt(r.get("max_rate_rps")),
                          fmt(r.get("goodput_per_gpu"), ".3f"),
                          fmt(r.get("cost_per_million_tokens"), ".3f"),
+                         fmt(r.get("energy_kwh_per_million_tokens"), ".3f"),
                          fmt_int(r.get("gpus", get(r, "config", "gpus"))),
                          esc(fidelity_error(gpu_fidelity(fidelity, get(r, "config", "gpu")))),
                          folded_sets(r)])
         body.append(table(["rank", "config", "max_rate_rps", "goodput_per_gpu",
-                           "cost_per_million_tokens", "GPUs", "model error (median)", "rerun"],
+                           "cost_per_million_tokens", "kWh per million tokens", "GPUs",
+                           "model error (median)", "rerun"],
                           rows, "ranked"))
+        body.extend(economics_lines(plan))
     else:
         body.append('<div class="warn"><b>No configuration meets the SLO.</b> ')
         cands = failed

@@ -4,7 +4,9 @@
 # (-DPRIMA_KERNELS_ONLY=ON -DPRIMA_CUDA=ON: kernels/cpu, kernels/cuda and tests/gpu, none of
 # SimGrid, Boost, MPI, UCX, ...) in build-gpu/ (or $PRIMA_GPU_BUILD_DIR), builds it, runs
 # prima_gpu_check (every device kernel against its CPU kernel on random data) and, where
-# GoogleTest was found, the ctest label `gpu` too. Prints a summary and writes one JSON
+# GoogleTest was found, the ctest label `gpu` too. Where nvidia-smi is there it also samples the
+# board power, idle (before the checks) and under the checks' kernels, for the power model
+# of topologies/prices.json. Prints a summary and writes one JSON
 # summary to $OUT/gpu_check.json when OUT is set (else to the build directory). Warnings are
 # not errors here (another machine's compiler must not stop the device checks); CI holds the
 # host code to -Werror.
@@ -31,6 +33,7 @@ write_json() {
     echo "  \"nvcc\": \"${nvcc_version:-none}\", \"status\": \"$status\","
     echo "  \"configure_s\": ${configure_s:-0}, \"build_s\": ${build_s:-0}, \"run_s\": ${run_s:-0},"
     echo "  \"ctest_gpu\": \"${ctest_gpu:-not run}\","
+    echo "  \"power\": ${power_json:-null},"
     if [ -n "$checks_file" ] && [ -s "$checks_file" ]; then
       echo "  \"result\": $(cat "$checks_file")"
     else
@@ -67,6 +70,16 @@ if [ "${PRIMA_GPU_CHECK_BUILD_ONLY:-0}" = 1 ]; then
   exit 0
 fi
 
+# Board power of GPU 0 (nvidia-smi, watts): the median of 10 samples over 5 s idle, then the
+# highest sample every 0.2 s while the checks run.
+sample_power() { nvidia-smi -i 0 --query-gpu=power.draw --format=csv,noheader,nounits 2>/dev/null; }
+idle_w=""
+if command -v nvidia-smi >/dev/null && [ -n "$(sample_power)" ]; then
+  idle_w=$(for _ in $(seq 10); do sample_power; sleep 0.5; done | sort -n | sed -n 5p)
+  (while :; do sample_power; sleep 0.2; done) >"$BUILD/power_samples.txt" &
+  sampler=$!
+fi
+
 t2=$(date +%s)
 "$BUILD/tests/gpu/prima_gpu_check" --json "$BUILD/checks.json"
 rc=$?
@@ -80,6 +93,14 @@ if [ -x "$BUILD/tests/gpu/prima_gpu_tests" ] && [ $rc -ne 77 ]; then
   tail -3 "$BUILD/ctest_gpu.log"
 fi
 run_s=$(($(date +%s) - t2))
+if [ -n "$idle_w" ]; then
+  kill "$sampler" 2>/dev/null
+  loaded_w=$(sort -n "$BUILD/power_samples.txt" | tail -1)
+  gpu_name=$(nvidia-smi -i 0 --query-gpu=name --format=csv,noheader 2>/dev/null)
+  limit_w=$(nvidia-smi -i 0 --query-gpu=power.limit --format=csv,noheader,nounits 2>/dev/null)
+  power_json="{\"gpu\": \"$gpu_name\", \"idle_watts\": ${idle_w:-null}, \"loaded_watts_max\": ${loaded_w:-null}, \"power_limit_watts\": ${limit_w:-null}}"
+  echo "gpu_check: $gpu_name power: idle ${idle_w} W, highest under the checks ${loaded_w} W, limit ${limit_w} W"
+fi
 case $rc in
   0) write_json "passed" "$BUILD/checks.json" ;;
   77) write_json "skipped: no CUDA device" "$BUILD/checks.json" ;;

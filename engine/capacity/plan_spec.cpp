@@ -160,6 +160,7 @@ Result<PlanSpec> parse_plan(const Json& j, const std::string& file, const std::s
   PlanSpec p;
   p.file = file;
   p.base_dir = base_dir;
+  std::string price_table;
   Status st = config::to_status([&] {
     JsonReader r(j, file);
     p.name = r.string("name", fs::path(file).stem().string());
@@ -172,6 +173,7 @@ Result<PlanSpec> parse_plan(const Json& j, const std::string& file, const std::s
       p.target_rps = target->positive_number("rate_rps");
       target->finish();
     }
+    price_table = r.string("price_table", "");
     if (auto prices = r.optional_object("prices")) {
       for (const auto& [gpu, price] : prices->json().items()) {
         if (!plan::gpu_by_name(gpu).ok())
@@ -184,8 +186,26 @@ Result<PlanSpec> parse_plan(const Json& j, const std::string& file, const std::s
     r.finish();
   });
   if (!st.ok()) return st;
+  if (!price_table.empty() && fs::path(price_table).is_relative())
+    price_table = (fs::path(base_dir) / price_table).string();
+  auto table = load_price_table(price_table);
+  if (!table.ok())
+    return Status(table.status().code(), file + ": /price_table: " + table.status().message());
+  p.economics = std::move(*table);
+  for (const auto& [gpu, e] : p.economics.gpus) p.prices.emplace(gpu, e.price_per_gpu_hour);
   if (p.target_rps > 0) set_target_rate(&p, p.target_rps);
   return p;
+}
+
+Status check_economics(const PlanSpec& p, const std::vector<std::string>& gpus) {
+  for (const auto& gpu : gpus) {
+    if (p.economics.gpus.count(gpu)) continue;
+    return invalid_argument(p.economics.file + ": /gpus/" + gpu + ": missing: " + gpu +
+                            " is in the search of " + p.file +
+                            ", and every GPU searched needs a price and a power entry "
+                            "(price_per_gpu_hour, idle_watts, peak_watts and their sources)");
+  }
+  return ok_status();
 }
 
 void set_target_rate(PlanSpec* p, double rps) {

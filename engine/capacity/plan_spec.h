@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/capacity/price_table.h"
 #include "engine/config/json_reader.h"
 #include "engine/core/status.h"
 
@@ -59,12 +60,20 @@ struct PlanSpec {
   PlanSlo slo;
   SearchSpace search;
   RateSearchSpec rate;
-  std::map<std::string, double> prices;  // dollars per GPU-hour by GPU name
+  // Dollars per GPU-hour by GPU name: the price table's, overridden by the plan's "prices".
+  std::map<std::string, double> prices;
+  // "price_table" (a path relative to the plan file; default: topologies/prices.json,
+  // embedded): prices and the power model of each GPU type (price_table.h).
+  PriceTable economics;
   // "target": {"rate_rps": R} (or `prima plan --target-rate R`): the question becomes "the
   // smallest and the cheapest configuration meeting the SLO at R"; every configuration is
   // simulated at R (rate.min_rps = rate.max_rps = R). 0: no target (the rate search).
   double target_rps = 0;
 };
+
+// Every GPU type in `gpus` (those of the search) has a price and a power entry: else an
+// invalid_argument naming the price table and the JSON path of the missing entry.
+Status check_economics(const PlanSpec& p, const std::vector<std::string>& gpus);
 
 // Sets the target rate (> 0) and the rate range to it.
 void set_target_rate(PlanSpec* p, double rps);

@@ -29,6 +29,7 @@ Json ProbeMetrics::to_json() const {
               {"throughput_rps", throughput_rps},
               {"output_tokens_per_s", output_tokens_per_s},
               {"tpot_mean_s", tpot_mean_s},
+              {"gpu_utilization", gpu_utilization},
               {"submitted", submitted},
               {"completed", completed},
               {"wall_s", wall_s}};
@@ -49,6 +50,7 @@ ProbeMetrics ProbeMetrics::from_json(const Json& j) {
   m.throughput_rps = j.at("throughput_rps").get<double>();
   m.output_tokens_per_s = j.at("output_tokens_per_s").get<double>();
   m.tpot_mean_s = number_or_zero(j, "tpot_mean_s");
+  m.gpu_utilization = number_or_zero(j, "gpu_utilization");
   m.submitted = j.at("submitted").get<std::int64_t>();
   m.completed = j.at("completed").get<std::int64_t>();
   m.wall_s = j.value("wall_s", 0.0);
@@ -66,6 +68,7 @@ ProbeMetrics ProbeMetrics::from_report(const Json& r) {
   m.throughput_rps = r.at("throughput").at("requests_per_s").get<double>();
   m.output_tokens_per_s = r.at("throughput").at("output_tokens_per_s").get<double>();
   m.tpot_mean_s = number_or_zero(r.at("latency_s").at("tpot"), "mean");
+  if (r.contains("gpus")) m.gpu_utilization = number_or_zero(r.at("gpus"), "utilization_mean");
   m.submitted = r.at("requests").at("submitted").get<std::int64_t>();
   m.completed = r.at("requests").at("completed").get<std::int64_t>();
   return m;

@@ -30,6 +30,9 @@ struct ProbeMetrics {
   // Mean time per output token: 1 / tpot_mean_s is the tokens/s one user sees (0: unknown,
   // as in results files written before it was recorded).
   double tpot_mean_s = 0;
+  // Mean busy fraction of the GPUs (report.json gpus.utilization_mean), for the power model
+  // (0: unknown, as in results files written before it was recorded).
+  double gpu_utilization = 0;
   std::int64_t submitted = 0, completed = 0;
   double wall_s = 0;  // wall time of the simulation (not part of any decision)
 

@@ -14,6 +14,7 @@ using config::Json;
 using config::JsonReader;
 
 const char kGpusFile[] = "topologies/gpus.json";
+const char kPricesFile[] = "topologies/prices.json";  // engine/capacity/price_table.h
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -226,7 +227,7 @@ std::vector<std::string> topology_names() {
     std::string p = f.path;
     if (p.rfind(prefix, 0) != 0 || p.size() <= prefix.size() + suffix.size()) continue;
     if (p.compare(p.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
-    if (p == kGpusFile) continue;
+    if (p == kGpusFile || p == kPricesFile) continue;  // GPU specs, prices: not topologies
     if (p.find('/', prefix.size()) != std::string::npos) continue;  // profiles/: not topologies
     names.push_back(p.substr(prefix.size(), p.size() - prefix.size() - suffix.size()));
   }

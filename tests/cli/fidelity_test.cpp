@@ -140,8 +140,18 @@ TEST(Fidelity, PlanGivesTheFidelityOfEachGpuType) {
       {"scenario", "base.json"},
       {"slo", {{"e2e_p99", "60s"}}},
       {"search", {{"topologies", {topology(kProfiled), topology(kPlain)}}, {"gpus", {1}}}},
-      {"rate", {{"min_rps", 0.5}, {"max_rps", 1}, {"duration", "5s"}}}};
+      {"rate", {{"min_rps", 0.5}, {"max_rps", 1}, {"duration", "5s"}}},
+      {"price_table", "prices.json"}};
   std::ofstream(dir + "/plan.json") << plan.dump(1);
+  // Test GPU types need their own prices and power (every GPU searched does).
+  json prices = {{"gpus", json::object()}};
+  for (const char* g : {kProfiled, kPlain})
+    prices["gpus"][g] = {{"price_per_gpu_hour", 1},
+                         {"price_source", "test"},
+                         {"idle_watts", 50},
+                         {"peak_watts", 300},
+                         {"power_source", "test"}};
+  std::ofstream(dir + "/prices.json") << prices.dump(1);
   auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json p = read_json(dir + "/out/plan.json");

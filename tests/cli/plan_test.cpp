@@ -259,6 +259,28 @@ TEST(Plan, TargetRateAnswerIsTheFewestGpusAndOneReplicaFewerFails) {
       simulate(dir, sets, " --set deployment.replicas=" + std::to_string(replicas - 1), &code);
   ASSERT_EQ(code, 0);
   EXPECT_FALSE(meets(fewer, 0.5, 0.06, 0.99)) << fewer["latency_s"].dump();
+  // Cost and energy from the default price table (the plan names no prices): GPUs x price
+  // per hour, and GPUs x (idle + (peak - idle) x busy fraction) per output token.
+  const json& w = t["fewest_gpus"];
+  const std::string gpu = w["config"]["gpu"].get<std::string>();
+  const json& econ = p["economics"];
+  EXPECT_EQ(econ["price_table"], "topologies/prices.json");
+  ASSERT_TRUE(econ["gpus"].contains(gpu)) << econ.dump(2);
+  const json& g = econ["gpus"][gpu];
+  EXPECT_DOUBLE_EQ(w["cost_per_hour"].get<double>(), gpus * g["price_per_gpu_hour"].get<double>());
+  const double u = w["metrics"]["gpu_utilization"].get<double>();
+  EXPECT_GT(u, 0);
+  EXPECT_LE(u, 1);
+  EXPECT_DOUBLE_EQ(w["gpu_utilization"].get<double>(), u);
+  const double idle = g["idle_watts"].get<double>(), peak = g["peak_watts"].get<double>();
+  const double watts = gpus * (idle + (peak - idle) * u);
+  EXPECT_NEAR(w["power_watts"].get<double>(), watts, 1e-9 * watts);
+  const double tokens_per_s = w["metrics"]["output_tokens_per_s"].get<double>();
+  EXPECT_NEAR(w["energy_kwh_per_million_tokens"].get<double>(), watts / tokens_per_s / 3.6,
+              1e-9 * watts);
+  EXPECT_NEAR(w["cost_per_million_tokens"].get<double>(),
+              gpus * g["price_per_gpu_hour"].get<double>() / (tokens_per_s * 3600 / 1e6), 1e-9);
+  EXPECT_NE(r.out.find(" kWh/Mtok"), std::string::npos) << r.out;
 }
 
 // A target no configuration can carry: every one is pruned by the roofline bound, named as
@@ -303,6 +325,35 @@ TEST(Plan, BadInputIsExitTwoWithAClearMessage) {
   auto r = run_prima("plan /nonexistent/plan.json -q");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no such plan file"), std::string::npos) << r.err;
+}
+
+// A price table the plan names: a GPU of the search without an entry, and an entry whose
+// power model cannot hold, are exit 2 naming the table and the JSON path.
+TEST(Plan, PriceTableWithoutTheSearchedGpuOrWithBadPowerIsExitTwo) {
+  auto run = [](const std::string& name, const std::string& table) {
+    const std::string dir =
+        write_plan(name, kSmallSpace, R"({"ttft_p99": "500ms"})",
+                   R"({"min_rps": 3, "duration": "20s"})", R"(, "price_table": "prices.json")");
+    std::ofstream(dir + "/prices.json") << table;
+    return std::make_pair(dir, run_prima("plan " + dir + "/plan.json --out " + dir + "/out -q"));
+  };
+  const std::string h100 =
+      R"("H100-SXM5-80GB": {"price_per_gpu_hour": 3, "price_source": "test", "idle_watts": 70,
+          "peak_watts": 700, "power_source": "test"})";
+  auto [dir, r] = run("price_missing", R"({"gpus": {)" + h100 + "}}");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(dir + "/prices.json: /gpus/A100-SXM4-80GB: missing"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("needs a price and a power entry"), std::string::npos) << r.err;
+  auto [dir2, r2] = run("price_watts", R"({"gpus": {"A100-SXM4-80GB": {"price_per_gpu_hour": 2,
+      "price_source": "x", "idle_watts": 500, "peak_watts": 400, "power_source": "x"}}})");
+  EXPECT_EQ(r2.exit_code, 2) << r2.err;
+  EXPECT_NE(r2.err.find("/gpus/A100-SXM4-80GB/idle_watts"), std::string::npos) << r2.err;
+  EXPECT_NE(r2.err.find("exceeds peak_watts 400"), std::string::npos) << r2.err;
+  auto [dir3, r3] =
+      run("price_fields", R"({"gpus": {"A100-SXM4-80GB": {"price_per_gpu_hour": 2}}})");
+  EXPECT_EQ(r3.exit_code, 2) << r3.err;
+  EXPECT_NE(r3.err.find("/gpus/A100-SXM4-80GB/price_source"), std::string::npos) << r3.err;
 }
 
 TEST(Plan, ShippedExampleRuns) {
