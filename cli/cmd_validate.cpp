@@ -1,12 +1,14 @@
-// `prima validate FILE...`: loads each file as a scenario, a topology or a hardware profile
-// (decided by its content: a topology has "node"/"nodes" and no "workload", a profile a
-// "profile" name) and reports the first problem of each, including whether the scenario's
-// plan fits its GPUs.
+// `prima validate FILE...`: loads each file as a scenario, a topology, a hardware profile, a
+// GPU specs file or a price and power table (decided by its content: a topology has
+// "node"/"nodes" and no "workload", a profile a "profile" name, the other two a "gpus"
+// object, prices with price_per_gpu_hour) and reports the first problem of each, including whether
+// the scenario's plan fits its GPUs.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "engine/capacity/price_table.h"
 #include "engine/perf/calibration.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/plan/topology.h"
@@ -25,6 +27,17 @@ static Status validate_file(const std::string& path, std::string* what) {
     if (!why.empty()) return invalid_argument(path + ": /efficiency/" + why);
     *what = "hardware profile (" + p.fidelity.summary() + ")";
     return ok_status();
+  }
+  if (j.is_object() && j.contains("gpus") && j["gpus"].is_object() && !j.contains("workload")) {
+    bool prices = false;
+    for (const auto& [name, e] : j["gpus"].items())
+      prices = prices || (e.is_object() && e.contains("price_per_gpu_hour"));
+    if (prices) {
+      *what = "price and power table";
+      return capacity::load_price_table(path).status();
+    }
+    *what = "GPU specs";
+    return plan::parse_gpu_specs(j, path).status();
   }
   const bool is_topology = j.is_object() && !j.contains("workload") &&
                            (j.contains("node") || j.contains("nodes") || j.contains("gpu"));

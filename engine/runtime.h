@@ -12,6 +12,7 @@
 // Only Runtime::post may be called from other threads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -43,6 +44,9 @@ struct SeqWork {
   int context_len = 0;      // tokens in the sequence's KV cache once this step is done
   bool is_prefill = false;  // computing prompt (or recomputed) tokens
   bool samples = false;     // produces a new token at the end of the step
+  // Speculative decoding: draft tokens proposed for this decoding sequence and verified in
+  // this step (num_tokens = 1 + draft_tokens; 0: none).
+  int draft_tokens = 0;
   // The sequence itself, for backends that compute real tokens (token ids via
   // Sequence::token_at, the KV block table, sampling parameters). Read it only inside
   // Executor::launch, on the loop: copy what the devices need before returning.
@@ -64,6 +68,11 @@ struct BatchShape {
   // swapped out to make room, and swapped-out sequences resumed. Costed over PCIe.
   double swap_out_bytes = 0;
   double swap_in_bytes = 0;
+  // Speculative decoding: the draft passes before the step (the most draft tokens of a
+  // sequence), the sequences drafting and the sum of their contexts.
+  int draft_steps = 0;
+  int draft_seqs = 0;
+  double draft_context = 0;
 
   std::int64_t tokens() const { return prefill_tokens + decode_tokens; }
   // Inline: runs for every sequence of every step.
@@ -83,7 +92,15 @@ struct BatchShape {
     }
     kv_tokens_read += c;
   }
-  void add(const SeqWork& w) { add(w.num_tokens, w.context_len, w.is_prefill, w.samples); }
+  void add(const SeqWork& w) {
+    add(w.num_tokens, w.context_len, w.is_prefill, w.samples);
+    if (w.draft_tokens > 0) {
+      sampled += w.draft_tokens;  // every verified position goes through the LM head
+      draft_steps = std::max(draft_steps, w.draft_tokens);
+      ++draft_seqs;
+      draft_context += w.context_len - w.draft_tokens;
+    }
+  }
 };
 
 struct StepBatch {
@@ -106,6 +123,10 @@ struct StepResult {
   double flops = 0;  // useful floating-point work done, all GPUs together
   // Busy seconds per pipeline stage (each stage's GPUs were busy this long).
   std::vector<double> stage_busy_s;
+  // Speculative decoding: per sequence in `seqs` order, the draft tokens the verification
+  // accepted (a backend that verifies real drafts); empty: the engine draws them from the
+  // acceptance rate (SchedulerOptions::acceptance_rate).
+  std::vector<int> accepted;
   // Real backend: sampled token ids per sequence in `seqs` order (-1 where none). Empty in sim.
   std::vector<int> tokens;
   // Real backend: per sequence in `seqs` order, the sampled token's log-probabilities where

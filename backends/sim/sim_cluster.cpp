@@ -76,6 +76,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   // TP within a node all-reduces over NVLink (a launch-bound layer hides it: cost_model.h).
   if (sc.plan.tensor_parallel <= sc.topology.node.gpus)
     c->cost->set_tp_link(sc.topology.node.nvlink);
+  if (sc.speculative.enabled()) c->cost->set_draft(sc.speculative.draft, sc.quantization);
   std::vector<cluster::ReplicaSetup> setups;
   // The speed-ups that apply (sim_strategy.h); lone flows need the platform's link occupancy
   // before the executors are made.

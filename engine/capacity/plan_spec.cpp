@@ -1,10 +1,13 @@
 #include "engine/capacity/plan_spec.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <filesystem>
 
 #include "engine/model/model_spec.h"
 #include "engine/plan/topology.h"
+#include "engine/scenario/speculative.h"
 
 namespace prima::capacity {
 namespace fs = std::filesystem;
@@ -106,7 +109,34 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
     s->max_num_batched_tokens = positive_ints(r, "max_num_batched_tokens");
   if (r.has("priority_scheduling")) s->priority_scheduling = bools(r, "priority_scheduling");
   if (r.has("disaggregation")) s->disaggregation = bools(r, "disaggregation");
+  if (r.has("speculative")) {
+    const Json& v = r.value("speculative");
+    if (!v.is_array() || v.empty())
+      r.fail("speculative",
+             "expected a non-empty list of null (off) or speculative objects "
+             "(docs/scenario-format.md), got " +
+                 config::describe(v));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_null() && !v[i].is_object())
+        r.fail("speculative", i, "expected null or an object, got " + config::describe(v[i]));
+      s->speculative.push_back(v[i]);
+    }
+  }
   r.finish();
+}
+
+// Each speculative entry of the search parses against the base scenario's model, so a bad
+// one names the plan file and its path rather than pruning every configuration.
+void check_speculative(const PlanSpec& p) {
+  if (p.search.speculative.empty()) return;
+  JsonReader scenario(p.scenario, p.scenario_file);
+  const model::ModelSpec target = model::parse_model(scenario, "model");
+  for (std::size_t i = 0; i < p.search.speculative.size(); ++i) {
+    const Json& e = p.search.speculative[i];
+    if (e.is_object())
+      scenario::parse_speculative(JsonReader(e, p.file, fmt::format("/search/speculative/{}", i)),
+                                  target);
+  }
 }
 
 void parse_slo(const JsonReader& r, PlanSlo* s) {
@@ -168,6 +198,7 @@ Result<PlanSpec> parse_plan(const Json& j, const std::string& file, const std::s
     parse_scenario_ref(r, &p);
     parse_slo(r.object("slo"), &p.slo);
     parse_search(r.object("search"), &p.search);
+    check_speculative(p);
     if (auto rate = r.optional_object("rate")) parse_rate(*rate, &p.rate);
     if (auto target = r.optional_object("target")) {
       p.target_rps = target->positive_number("rate_rps");

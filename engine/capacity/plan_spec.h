@@ -47,6 +47,9 @@ struct SearchSpace {
   std::vector<int> max_num_batched_tokens;  // empty: the base scenario's
   std::vector<bool> priority_scheduling;    // empty: the base scenario's
   std::vector<bool> disaggregation{false};
+  // Speculative decoding settings to try: null (off) or a scenario "speculative" object;
+  // empty: the base scenario's.
+  std::vector<config::Json> speculative;
 };
 
 struct PlanSpec {

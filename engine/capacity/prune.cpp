@@ -64,7 +64,10 @@ double roofline_capacity_rps(const scenario::Scenario& sc) {
   double slowest = 0;
   for (const auto& st : cost.stages) slowest = std::max(slowest, st.compute_s);
   if (!(slowest > 0)) return std::numeric_limits<double>::infinity();
-  const double tokens_per_s = sc.plan.replicas * b / slowest;
+  // Speculative decoding: at most 1 + num_tokens tokens per sequence per step (every draft
+  // accepted; the plain decode step is cheaper than one that verifies): still an upper bound.
+  const double per_step = 1.0 + (sc.speculative.enabled() ? sc.speculative.num_tokens : 0);
+  const double tokens_per_s = sc.plan.replicas * b * per_step / slowest;
   // The first output token comes from the prefill; decode steps make the rest.
   const double decode_per_request = std::max(1.0, mean_output_tokens(sc.workload) - 1);
   return tokens_per_s / decode_per_request;

@@ -43,6 +43,19 @@ std::string topology_label(const Json& entry, const std::string& resolved_name) 
 
 }  // namespace
 
+std::string speculative_label(const Json& s) {
+  if (!s.is_object()) return "nospec";
+  const std::string method = s.value("method", std::string("?"));
+  std::string who = method;
+  if (method == "draft" && s.contains("draft_model"))
+    who += "(" +
+           (s["draft_model"].is_string() ? s["draft_model"].get<std::string>()
+                                         : s["draft_model"].value("name", std::string("model"))) +
+           ")";
+  return fmt::format("spec-{}{}@{:g}", who, s.value("num_tokens", 0),
+                     s.value("acceptance_rate", 0.0));
+}
+
 std::string PlanConfig::key() const {
   std::string k = fmt::format("{} {} tp{} pp{} x{}", topology_label, gpu, tensor_parallel,
                               pipeline_parallel, replicas);
@@ -51,6 +64,7 @@ std::string PlanConfig::key() const {
   if (max_num_batched_tokens > 0) k += fmt::format(" tok{}", max_num_batched_tokens);
   if (priority_scheduling >= 0) k += priority_scheduling ? " prio" : " fifo";
   if (disaggregation) k += " disagg";
+  if (speculative_set) k += " " + speculative_label(speculative);
   return k;
 }
 
@@ -72,6 +86,7 @@ std::vector<std::string> PlanConfig::sets() const {
                             prefill_replicas(), decode_replicas()));
   else
     s.push_back("disaggregation=null");
+  if (speculative_set) s.push_back("speculative=" + speculative.dump());
   return s;
 }
 
@@ -87,6 +102,7 @@ Json PlanConfig::to_json() const {
   if (max_num_batched_tokens > 0) j["max_num_batched_tokens"] = max_num_batched_tokens;
   if (priority_scheduling >= 0) j["priority_scheduling"] = priority_scheduling == 1;
   j["disaggregation"] = disaggregation;
+  if (speculative_set) j["speculative"] = speculative;
   return j;
 }
 
@@ -112,6 +128,10 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
   if (prios.empty()) prios = {-1};
   const std::vector<std::string> gpu_types =
       s.gpu_types.empty() ? std::vector<std::string>{""} : s.gpu_types;
+  // Speculative settings: the base scenario's (one unset entry) unless the space lists them.
+  std::vector<std::pair<bool, Json>> specs;
+  for (const Json& e : s.speculative) specs.push_back({true, e});
+  if (specs.empty()) specs.push_back({false, Json()});
 
   for (std::size_t ti = 0; ti < s.topologies.size(); ++ti) {
     for (const auto& gt : gpu_types) {
@@ -163,21 +183,24 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
               for (int ns : seqs)
                 for (int nt : toks)
                   for (int pr : prios)
-                    for (bool dis : s.disaggregation) {
-                      PlanConfig c = base;
-                      c.tensor_parallel = tp;
-                      c.pipeline_parallel = pp;
-                      c.replicas = r;
-                      c.quantization = q;
-                      c.max_num_seqs = ns;
-                      c.max_num_batched_tokens = nt;
-                      c.priority_scheduling = pr;
-                      c.disaggregation = dis;
-                      std::string reason = why;
-                      if (reason.empty() && dis && r < 2)
-                        reason = "disaggregation needs at least 2 replicas (1 prefill, 1 decode)";
-                      add(c, reason);
-                    }
+                    for (bool dis : s.disaggregation)
+                      for (const auto& [spec_set, spec] : specs) {
+                        PlanConfig c = base;
+                        c.tensor_parallel = tp;
+                        c.pipeline_parallel = pp;
+                        c.replicas = r;
+                        c.quantization = q;
+                        c.max_num_seqs = ns;
+                        c.max_num_batched_tokens = nt;
+                        c.priority_scheduling = pr;
+                        c.disaggregation = dis;
+                        c.speculative_set = spec_set;
+                        c.speculative = spec;
+                        std::string reason = why;
+                        if (reason.empty() && dis && r < 2)
+                          reason = "disaggregation needs at least 2 replicas (1 prefill, 1 decode)";
+                        add(c, reason);
+                      }
         }
       }
     }

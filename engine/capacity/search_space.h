@@ -26,6 +26,10 @@ struct PlanConfig {
   int max_num_batched_tokens = 0;  // 0 = the base scenario's
   int priority_scheduling = -1;    // -1 = the base scenario's, else 0 / 1
   bool disaggregation = false;     // half the replicas prefill, the rest decode
+  // The speculative section to set (null: off), when the search lists them (else the base
+  // scenario's: speculative_set false).
+  bool speculative_set = false;
+  config::Json speculative;
 
   int gpus() const { return tensor_parallel * pipeline_parallel * replicas; }
   int prefill_replicas() const { return replicas / 2; }
@@ -36,6 +40,9 @@ struct PlanConfig {
   std::vector<std::string> sets() const;
   config::Json to_json() const;
 };
+
+// "spec-mtp3@0.7", "spec-draft(llama-2-7b)4@0.8", "nospec": a speculative entry in a key.
+std::string speculative_label(const config::Json& s);
 
 struct SkippedConfig {
   PlanConfig config;

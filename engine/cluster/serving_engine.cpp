@@ -44,8 +44,22 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
     std::int64_t n = 0;
     for (Sequence* s : produced) {
       if (is_warmup(s) || cancels_.leaving(s->req.id)) continue;
-      ++n;
-      if (on_token) on_token(*s);
+      n += s->step_new_tokens;
+      if (on_token) {
+        // A speculative step produced several tokens: on_token sees the sequence as it was
+        // after each of them, in order (num_generated counts up to its value). A hook may end
+        // the request (a stop string): its later tokens are dropped.
+        const RequestId id = s->req.id;
+        const int generated = s->num_generated;
+        bool ended = false;
+        for (int k = s->step_new_tokens - 1; k >= 0 && !ended; --k) {
+          s->num_generated = generated - k;
+          on_token(*s);
+          ended = live_.find(id) == live_.end();
+        }
+        if (ended) continue;
+        s->num_generated = generated;
+      }
       if (!decode_pool_.empty() && info_[s->replica].role == ReplicaRole::kPrefill &&
           s->num_generated == 1 && s->num_generated < s->req.max_output_tokens)
         handoff_.start(s);

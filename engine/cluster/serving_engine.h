@@ -137,6 +137,8 @@ class ServingEngine final : private HealthTarget,
   bool finish_early(RequestId id);
 
   // Hooks: called on the loop. on_end runs once per request, after the recorder saw it.
+  // on_token runs once per output token, the sequence's num_generated counting that token
+  // (a speculative step's tokens one after another).
   std::function<void(const Sequence&)> on_token;
   std::function<void(const Sequence&)> on_end;
 

@@ -97,7 +97,11 @@ struct alignas(64) Sequence {
   int preemptions = 0;
   int step_failures = 0;
   int reroutes = 0;  // moved off a failed replica (health checks), bounded by max_request_retries
-  int swapped_blocks = 0;    // KV blocks held in host memory while swapped out (swap mode)
+  int swapped_blocks = 0;  // KV blocks held in host memory while swapped out (swap mode)
+  // Speculative decoding: draft tokens verified in the step it is in (0: none), and the tokens
+  // the last completed step produced (1, or 1 + the accepted drafts).
+  int step_draft = 0;
+  int step_new_tokens = 1;
   int kv_cached_blocks = 0;  // leading blocks registered in (or taken from) the prefix cache
   Outcome outcome = Outcome::kPending;
   std::string reason;  // why rejected or failed

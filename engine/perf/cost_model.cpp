@@ -57,6 +57,14 @@ CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gp
   d.elem_width = 12 * h + fm * double(m_.ffn) / tp;
 }
 
+void CostModel::set_draft(const model::ModelSpec& draft, model::Quantization q) {
+  plan::ParallelPlan p;
+  p.tensor_parallel = p_.tensor_parallel;
+  auto d = std::make_shared<CostModel>(draft, q, gpu_, p, eff_, kv_bytes_);
+  d->set_tp_link(tp_link_);
+  draft_ = std::move(d);
+}
+
 double CostModel::gemm_peak_flops() const {
   switch (q_) {
     case model::Quantization::kW8A8:
@@ -252,7 +260,24 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
         out.overhead_s += S * v * eff_.sampling_logit_s;
       }
     }
-  }  // KV swapping between GPU and host memory: each GPU moves its share over PCIe before the step.
+  }
+  // Draft passes (speculative decoding) on stage 0 before the target verifies: the draft's
+  // GPU time (its layers' launch floors included); the host's per-step overhead is the
+  // engine step's, paid once (the drafts run inside it).
+  if (draft_ && b.draft_steps > 0 && b.draft_seqs > 0) {
+    BatchShape d;
+    d.num_seqs = b.draft_seqs;
+    d.decode_tokens = d.sampled = b.draft_seqs;
+    d.attended_pairs = d.kv_tokens_read = b.draft_context;
+    const StepCost dc = draft_->step(d);
+    StageCost& c = out.stages[0];
+    for (const StageCost& ds : dc.stages) {
+      c.compute_s += b.draft_steps * ds.compute_s;
+      c.flops += b.draft_steps * ds.flops;
+      c.hbm_bytes += b.draft_steps * ds.hbm_bytes;
+    }
+  }
+  // KV swapping between GPU and host memory: each GPU moves its share over PCIe before the step.
   const double swap_bytes = b.swap_in_bytes + b.swap_out_bytes;
   if (pcie_bw_Bps_ > 0 && swap_bytes > 0) out.stages[0].compute_s += swap_bytes / pcie_bw_Bps_;
 }

@@ -8,6 +8,7 @@
 // Equations: docs/cost-model.md. Immutable after construction; thread-safe to share.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "engine/model/model_spec.h"
@@ -59,6 +60,14 @@ class CostModel {
   // communication is never less than the launch time. Unset: the floor covers compute only.
   void set_tp_link(const plan::LinkSpec& link) { tp_link_ = link; }
 
+  // Speculative decoding: the draft model (a small model, or the target's MTP heads as a
+  // model of that many layers) runs BatchShape::draft_steps passes over the drafting
+  // sequences before the step, each costing the GPU time of a decode step of the draft on
+  // this plan's GPUs (TP as the target's, one stage; the host's per-step overhead is paid
+  // once per engine step), added to stage 0. Set before sharing.
+  void set_draft(const model::ModelSpec& draft, model::Quantization q);
+  const CostModel* draft() const { return draft_.get(); }
+
   StepCost step(const BatchShape& b) const;
   // The same into *out, reusing its storage (no allocation once warm).
   void step(const BatchShape& b, StepCost* out) const;
@@ -95,6 +104,7 @@ class CostModel {
   double kv_bytes_;
   double pcie_bw_Bps_ = 0;
   plan::LinkSpec tp_link_{};
+  std::shared_ptr<const CostModel> draft_;
 
   // What a layer's cost takes from the model, GPU and plan alone, evaluated once (constructor)
   // as add_layer's expressions were written, so that every figure is the same to the last bit.

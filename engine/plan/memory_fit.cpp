@@ -86,6 +86,7 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
     if (s == pp - 1) bytes += 2.0 * head_params;
     f.weight_bytes = std::max(f.weight_bytes, bytes / tp);
   }
+  f.weight_bytes += mem.extra_weight_bytes;
 
   // Activations of one forward pass of max_batch_tokens (fp16): residual, norm output,
   // attention output and a spare hidden-wide buffer (4 x hidden), the QKV output and the
@@ -105,7 +106,8 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   const double kv_heads_per_gpu = std::max(1.0, static_cast<double>(m.kv_heads) / tp);
   const double kv_elems = m.kv_lora_rank > 0 ? m.kv_elements_per_token_per_layer()
                                              : 2.0 * kv_heads_per_gpu * m.head_dim;
-  f.kv_bytes_per_token = per_stage * kv_elems * mem.kv_bytes_per_element;
+  f.kv_bytes_per_token =
+      per_stage * kv_elems * mem.kv_bytes_per_element + mem.extra_kv_bytes_per_token;
   f.kv_bytes = std::max(0.0, f.usable_bytes - f.weight_bytes - f.activation_bytes);
   f.kv_tokens = static_cast<std::int64_t>(std::floor(f.kv_bytes / f.kv_bytes_per_token));
 

@@ -38,6 +38,10 @@ struct MemoryOptions {
   bool cpu_offload = false;               // weights stream from host memory (slower)
   double gpu_memory_utilization = 0.9;    // share of HBM prima may use
   double kv_bytes_per_element = 2;        // fp16 KV cache; fp8 / int8: 1
+  // Per GPU, on top of the model's: weights and KV bytes per token of a speculative draft
+  // model (or MTP heads), set by the scenario from its "speculative" section.
+  double extra_weight_bytes = 0;
+  double extra_kv_bytes_per_token = 0;
 };
 
 // GPUs of one replica: devices[stage][rank].

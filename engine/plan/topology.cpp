@@ -37,22 +37,26 @@ GpuSpec parse_gpu(const JsonReader& r, const std::string& name) {
   return g;
 }
 
+std::map<std::string, GpuSpec> parse_gpu_table(const Json& j, const std::string& file) {
+  std::map<std::string, GpuSpec> t;
+  JsonReader root(j, file);
+  root.string("description", "");
+  JsonReader gpus = root.object("gpus");
+  for (auto it = gpus.json().begin(); it != gpus.json().end(); ++it)
+    t[it.key()] = parse_gpu(gpus.object(it.key()), it.key());
+  gpus.finish();
+  root.finish();
+  return t;
+}
+
 // All GPUs of the embedded gpus.json, parsed once (immutable afterwards).
 const std::map<std::string, GpuSpec>& gpu_table() {
   static const std::map<std::string, GpuSpec> kTable = [] {
-    std::map<std::string, GpuSpec> t;
     auto text = config::embedded_file(kGpusFile);
     if (!text) throw config::ConfigError(std::string(kGpusFile) + ": not embedded in the binary");
     auto j = config::parse_json_text(std::string(*text), kGpusFile);
     if (!j.ok()) throw config::ConfigError(j.status().message());
-    JsonReader root(*j, kGpusFile);
-    root.string("description", "");
-    JsonReader gpus = root.object("gpus");
-    for (auto it = gpus.json().begin(); it != gpus.json().end(); ++it)
-      t[it.key()] = parse_gpu(gpus.object(it.key()), it.key());
-    gpus.finish();
-    root.finish();
-    return t;
+    return parse_gpu_table(*j, kGpusFile);
   }();
   return kTable;
 }
@@ -218,6 +222,12 @@ Topology resolve_topology(const JsonReader& parent, const std::string& key) {
     parent.fail(key, "expected a topology name (" + join(topology_names()) +
                          "), a path to a JSON file, or an object, got " + config::describe(v));
   return parse_topology(parent.object(key));
+}
+
+Result<std::map<std::string, GpuSpec>> parse_gpu_specs(const Json& j, const std::string& file) {
+  std::map<std::string, GpuSpec> t;
+  PRIMA_RETURN_IF_ERROR(config::to_status([&] { t = parse_gpu_table(j, file); }));
+  return t;
 }
 
 std::vector<std::string> topology_names() {

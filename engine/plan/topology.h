@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,10 @@ struct Topology {
 };
 
 Result<GpuSpec> gpu_by_name(const std::string& name);  // from the embedded gpus.json
+// Parses a GPU specs document ({"description", "gpus": {NAME: {...}}}, as gpus.json); errors
+// name `file` and the JSON path.
+Result<std::map<std::string, GpuSpec>> parse_gpu_specs(const config::Json& j,
+                                                       const std::string& file);
 std::vector<std::string> gpu_names();
 
 // Parses a topology object (schema: docs/topologies.md); {"base": name, ...} patches an

@@ -75,6 +75,26 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
     if (auto sc = r.optional_object("scheduler")) parse_scheduler(*sc, &s);
     if (s.plan.micro_batch > 0 && s.plan.pipeline_parallel > 1)
       s.scheduler.max_seqs_per_step = s.plan.micro_batch;
+    if (r.has("speculative") && r.value("speculative").is_null()) {
+      r.consume("speculative");  // off, as when absent (a plan's search sets it so)
+    } else if (auto sp = r.optional_object("speculative")) {
+      s.speculative = parse_speculative(*sp, s.model);
+      if (s.scheduler.type != sched::SchedulerType::kContinuous)
+        r.fail("speculative", "speculative decoding needs the continuous scheduler");
+      s.scheduler.speculative_tokens = s.speculative.num_tokens;
+      s.scheduler.acceptance_rate = s.speculative.acceptance_rate;
+      s.scheduler.acceptance_seed = s.seed;
+      // The draft's weights and KV cache share the GPUs (split over TP like the target's);
+      // MTP heads share the target's embedding and LM head.
+      const model::ModelSpec& d = s.speculative.draft;
+      const double tp = std::max(1, s.plan.tensor_parallel);
+      const double weights =
+          s.speculative.method == "mtp"
+              ? model::layer_weight_bytes(d.layers * d.layer_params(d.layers - 1), s.quantization)
+              : model::model_weight_bytes(d, s.quantization);
+      s.memory.extra_weight_bytes = weights / tp;
+      s.memory.extra_kv_bytes_per_token = d.kv_bytes_per_token(s.memory.kv_bytes_per_element) / tp;
+    }
     // router, autoscaler, disaggregation, response_cache, warmup (each optional).
     s.cluster.router.seed = s.seed;
     cluster::parse_cluster_options(r, &s.cluster);

@@ -159,7 +159,7 @@ Sequence* Scheduler::pick_priority_victim(Priority requester) const {
 }
 
 // Adds n tokens of s to the step (its SeqWork and the shape) and charges the budget.
-void Scheduler::add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now) {
+void Scheduler::add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now, int draft) {
   const bool is_prefill = !s->decoding();
   SeqWork w;
   w.request = s->req.id;
@@ -167,11 +167,13 @@ void Scheduler::add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Tim
   w.num_tokens = n;
   w.context_len = s->num_computed + n;
   w.is_prefill = is_prefill;
-  w.samples = w.context_len == s->known_tokens();
+  w.samples = w.context_len - draft == s->known_tokens();
+  w.draft_tokens = draft;
   step->batch.add_seq(w);
   step->seqs.push_back(s);
   s->in_flight = true;
   s->step_tokens = n;
+  s->step_draft = draft;
   if (!s->scheduled) {
     s->scheduled = true;
     s->first_scheduled_s = now;
@@ -205,6 +207,15 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
     // With the long-prompt queue: pass 0 runs all but long prefills, pass 1 those.
     if (long_queue && (pass == 1) != (!decode && is_long(s))) continue;
     int n = std::min(s->remaining(), b.tokens);
+    int draft = 0;
+    if (decode && opts_.speculative_tokens > 0) {
+      // Verify up to speculative_tokens drafts with the next token, never past the output's
+      // end or the step's token budget.
+      draft =
+          std::max(0, std::min({opts_.speculative_tokens,
+                                s->req.max_output_tokens - s->num_generated - 1, b.tokens - 1}));
+      n = 1 + draft;
+    }
     if (decode) {
       // Without a decode cap (max_decode_seqs_per_step), b.decode cannot run out and there
       // is no cutoff: the sequence's timestamps are not even loaded.
@@ -236,7 +247,7 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
       ++step->preempted;
       continue;
     }
-    add_work(s, n, b, step, now);
+    add_work(s, n, b, step, now, draft);
   }
   walking_ready_ = false;
   std::erase_if(ready_, [](const Sequence* s) { return s->in_flight || !s->running; });
@@ -504,6 +515,7 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
     s->in_flight = false;
     if (!step_ok) {
       // The step's work is lost: recompute from scratch, or give up after the retries.
+      s->step_draft = 0;
       s->step_failures++;
       kv_->release(*s);
       s->num_computed = 0;
@@ -519,10 +531,15 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
       }
       continue;
     }
-    s->num_computed += s->step_tokens;
+    // A speculative step keeps the K/V of its next token and of the accepted drafts, and
+    // produces those drafts plus the token sampled after them.
+    const int produced = s->step_draft > 0 ? 1 + accepted_drafts(*s, result, i) : 1;
+    s->num_computed += s->step_draft > 0 ? produced : s->step_tokens;
+    s->step_draft = 0;
     if (prefix_caching) kv_->commit(*s, s->num_computed);
     if (s->num_computed >= s->known_tokens()) {  // else more prefill chunks to go
-      s->num_generated++;
+      s->num_generated += produced;
+      s->step_new_tokens = produced;
       bool stop = false;
       if (i < sampled && result.tokens[i] >= 0) {
         const int tok = result.tokens[i];
@@ -549,6 +566,25 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
   }
   if (left) std::erase_if(running_, [](const Sequence* s) { return !s->running; });
   back_to_ready(back, step.in_rank_order);
+}
+
+int Scheduler::accepted_drafts(const Sequence& s, const StepResult& r, std::size_t i) const {
+  const int k = s.step_draft;
+  if (i < r.accepted.size() && r.accepted[i] >= 0) return std::min(r.accepted[i], k);
+  // Each draft is accepted with probability acceptance_rate until the first rejection; the
+  // draw for a position depends on (seed, request, position) only.
+  auto uniform = [&](int pos) {
+    std::uint64_t z = opts_.acceptance_seed ^ (s.req.id * 0x9E3779B97F4A7C15ULL) ^
+                      (static_cast<std::uint64_t>(pos) * 0xD1B54A32D192ED03ULL);
+    z += 0x9E3779B97F4A7C15ULL;  // splitmix64
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<double>(z >> 11) * 0x1.0p-53;
+  };
+  int a = 0;
+  while (a < k && uniform(s.num_generated + a) < opts_.acceptance_rate) ++a;
+  return a;
 }
 
 bool Scheduler::remove(Sequence* seq) {

@@ -145,7 +145,10 @@ class Scheduler {
   void leave_ready(Sequence* s);
   // `in_rank_order`: back is known to be sorted by rank (no check needed).
   void back_to_ready(std::vector<Sequence*>& back, bool in_rank_order);
-  void add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now);
+  // draft: speculative draft tokens verified with the sequence's next token (n = 1 + draft).
+  void add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now, int draft = 0);
+  // Draft tokens of step sequence i accepted: the executor's count, else drawn (options).
+  int accepted_drafts(const Sequence& s, const StepResult& r, std::size_t i) const;
   void admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, ScheduledStep* step, Time now);
   int batch_ready(Time now) const;  // dynamic batching: size of the batch to form now (0: wait)
   void form_batch(int n);

@@ -48,6 +48,15 @@ struct SchedulerOptions {
   double batch_timeout_s = 0;              // timeout_ms / max_queue_delay_microseconds
   std::vector<BatchStrategy> strategies = {BatchStrategy::kFillFifo};  // applied in order
 
+  // Speculative decoding ("speculative" in a scenario): each decoding sequence verifies up to
+  // speculative_tokens draft tokens per step (fewer near its max_output_tokens or the step's
+  // token budget); each is accepted with probability acceptance_rate, independently, until
+  // the first rejection (unless the executor reports StepResult::accepted). Draws are a hash
+  // of (acceptance_seed, request, position): the same for every schedule. 0: off.
+  int speculative_tokens = 0;
+  double acceptance_rate = 0;
+  std::uint64_t acceptance_seed = 1;
+
   // KV cache.
   bool enable_prefix_caching = false;
   int compact_every_requests = 0;  // compact() after every N finished requests (0 = off)

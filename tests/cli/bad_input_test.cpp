@@ -156,12 +156,17 @@ TEST(BadInput, DeeplyNestedJsonIsRefusedNotACrash) {
 }
 
 TEST(BadInput, ShippedScenariosAndTopologiesValidate) {
-  auto r = run_prima(
-      "validate " + source_path("scenarios/*.json") + " " + source_path("scenarios/bench/*.json") +
-      " " + source_path("topologies/bitbrick_k1.json") + " " +
-      source_path("topologies/dgx_a100.json") + " " + source_path("topologies/h200_node.json") +
-      " " + source_path("topologies/domestic_32g_cluster.json"));
+  // Every file of topologies/: the topologies, the GPU specs and the price and power table.
+  auto r =
+      run_prima("validate " + source_path("scenarios/*.json") + " " +
+                source_path("scenarios/bench/*.json") + " " + source_path("topologies/*.json"));
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("topologies/gpus.json: GPU specs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("topologies/prices.json: price and power table"), std::string::npos)
+      << r.out;
+  auto bad = write("prices.json", R"({"gpus": {"X": {"price_per_gpu_hour": 1,
+      "price_source": "s", "idle_watts": 9, "peak_watts": 5, "power_source": "p"}}})");
+  expect_bad(run_prima("validate " + bad), {"/gpus/X/idle_watts", "exceeds peak_watts 5"});
 }
 
 TEST(BadInput, PolicyOptionsNameTheField) {

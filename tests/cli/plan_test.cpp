@@ -356,6 +356,37 @@ TEST(Plan, PriceTableWithoutTheSearchedGpuOrWithBadPowerIsExitTwo) {
   EXPECT_NE(r3.err.find("/gpus/A100-SXM4-80GB/price_source"), std::string::npos) << r3.err;
 }
 
+// search.speculative: each configuration with and without MTP drafts. Llama-2-13B on one A100
+// decodes at ~35 ms per token, so only the speculative ones meet a 30 ms TPOT bound; the
+// winner's sets carry its speculative section, and a simulation with them meets the SLO.
+TEST(Plan, SpeculativeDecodingIsADimensionOfTheSearch) {
+  const std::string dir = write_plan(
+      "spec",
+      R"({"topologies": ["dgx_a100"], "tensor_parallel": [1], "replicas": [1],
+          "speculative": [null, {"method": "mtp", "num_tokens": 3, "acceptance_rate": 0.7}]})",
+      R"({"ttft_p99": "500ms", "tpot_p99": "30ms"})", R"({"min_rps": 1, "duration": "20s"})");
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(dir + "/out/plan.json");
+  ASSERT_EQ(p["ranked"].size(), 1u) << p.dump(2);
+  const json& best = p["ranked"][0];
+  EXPECT_NE(best["key"].get<std::string>().find("spec-mtp3@0.7"), std::string::npos);
+  EXPECT_EQ(best["config"]["speculative"]["num_tokens"], 3);
+  ASSERT_EQ(p["failed_slo"].size(), 1u);
+  EXPECT_NE(p["failed_slo"][0]["key"].get<std::string>().find("nospec"), std::string::npos);
+  EXPECT_NE(p["failed_slo"][0]["violations"][0].get<std::string>().find("tpot p99"),
+            std::string::npos);
+  int code = 0;
+  json rep = simulate(dir, best["sets"], "", &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_TRUE(meets(rep, 0.5, 0.03, 0.99)) << rep["latency_s"].dump();
+  // A bad entry is the plan's error, named by its path.
+  expect_bad("spec_bad",
+             R"({"topologies": ["dgx_a100"], "speculative": [null,
+                 {"method": "mtp", "num_tokens": 3, "acceptance_rate": 1.5}]})",
+             {"plan.json", "/search/speculative/1/acceptance_rate", "[0, 1]"});
+}
+
 TEST(Plan, ShippedExampleRuns) {
   const std::string out = temp_dir("plan_example");
   auto r = run_prima("plan " + source_path("scenarios/plans/llama2_70b_bitbrick.json") + " --out " +
