@@ -172,27 +172,35 @@ int finish(const capacity::PlanSpec& spec, const PlanOptions& o, const std::stri
   return kExitOk;
 }
 
-// With a target rate: the answer (plan_target.h), after simulating the winner with one
-// replica fewer at the target when the space did not hold that configuration.
+// With a target rate: the answer (plan_target.h). When the space did not hold the winner with
+// one replica fewer, that configuration is simulated at the target; while it meets the SLO
+// too (the space's replica counts were coarse), it joins the searched configurations (so the
+// answer is the smallest) and the next one fewer is tried, until one fails, is pruned or no
+// replica is left to remove.
 Result<Json> check_minimality(const capacity::PlanSpec& spec, const PlanOptions& o,
-                              const PlanCache& cache, const std::vector<SearchedConfig>& searched,
-                              std::ostream* results) {
-  const SearchedConfig* winner = fewest_gpus(spec, searched);
-  std::optional<capacity::PlanConfig> fewer;
-  if (winner) fewer = one_replica_fewer(winner->config, searched);
-  if (!fewer) return target_json(spec, searched, nullptr, "");
-  capacity::Screening sc = capacity::screen_config(spec, *fewer);
-  if (sc.pruned) return target_json(spec, searched, nullptr, sc.kind + ": " + sc.reason);
-  std::vector<SearchedConfig> check(1);
-  check[0].config = *fewer;
-  check[0].bound_rps = sc.bound_rps;
-  check[0].search = capacity::RateSearch(spec.rate.min_rps, spec.rate.max_rps, spec.rate.tolerance);
+                              const PlanCache& cache, std::vector<SearchedConfig>* searched,
+                              std::ostream* results, std::int64_t* simulations) {
   PlanOptions quiet = o;
   quiet.quiet = true;
-  const PlanSearchResult r = search_plan(spec, quiet, cache, &check, results);
-  if (!r.status.ok()) return r.status;
-  if (check[0].probes.empty()) return failed_precondition(fewer->key() + ": was not simulated");
-  return target_json(spec, searched, &check[0], "");
+  for (;;) {
+    const SearchedConfig* winner = fewest_gpus(spec, *searched);
+    std::optional<capacity::PlanConfig> fewer;
+    if (winner) fewer = one_replica_fewer(winner->config, *searched);
+    if (!fewer) return target_json(spec, *searched, nullptr, "");
+    capacity::Screening sc = capacity::screen_config(spec, *fewer);
+    if (sc.pruned) return target_json(spec, *searched, nullptr, sc.kind + ": " + sc.reason);
+    std::vector<SearchedConfig> check(1);
+    check[0].config = *fewer;
+    check[0].bound_rps = sc.bound_rps;
+    check[0].search =
+        capacity::RateSearch(spec.rate.min_rps, spec.rate.max_rps, spec.rate.tolerance);
+    const PlanSearchResult r = search_plan(spec, quiet, cache, &check, results);
+    if (!r.status.ok()) return r.status;
+    *simulations += r.simulations;
+    if (check[0].probes.empty()) return failed_precondition(fewer->key() + ": was not simulated");
+    if (!check[0].search.any_met()) return target_json(spec, *searched, &check[0], "");
+    searched->push_back(std::move(check[0]));  // smaller, and it meets: the new winner
+  }
 }
 
 }  // namespace
@@ -216,7 +224,7 @@ int run_plan(const PlanOptions& o) {
   std::ofstream results(results_path(o, dir), std::ios::app);
   if (!results) return fail(kExitFailure, results_path(o, dir) + ": cannot open for appending");
 
-  const PlanSearchResult r = search_plan(*spec, o, cache, &screened->to_search, &results);
+  PlanSearchResult r = search_plan(*spec, o, cache, &screened->to_search, &results);
   if (!r.status.ok()) return fail(kExitFailure, r.status.message());
   if (r.stopped)
     return fail(kExitFailure,
@@ -225,7 +233,7 @@ int run_plan(const PlanOptions& o) {
                             r.started, results_path(o, dir)));
   Json target;
   if (spec->target_rps > 0 && o.shard_count <= 1) {
-    auto t = check_minimality(*spec, o, cache, screened->to_search, &results);
+    auto t = check_minimality(*spec, o, cache, &screened->to_search, &results, &r.simulations);
     if (!t.ok()) return fail(kExitFailure, t.status().message());
     target = *t;
   }

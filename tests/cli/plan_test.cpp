@@ -283,6 +283,29 @@ TEST(Plan, TargetRateAnswerIsTheFewestGpusAndOneReplicaFewerFails) {
   EXPECT_NE(r.out.find(" kWh/Mtok"), std::string::npos) << r.out;
 }
 
+// A coarse space (8 replicas only) at the same target: the answer descends one replica at a
+// time while the smaller configuration still meets the SLO, to the same minimum as the finer
+// space (x4), with x3 failing; the configurations it passed are ranked too.
+TEST(Plan, TargetRateAnswerDescendsBelowACoarseSpace) {
+  const std::string dir = write_plan(
+      "target_descent", R"({"topologies": ["dgx_a100"], "tensor_parallel": [1], "replicas": [8]})");
+  auto r =
+      run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q --target-rate 17");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(dir + "/out/plan.json");
+  const json& t = p["target"];
+  ASSERT_FALSE(t["fewest_gpus"].is_null()) << t.dump(2);
+  EXPECT_EQ(t["fewest_gpus"]["config"]["replicas"], 4) << t.dump(2);
+  const json& m = t["one_replica_fewer"];
+  ASSERT_TRUE(m["checked"].get<bool>()) << m.dump(2);
+  EXPECT_FALSE(m["meets_slo"].get<bool>());
+  EXPECT_NE(m["key"].get<std::string>().find(" x3"), std::string::npos) << m.dump(2);
+  std::set<int> ranked;
+  for (const auto& e : p["ranked"]) ranked.insert(e["config"]["replicas"].get<int>());
+  EXPECT_EQ(ranked, (std::set<int>{4, 5, 6, 7, 8}));
+  EXPECT_EQ(p["simulations"], 6);  // x8, then x7 ... x3
+}
+
 // A target no configuration can carry: every one is pruned by the roofline bound, named as
 // the target's; the answer says nothing meets it (exit 0: an answer, not an error).
 TEST(Plan, TargetNothingCanCarryIsAnAnswer) {
