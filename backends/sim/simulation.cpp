@@ -276,6 +276,8 @@ Result<SimulationOutput> run_simulation(const scenario::Scenario& sc,
     r.user = spec.user;
     r.prefix_group = spec.prefix_group;
     r.prefix_tokens = spec.prefix_tokens;
+    r.prefix_hashes = spec.prefix_hashes;
+    r.prefix_hash_tokens = spec.prefix_hash_tokens;
     r.id = next_id++;
     if (closed_loop) specs.emplace(r.id, spec);  // before submit: it may end at once
     engine.submit(std::move(r));

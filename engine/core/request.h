@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,10 @@ struct Request {
   std::uint64_t user = 0;
   std::uint64_t prefix_group = 0;
   int prefix_tokens = 0;
+  // Simulation of a Mooncake trace: the prompt's block hash ids, one per prefix_hash_tokens
+  // tokens (RequestSpec::prefix_hashes); null otherwise.
+  std::shared_ptr<const std::vector<std::uint64_t>> prefix_hashes;
+  int prefix_hash_tokens = 0;
   std::vector<int> prompt_ids;  // real backend only; empty in simulation
   SamplingParams sampling;      // real backend only
   // Real backend: sampling one of these ids ends the sequence (end-of-generation tokens);

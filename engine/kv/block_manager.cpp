@@ -99,6 +99,12 @@ int BlockManager::cacheable_blocks(const Sequence& seq) const {
 
 std::uint64_t BlockManager::block_hash(const Sequence& seq, int i, std::uint64_t parent) const {
   const Request& r = seq.req;
+  if (r.prefix_hashes && r.prefix_hash_tokens > 0) {
+    // A traced block id covers the block's last token (earlier ones are in the chain).
+    const std::size_t j = static_cast<std::size_t>((i + 1) * block_size_ - 1) /
+                          static_cast<std::size_t>(r.prefix_hash_tokens);
+    return mix(mix(mix(parent, 0x6d6f6f6eull), (*r.prefix_hashes)[j]), std::uint64_t(i));
+  }
   if (r.prompt_ids.empty()) return mix(mix(parent, r.prefix_group), std::uint64_t(i));
   std::uint64_t h = mix(parent, 0x7265616cull);  // real token ids: a separate hash space
   for (int t = i * block_size_; t < (i + 1) * block_size_; ++t)

@@ -63,7 +63,14 @@ class RequestFactory {
                      ? static_cast<Priority>(rec->priority)
                      : static_cast<Priority>(weighted_choice(prio_g, prio_cdf_));
     r.sla_s = rec && rec->sla_s >= 0 ? rec->sla_s : sla_s_[static_cast<int>(r.priority)];
-    if (prefix_.groups > 0 && uniform01(prefix_g) < prefix_.fraction) {
+    if (rec && rec->block_hashes) {
+      // A Mooncake trace: its block ids say what is shared.
+      r.prefix_hashes = rec->block_hashes;
+      r.prefix_hash_tokens = rec->hash_block_tokens;
+      r.prefix_tokens = static_cast<int>(std::min<std::int64_t>(
+          r.prompt_tokens,
+          static_cast<std::int64_t>(rec->block_hashes->size()) * rec->hash_block_tokens));
+    } else if (prefix_.groups > 0 && uniform01(prefix_g) < prefix_.fraction) {
       r.prefix_group = static_cast<std::uint64_t>(uniform_int(prefix_g, 1, prefix_.groups));
       r.prefix_tokens = std::min(prefix_.tokens, r.prompt_tokens);
     }

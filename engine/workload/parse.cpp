@@ -87,8 +87,10 @@ ArrivalSpec parse_arrival(const JsonReader& r, const std::string& base_dir) {
     a.ramp_up_s = r.duration_s("ramp_up_s", 0);
   } else {
     a.type = ArrivalType::kTrace;
-    a.format = r.one_of("format", {"azure_csv", "jsonl"}) == "jsonl" ? TraceFormat::kJsonl
-                                                                     : TraceFormat::kAzureCsv;
+    const std::string format = r.one_of("format", {"azure_csv", "jsonl", "mooncake"});
+    a.format = format == "jsonl"      ? TraceFormat::kJsonl
+               : format == "mooncake" ? TraceFormat::kMooncake
+                                      : TraceFormat::kAzureCsv;
     std::filesystem::path p(r.string("path"));
     if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
     a.path = p.lexically_normal().string();

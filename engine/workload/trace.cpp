@@ -179,12 +179,25 @@ Result<std::vector<TraceRecord>> parse_azure_csv(std::istream& in, const std::st
   return out;
 }
 
-Result<std::vector<TraceRecord>> parse_jsonl(std::istream& in, const std::string& name) {
+namespace {
+
+// The tokens field `key` of a trace line: required, an integer in [0, 2^30].
+int tokens_field(const config::JsonReader& rd, const char* key) {
+  if (!rd.has(key)) rd.fail(key, "missing required field (expected an integer >= 0)");
+  std::int64_t v = rd.non_negative_integer(key, 0);
+  if (v > kMaxTokens) rd.fail(key, "expected at most 2^30 tokens, got " + std::to_string(v));
+  return static_cast<int>(v);
+}
+
+// Reads a JSON-lines trace: each non-blank line must be a JSON object, which `record` turns
+// into a TraceRecord through a reader whose messages read "file:line: /field: ..." (it throws
+// ConfigError on a bad field). Rows must not go back in time; an empty trace is an error.
+template <typename Record>
+Result<std::vector<TraceRecord>> read_json_lines(std::istream& in, const std::string& name,
+                                                 Record record) {
   std::vector<TraceRecord> out;
   std::string line;
   std::size_t lineno = 0;
-  int key_kind = 0;  // 1 = arrival_s, 2 = timestamp
-  double first_ts = 0;
   while (std::getline(in, line)) {
     ++lineno;
     if (trim(line).empty()) continue;
@@ -193,65 +206,114 @@ Result<std::vector<TraceRecord>> parse_jsonl(std::istream& in, const std::string
     if (!parsed)
       return invalid_argument(at(name, lineno) + "malformed JSON: column " +
                               std::to_string(perr.column) + ": " + perr.message);
-    config::Json j = std::move(*parsed);
+    const config::Json j = std::move(*parsed);
     if (!j.is_object())
       return invalid_argument(at(name, lineno) + "expected a JSON object, got " +
                               config::describe(j));
     TraceRecord r;
     Status st = config::to_status([&] {
-      // Messages read "file:line: /field: what was wrong".
       config::JsonReader rd(j, name + ":" + std::to_string(lineno));
-      bool has_arrival = rd.has("arrival_s"), has_ts = rd.has("timestamp");
-      if (has_arrival == has_ts)
-        rd.fail_here("expected exactly one of \"arrival_s\" or \"timestamp\"");
-      int kind = has_arrival ? 1 : 2;
-      if (key_kind != 0 && kind != key_kind)
-        rd.fail_here(
-            std::string("mixes \"arrival_s\" and \"timestamp\"; use one for the whole "
-                        "file"));
-      key_kind = kind;
-      double t = kind == 1 ? rd.non_negative_number("arrival_s", 0)
-                           : rd.non_negative_number("timestamp", 0);
-      rd.consume(kind == 1 ? "timestamp" : "arrival_s");
-      if (out.empty()) first_ts = t;
-      r.arrival_s = kind == 1 ? t : t - first_ts;
-      auto tokens = [&](const char* key) {
-        if (!rd.has(key)) rd.fail(key, "missing required field (expected an integer >= 0)");
-        std::int64_t v = rd.non_negative_integer(key, 0);
-        if (v > kMaxTokens) rd.fail(key, "expected at most 2^30 tokens, got " + std::to_string(v));
-        return static_cast<int>(v);
-      };
-      r.prompt_tokens = tokens("prompt_tokens");
-      r.output_tokens = tokens("output_tokens");
-      if (rd.has("priority")) {
-        Priority pr;
-        parse_priority(rd.one_of("priority", {"high", "normal", "low"}), &pr);
-        r.priority = static_cast<int>(pr);
-      } else {
-        rd.consume("priority");
-      }
-      if (rd.has("sla"))
-        r.sla_s = rd.duration_s("sla");
-      else
-        rd.consume("sla");
+      r = record(rd, out.empty());
       rd.finish();
     });
     if (!st.ok()) return st;
     if (!out.empty() && r.arrival_s < out.back().arrival_s)
       return invalid_argument(at(name, lineno) +
                               "arrival goes back in time (before the previous line)");
-    out.push_back(r);
+    out.push_back(std::move(r));
   }
   if (in.bad()) return invalid_argument(name + ": read error");
   if (out.empty()) return invalid_argument(name + ": no requests in the trace");
   return out;
 }
 
+}  // namespace
+
+Result<std::vector<TraceRecord>> parse_jsonl(std::istream& in, const std::string& name) {
+  int key_kind = 0;  // 1 = arrival_s, 2 = timestamp
+  double first_ts = 0;
+  return read_json_lines(in, name, [&](const config::JsonReader& rd, bool first) {
+    TraceRecord r;
+    bool has_arrival = rd.has("arrival_s"), has_ts = rd.has("timestamp");
+    if (has_arrival == has_ts)
+      rd.fail_here("expected exactly one of \"arrival_s\" or \"timestamp\"");
+    int kind = has_arrival ? 1 : 2;
+    if (key_kind != 0 && kind != key_kind)
+      rd.fail_here(
+          std::string("mixes \"arrival_s\" and \"timestamp\"; use one for the whole file"));
+    key_kind = kind;
+    double t =
+        kind == 1 ? rd.non_negative_number("arrival_s", 0) : rd.non_negative_number("timestamp", 0);
+    rd.consume(kind == 1 ? "timestamp" : "arrival_s");
+    if (first) first_ts = t;
+    r.arrival_s = kind == 1 ? t : t - first_ts;
+    r.prompt_tokens = tokens_field(rd, "prompt_tokens");
+    r.output_tokens = tokens_field(rd, "output_tokens");
+    if (rd.has("priority")) {
+      Priority pr;
+      parse_priority(rd.one_of("priority", {"high", "normal", "low"}), &pr);
+      r.priority = static_cast<int>(pr);
+    } else {
+      rd.consume("priority");
+    }
+    if (rd.has("sla"))
+      r.sla_s = rd.duration_s("sla");
+    else
+      rd.consume("sla");
+    return r;
+  });
+}
+
+Result<std::vector<TraceRecord>> parse_mooncake(std::istream& in, const std::string& name) {
+  double first_ms = 0;
+  return read_json_lines(in, name, [&](const config::JsonReader& rd, bool first) {
+    TraceRecord r;
+    if (!rd.has("timestamp"))
+      rd.fail("timestamp", "missing required field (expected milliseconds >= 0)");
+    const double ms = rd.non_negative_number("timestamp", 0);
+    if (first) first_ms = ms;
+    r.arrival_s = (ms - first_ms) / 1000;
+    r.prompt_tokens = tokens_field(rd, "input_length");
+    r.output_tokens = tokens_field(rd, "output_length");
+    if (!rd.has("hash_ids")) rd.fail("hash_ids", "missing required field (expected a list)");
+    const config::Json& ids = rd.value("hash_ids");
+    if (!ids.is_array())
+      rd.fail("hash_ids", "expected a list of block ids, got " + config::describe(ids));
+    const std::size_t blocks =
+        (static_cast<std::size_t>(r.prompt_tokens) + kMooncakeBlockTokens - 1) /
+        kMooncakeBlockTokens;
+    if (ids.size() > blocks)
+      rd.fail("hash_ids", std::to_string(ids.size()) + " block ids for " +
+                              std::to_string(r.prompt_tokens) + " input tokens (at most " +
+                              std::to_string(blocks) + " blocks of " +
+                              std::to_string(kMooncakeBlockTokens) + ")");
+    auto hashes = std::make_shared<std::vector<std::uint64_t>>();
+    hashes->reserve(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (!ids[i].is_number_integer() || ids[i].get<std::int64_t>() < 0)
+        rd.fail("hash_ids", i,
+                "expected a block id (an integer >= 0), got " + config::describe(ids[i]));
+      hashes->push_back(ids[i].get<std::uint64_t>());
+    }
+    r.block_hashes = std::move(hashes);
+    r.hash_block_tokens = kMooncakeBlockTokens;
+    return r;
+  });
+}
+
 Result<std::vector<TraceRecord>> read_trace(TraceFormat format, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return not_found(path + ": cannot open the trace file (does it exist and is it readable?)");
-  return format == TraceFormat::kAzureCsv ? parse_azure_csv(in, path) : parse_jsonl(in, path);
+  switch (format) {
+    case TraceFormat::kAzureCsv:
+      return parse_azure_csv(in, path);
+    case TraceFormat::kJsonl:
+      return parse_jsonl(in, path);
+    case TraceFormat::kMooncake:
+      return parse_mooncake(in, path);
+  }
+  return internal_error("unknown trace format");
 }
 
 }  // namespace prima::workload

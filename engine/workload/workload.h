@@ -43,6 +43,11 @@ struct RequestSpec {  // one request to submit
   std::uint64_t user = 0;          // closed-loop user index, 1..users (0 for open-loop)
   std::uint64_t prefix_group = 0;  // requests sharing a prompt prefix (0 = none)
   int prefix_tokens = 0;           // length of that shared prefix (<= prompt_tokens)
+  // A Mooncake trace's block hashes: prompt block j (of prefix_hash_tokens tokens) has id
+  // (*prefix_hashes)[j]; requests share the blocks of their common leading ids (the prefix
+  // cache's identity). Null: none (prefix_group, if any, says what is shared).
+  std::shared_ptr<const std::vector<std::uint64_t>> prefix_hashes;
+  int prefix_hash_tokens = 0;
 };
 
 // A token-length distribution. Draws are rounded to integers and clamped to [min, max].
@@ -63,7 +68,7 @@ struct LengthSpec {
 };
 
 enum class ArrivalType { kPoisson, kGamma, kConstant, kClosedLoop, kTrace };
-enum class TraceFormat { kAzureCsv, kJsonl };
+enum class TraceFormat { kAzureCsv, kJsonl, kMooncake };
 
 struct RatePoint {
   Time t_s = 0;

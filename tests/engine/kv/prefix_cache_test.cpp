@@ -2,6 +2,9 @@
 // eviction of released cached blocks, compaction.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "engine/kv/block_manager.h"
 
 namespace prima::kv {
@@ -77,6 +80,32 @@ TEST(PrefixCache, RealTokenIdsHashTheBlockContents) {
   compute(kv, a);
   EXPECT_EQ(kv.match_prefix(b), 4);
   EXPECT_EQ(kv.match_prefix(c), 8);
+}
+
+// A Mooncake trace's block ids: requests share the blocks of their common leading ids, at the
+// prima block size (16 tokens per block, 32 per traced 512-token block), whatever comes after.
+TEST(PrefixCache, TracedBlockIdsShareTheCommonLeadingBlocks) {
+  BlockManager kv(1000, 16, 0.0);
+  kv.set_prefix_caching(true);
+  auto traced = [](int prompt, std::vector<std::uint64_t> ids) {
+    Sequence s;
+    s.req.prompt_tokens = prompt;
+    s.req.max_output_tokens = 4;
+    s.req.prefix_hashes = std::make_shared<const std::vector<std::uint64_t>>(std::move(ids));
+    s.req.prefix_hash_tokens = 512;
+    s.req.prefix_tokens = std::min<int>(prompt, 512 * s.req.prefix_hashes->size());
+    return s;
+  };
+  Sequence a = traced(1024, {1, 2});
+  compute(kv, a);
+  Sequence b = traced(1500, {1, 2, 3});
+  EXPECT_EQ(kv.match_prefix(b), 1024);  // both of a's traced blocks
+  Sequence c = traced(1000, {1, 9});
+  EXPECT_EQ(kv.match_prefix(c), 512);  // the first only
+  Sequence d = traced(700, {4, 2});
+  EXPECT_EQ(kv.match_prefix(d), 0);  // the same second id after another first: not a prefix
+  Sequence e = traced(520, {1});
+  EXPECT_EQ(kv.match_prefix(e), 512);
 }
 
 TEST(PrefixCache, EvictsLeastRecentlyReleasedWhenFreeListIsEmpty) {

@@ -130,6 +130,54 @@ TEST(TraceJsonl, BadLinesNameFileLineAndField) {
       << r.status().message();
 }
 
+TEST(TraceMooncake, ReadsMillisecondsLengthsAndBlockIds) {
+  std::istringstream in(
+      "{\"timestamp\": 27482, \"input_length\": 1024, \"output_length\": 5, "
+      "\"hash_ids\": [1, 2]}\n"
+      "\n"
+      "{\"timestamp\": 29000, \"input_length\": 1500, \"output_length\": 9, "
+      "\"hash_ids\": [1, 2, 3]}\n");
+  auto r = parse_mooncake(in, "m.jsonl");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_DOUBLE_EQ((*r)[0].arrival_s, 0);
+  EXPECT_DOUBLE_EQ((*r)[1].arrival_s, 1.518);
+  EXPECT_EQ((*r)[1].prompt_tokens, 1500);
+  EXPECT_EQ((*r)[1].output_tokens, 9);
+  ASSERT_TRUE((*r)[1].block_hashes);
+  EXPECT_EQ(*(*r)[1].block_hashes, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ((*r)[1].hash_block_tokens, kMooncakeBlockTokens);
+}
+
+TEST(TraceMooncake, BadLinesNameFileLineAndField) {
+  auto error = [](const std::string& text) {
+    std::istringstream in(text);
+    auto r = parse_mooncake(in, "m.jsonl");
+    EXPECT_FALSE(r.ok()) << text;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_NE(error("{\"timestamp\": 1, \"input_length\": 10, \"output_length\": 1}")
+                .find("m.jsonl:1: /hash_ids: missing required field"),
+            std::string::npos);
+  EXPECT_NE(error("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, "
+                  "\"hash_ids\": [1, 2, 3]}")
+                .find("/hash_ids: 3 block ids for 600 input tokens (at most 2 blocks of 512)"),
+            std::string::npos);
+  EXPECT_NE(error("{\"timestamp\": 1, \"input_length\": 600, \"output_length\": 1, "
+                  "\"hash_ids\": [1, \"x\"]}")
+                .find("/hash_ids/1: expected a block id"),
+            std::string::npos);
+  EXPECT_NE(error("{\"timestamp\": 5, \"input_length\": 1, \"output_length\": 1, "
+                  "\"hash_ids\": []}\n{\"timestamp\": 4, \"input_length\": 1, "
+                  "\"output_length\": 1, \"hash_ids\": []}")
+                .find("m.jsonl:2: arrival goes back in time"),
+            std::string::npos);
+  EXPECT_NE(error("{\"timestamp\": 1, \"input_len\": 1, \"output_length\": 1, "
+                  "\"hash_ids\": []}")
+                .find("/input_length: missing required field"),
+            std::string::npos);
+}
+
 TEST(TraceReplay, DriverReplaysScalesAndLoops) {
   auto rs = run_open(spec_from(R"({"arrival": {"type": "trace", "format": "jsonl",
     "path": "small.jsonl"}, "sla": {"normal": "2s"}})"),
