@@ -75,8 +75,9 @@ int Router::pick(const std::vector<Replica*>& replicas, const Sequence& s) {
     }
     case RoutingPolicy::kPrefixAffinity: {
       const int best = least_loaded(replicas, s);
-      if (best < 0 || s.req.prefix_group == 0) return best;
-      auto it = affinity_.find(s.req.prefix_group);
+      const std::uint64_t key = s.req.prefix_key();
+      if (best < 0 || key == 0) return best;
+      auto it = affinity_.find(key);
       if (it != affinity_.end()) {
         for (std::size_t i = 0; i < n; ++i) {
           if (replicas[i]->id() != it->second) continue;
@@ -86,7 +87,7 @@ int Router::pick(const std::vector<Replica*>& replicas, const Sequence& s) {
           break;
         }
       }
-      affinity_[s.req.prefix_group] = replicas[best]->id();
+      affinity_[key] = replicas[best]->id();
       return best;
     }
   }

@@ -4,7 +4,8 @@
 //   least_outstanding_tokens  - least assigned token footprint (ties to the lowest index);
 //   power_of_two              - two distinct replicas drawn from a seeded splitmix64 generator,
 //                               the less loaded (outstanding tokens) wins;
-//   prefix_affinity           - requests of one Request::prefix_group go to the replica the
+//   prefix_affinity           - requests of one Request::prefix_key() (the workload's prefix
+//                               group, or a traced prompt's first block id) go to the replica the
 //                               group last went to while its load is at most the least loaded
 //                               one's + affinity_slack_tokens; else (and for group 0) to the
 //                               least loaded, which becomes the group's replica.

@@ -71,7 +71,15 @@ struct Request {
   std::shared_ptr<const std::vector<std::uint64_t>> prefix_hashes;
   int prefix_hash_tokens = 0;
   std::vector<int> prompt_ids;  // real backend only; empty in simulation
-  SamplingParams sampling;      // real backend only
+  // What prefix-affinity routing groups by (0: nothing shared): the workload's prefix_group,
+  // else a traced prompt's first block id (requests whose prompts start alike).
+  std::uint64_t prefix_key() const {
+    if (prefix_group != 0) return prefix_group;
+    if (prefix_hashes && !prefix_hashes->empty())
+      return ((*prefix_hashes)[0] * 0x9E3779B97F4A7C15ULL) | 1;
+    return 0;
+  }
+  SamplingParams sampling;  // real backend only
   // Real backend: sampling one of these ids ends the sequence (end-of-generation tokens);
   // the id is kept as its last output token (Sequence::finish_reason = "stop").
   std::vector<int> stop_ids;

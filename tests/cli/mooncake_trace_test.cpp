@@ -12,10 +12,13 @@ namespace {
 
 using nlohmann::json;
 
-std::string scenario(const std::string& dir) {
+std::string scenario(const std::string& dir, int replicas = 1,
+                     const std::string& policy = "round_robin") {
   std::ofstream(dir + "/s.json") << R"({"name": "mooncake", "seed": 1, "duration": "10s",
     "model": "llama-2-7b", "topology": {"base": "dgx_a100", "nodes": 1},
-    "deployment": {"replicas": 1}, "scheduler": {"enable_prefix_caching": true},
+    "deployment": {"replicas": )" << replicas
+                                 << R"(}, "router": {"policy": ")" << policy
+                                 << R"("}, "scheduler": {"enable_prefix_caching": true},
     "workload": {"arrival": {"type": "trace", "format": "mooncake", "path": "trace.jsonl"}}})";
   return dir + "/s.json";
 }
@@ -40,6 +43,30 @@ TEST(MooncakeTrace, SharedLeadingBlockIdsHitThePrefixCache) {
   EXPECT_EQ(pc["lookups"], 4) << pc.dump();
   EXPECT_EQ(pc["hits"], 2) << pc.dump();                 // the second and the third request
   EXPECT_EQ(pc["hit_tokens"], 1024 + 512) << pc.dump();  // two traced blocks, then one
+}
+
+// Four replicas: round robin scatters a session's turns (each replica's cache is its own), while
+// prefix affinity sends the turns that start with the same block to one replica, where they hit.
+TEST(MooncakeTrace, PrefixAffinityKeepsASessionOnTheReplicaThatCachedIt) {
+  const std::string dir = temp_dir("mooncake_affinity");
+  {
+    std::ofstream t(dir + "/trace.jsonl");
+    for (int turn = 0; turn < 4; ++turn) {  // one session: each turn extends the last
+      t << R"({"timestamp": )" << 1000 * (turn + 1) << R"(, "input_length": )" << 512 * (turn + 2)
+        << R"(, "output_length": 4, "hash_ids": [)";
+      for (int b = 0; b < turn + 2; ++b) t << (b ? ", " : "") << 100 + b;
+      t << "]}\n";
+    }
+  }
+  std::string failure;
+  const json rr = simulate_report(scenario(dir, 4), &failure);
+  ASSERT_FALSE(rr.is_null()) << failure;
+  EXPECT_EQ(rr["prefix_cache"]["hits"], 0) << rr["prefix_cache"].dump();  // a new replica each
+  const json pa = simulate_report(scenario(dir, 4, "prefix_affinity"), &failure);
+  ASSERT_FALSE(pa.is_null()) << failure;
+  EXPECT_EQ(pa["prefix_cache"]["hits"], 3) << pa["prefix_cache"].dump();
+  // Turn t (t >= 1) finds the t + 1 blocks of turn t - 1: 1024 + 1536 + 2048 tokens.
+  EXPECT_EQ(pa["prefix_cache"]["hit_tokens"], 1024 + 1536 + 2048) << pa["prefix_cache"].dump();
 }
 
 TEST(MooncakeTrace, BadLineIsExitTwoNamingTheLineAndField) {
