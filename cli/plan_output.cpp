@@ -171,11 +171,12 @@ Json build_plan_json(const capacity::PlanSpec& spec, const std::vector<SearchedC
   for (const auto& [gpu, f] : fidelity) {
     auto e = spec.economics.gpus.find(gpu);
     if (e == spec.economics.gpus.end()) continue;
-    const auto p = spec.prices.find(gpu);
-    const bool inline_price = p != spec.prices.end() && p->second != e->second.price_per_gpu_hour;
+    // spec.prices holds every table entry's price, overridden by the plan's own.
+    const double price = spec.prices.at(gpu);
     econ["gpus"][gpu] = {
-        {"price_per_gpu_hour", p != spec.prices.end() ? p->second : e->second.price_per_gpu_hour},
-        {"price_source", inline_price ? "the plan file's prices" : e->second.price_source},
+        {"price_per_gpu_hour", price},
+        {"price_source",
+         price != e->second.price_per_gpu_hour ? "the plan file's prices" : e->second.price_source},
         {"idle_watts", e->second.idle_watts},
         {"peak_watts", e->second.peak_watts},
         {"power_source", e->second.power_source}};

@@ -97,12 +97,12 @@ class RealBackendImpl : public RealBackend {
     for (std::size_t r = 1; r < relays_.size(); ++r) {
       if (!relays_[r]) continue;
       const auto far = read(*relays_[r]);
-      if (far.size() > 1) out[r * static_cast<std::size_t>(ranks_per_replica_)] += far[1];
+      if (far.size() > 1) out[r * static_cast<std::size_t>(layout_.tp * layout_.pp)] += far[1];
     }
     return out;
   }
 
-  int job_rank_ = 0, job_size_ = 1, replicas_ = 1, ranks_per_replica_ = 1;
+  int job_rank_ = 0, job_size_ = 1, replicas_ = 1;
   RankLayout layout_;
   LlamaConfig config_;
   model::ModelSpec spec_;
@@ -126,8 +126,6 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   if (o.max_num_seqs < 1) return invalid_argument("max_num_seqs must be >= 1");
   if (!(o.comm_timeout_s > 0))
     return invalid_argument(fmt::format("--comm-timeout must be > 0, got {:g}", o.comm_timeout_s));
-  if (o.replicas < 1)
-    return invalid_argument("--replicas must be >= 1 (got " + std::to_string(o.replicas) + ")");
   CommOptions co;
   co.timeout_s = o.comm_timeout_s;
   PRIMA_ASSIGN_OR_RETURN(JobComms jc,
@@ -145,7 +143,6 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   job_rank_ = jc.job_rank;
   job_size_ = jc.job_size;
   replicas_ = o.replicas;
-  ranks_per_replica_ = jc.ranks_per_replica;
   layout_ = {o.tp, o.pp, world_->rank()};
 
   GgufOpenOptions go;
@@ -195,10 +192,10 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   if (is_leader()) {
     executors_.resize(static_cast<std::size_t>(replicas_));
     relay_runners_.resize(static_cast<std::size_t>(replicas_));
+    const int k = o.tp * o.pp;  // ranks per replica
     for (int r = 1; r < replicas_; ++r)
       relay_runners_[static_cast<std::size_t>(r)] =
-          std::make_unique<RelayRunner>(relays_.at(static_cast<std::size_t>(r)).get(), r,
-                                        r * ranks_per_replica_, ranks_per_replica_);
+          std::make_unique<RelayRunner>(relays_.at(static_cast<std::size_t>(r)).get(), r, r * k, k);
   }
 
   spec_ = model_spec_of(*file_, config_);

@@ -66,7 +66,6 @@ class CostModel {
   // this plan's GPUs (TP as the target's, one stage; the host's per-step overhead is paid
   // once per engine step), added to stage 0. Set before sharing.
   void set_draft(const model::ModelSpec& draft, model::Quantization q);
-  const CostModel* draft() const { return draft_.get(); }
 
   StepCost step(const BatchShape& b) const;
   // The same into *out, reusing its storage (no allocation once warm).

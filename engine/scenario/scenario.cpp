@@ -84,16 +84,11 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
       s.scheduler.speculative_tokens = s.speculative.num_tokens;
       s.scheduler.acceptance_rate = s.speculative.acceptance_rate;
       s.scheduler.acceptance_seed = s.seed;
-      // The draft's weights and KV cache share the GPUs (split over TP like the target's);
-      // MTP heads share the target's embedding and LM head.
-      const model::ModelSpec& d = s.speculative.draft;
+      // The draft's weights and KV cache share the GPUs (split over TP like the target's).
       const double tp = std::max(1, s.plan.tensor_parallel);
-      const double weights =
-          s.speculative.method == "mtp"
-              ? model::layer_weight_bytes(d.layers * d.layer_params(d.layers - 1), s.quantization)
-              : model::model_weight_bytes(d, s.quantization);
-      s.memory.extra_weight_bytes = weights / tp;
-      s.memory.extra_kv_bytes_per_token = d.kv_bytes_per_token(s.memory.kv_bytes_per_element) / tp;
+      s.memory.extra_weight_bytes = s.speculative.weight_bytes(s.quantization) / tp;
+      s.memory.extra_kv_bytes_per_token =
+          s.speculative.draft.kv_bytes_per_token(s.memory.kv_bytes_per_element) / tp;
     }
     // router, autoscaler, disaggregation, response_cache, warmup (each optional).
     s.cluster.router.seed = s.seed;

@@ -10,6 +10,13 @@ double SpeculativeSpec::expected_tokens(int k, double a) {
   return (1 - std::pow(a, k + 1)) / (1 - a);
 }
 
+double SpeculativeSpec::weight_bytes(model::Quantization q) const {
+  if (method != "mtp") return model::model_weight_bytes(draft, q);
+  double params = 0;
+  for (int l = 0; l < draft.layers; ++l) params += draft.layer_params(l);
+  return model::layer_weight_bytes(params, q);
+}
+
 SpeculativeSpec parse_speculative(const config::JsonReader& r, const model::ModelSpec& target) {
   SpeculativeSpec s;
   s.method = r.one_of("method", {"draft", "mtp"});

@@ -20,6 +20,9 @@ struct SpeculativeSpec {
   int mtp_layers = 1;      // mtp: transformer layers of the heads
   model::ModelSpec draft;  // the model the draft passes cost (mtp: the target's layers)
   bool enabled() const { return num_tokens > 0; }
+  // Weight bytes the drafting adds to the GPUs at quantization q (MTP heads: their layers
+  // only; they share the target's embedding and LM head).
+  double weight_bytes(model::Quantization q) const;
   // Tokens a step produces per sequence on average with k drafts: (1 - a^(k+1)) / (1 - a).
   static double expected_tokens(int k, double a);
 };

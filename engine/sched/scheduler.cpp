@@ -4,6 +4,8 @@
 #include <climits>
 #include <string>
 
+#include "engine/workload/random.h"
+
 namespace prima::sched {
 
 struct Scheduler::Budget {
@@ -574,13 +576,10 @@ int Scheduler::accepted_drafts(const Sequence& s, const StepResult& r, std::size
   // Each draft is accepted with probability acceptance_rate until the first rejection; the
   // draw for a position depends on (seed, request, position) only.
   auto uniform = [&](int pos) {
-    std::uint64_t z = opts_.acceptance_seed ^ (s.req.id * 0x9E3779B97F4A7C15ULL) ^
-                      (static_cast<std::uint64_t>(pos) * 0xD1B54A32D192ED03ULL);
-    z += 0x9E3779B97F4A7C15ULL;  // splitmix64
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return static_cast<double>(z >> 11) * 0x1.0p-53;
+    const std::uint64_t z = opts_.acceptance_seed ^ (s.req.id * 0x9E3779B97F4A7C15ULL) ^
+                            (static_cast<std::uint64_t>(pos) * 0xD1B54A32D192ED03ULL);
+    return static_cast<double>(workload::splitmix64_mix(z + 0x9E3779B97F4A7C15ULL) >> 11) *
+           0x1.0p-53;
   };
   int a = 0;
   while (a < k && uniform(s.num_generated + a) < opts_.acceptance_rate) ++a;

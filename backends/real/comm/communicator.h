@@ -57,15 +57,14 @@ bool launched_by_mpi();
 // The world communicator: size 1 without mpirun (no MPI initialised), else MPI_Init +
 // UCX endpoints to every rank. Call once per process; finalize with the returned object.
 Result<std::unique_ptr<Communicator>> make_world_communicator(const CommOptions& opts = {});
-// The communicators of one rank of a job of several replicas of the same model, each of
-// ranks_per_replica ranks (TP x PP), launched as one mpirun job of replicas x
-// ranks_per_replica ranks: replica r is job ranks [r * k, (r + 1) * k). Job rank 0 runs the
+// The communicators of one rank of a job of several replicas of the same model, each of k
+// ranks (TP x PP), launched as one mpirun job of replicas x k ranks: replica r is job ranks
+// [r * k, (r + 1) * k). Job rank 0 runs the
 // engine and replica 0's leader; it reaches the leader of each other replica over a relay.
 // Every replica and every relay has its own transport (UCX context and worker), so that each
 // is driven by its own thread: a replica that stops answering holds up only its own thread.
 struct JobComms {
-  int job_rank = 0, job_size = 1, ranks_per_replica = 1;
-  int replica = 0;  // job_rank / ranks_per_replica
+  int job_rank = 0, job_size = 1;
   // This replica's ranks; rank() is this rank within the replica (0: its leader).
   std::unique_ptr<Communicator> replica_comm;
   // Job rank 0: relays[r] (r >= 1) has rank 0 = job rank 0 and rank 1 = replica r's leader

@@ -93,7 +93,7 @@ Result<JobComms> make_job_communicators(const CommOptions& opts, int replicas,
   if (replicas == 1) {
     PRIMA_ASSIGN_OR_RETURN(jc.replica_comm, make_world_communicator(opts));
     jc.job_rank = jc.replica_comm->rank();
-    jc.job_size = jc.ranks_per_replica = jc.replica_comm->size();
+    jc.job_size = jc.replica_comm->size();
     return jc;
   }
   if (!launched_by_mpi())
@@ -118,12 +118,10 @@ Result<JobComms> make_job_communicators(const CommOptions& opts, int replicas,
                             std::to_string(jc.job_size) +
                             " processes launched do not split into equal replicas (mpirun -np "
                             "must equal replicas x tp x pp)");
-  const int k = jc.job_size / replicas;
-  jc.ranks_per_replica = k;
-  jc.replica = jc.job_rank / k;
+  const int k = jc.job_size / replicas;  // ranks per replica
   // This replica's ranks, in job order.
   MPI_Comm replica_comm = MPI_COMM_NULL;
-  int rc = MPI_Comm_split(MPI_COMM_WORLD, jc.replica, jc.job_rank, &replica_comm);
+  int rc = MPI_Comm_split(MPI_COMM_WORLD, jc.job_rank / k, jc.job_rank, &replica_comm);
   if (rc != MPI_SUCCESS) return unavailable(comm::mpi_error_string("MPI_Comm_split", rc));
   PRIMA_ASSIGN_OR_RETURN(auto rt, comm::make_ucx_transport(opts.timeout_s, replica_comm, true));
   jc.replica_comm = communicator_over(std::move(rt), session);
