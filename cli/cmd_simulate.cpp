@@ -36,13 +36,18 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, 
               r["scenario"].get<std::string>().c_str(),
               static_cast<unsigned long long>(r["seed"].get<std::uint64_t>()),
               r["simulated_seconds"].get<double>());
-  std::printf("  %s %s on %d GPUs (%s), TP%d x PP%d x %d replica(s)\n",
+  const auto& dep = r["deployment"];
+  std::string layout = "TP" + std::to_string(dep["tensor_parallel"].get<int>());
+  if (dep.contains("data_parallel"))
+    layout += " x DP" + std::to_string(dep["data_parallel"].get<int>());
+  layout += " x PP" + std::to_string(dep["pipeline_parallel"].get<int>());
+  if (dep.contains("expert_parallel"))
+    layout += " (EP" + std::to_string(dep["expert_parallel"].get<int>()) + ")";
+  std::printf("  %s %s on %d GPUs (%s), %s x %d replica(s)\n",
               r["model"]["name"].get<std::string>().c_str(),
               r["model"]["quantization"].get<std::string>().c_str(), r["gpus"]["count"].get<int>(),
-              r["topology"]["gpu"].get<std::string>().c_str(),
-              r["deployment"]["tensor_parallel"].get<int>(),
-              r["deployment"]["pipeline_parallel"].get<int>(),
-              r["deployment"]["replicas"].get<int>());
+              r["topology"]["gpu"].get<std::string>().c_str(), layout.c_str(),
+              dep["replicas"].get<int>());
   // How far to trust the figures below: the cost model's calibration and its measured error.
   if (r.contains("fidelity"))
     std::printf("  fidelity   %s\n", r["fidelity"]["summary"].get<std::string>().c_str());

@@ -15,7 +15,7 @@ cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl) {
   cluster::ReplicaSetup rs;
   rs.executor = executors.back().get();
   rs.gpus = sc->plan.gpus_per_replica();
-  rs.stage_gpus = sc->plan.tensor_parallel;
+  rs.stage_gpus = sc->plan.gpus_per_stage();
   rs.num_kv_blocks = kv_blocks;
   rs.devices = pl.devices;
   return rs;
@@ -77,6 +77,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   if (sc.plan.tensor_parallel <= sc.topology.node.gpus)
     c->cost->set_tp_link(sc.topology.node.nvlink);
   if (sc.speculative.enabled()) c->cost->set_draft(sc.speculative.draft, sc.quantization);
+  c->cost->set_expert_load_skew(sc.workload.expert_load_skew);
   std::vector<cluster::ReplicaSetup> setups;
   // The speed-ups that apply (sim_strategy.h); lone flows need the platform's link occupancy
   // before the executors are made.

@@ -19,6 +19,12 @@ struct SimCostFns {
   // Point-to-point send time; with bytes = 0 and lat = 0 the fixed per-send cost.
   // Default: bytes / bw + lat.
   std::function<double(double bytes, double bw_Bps, double lat_s)> send_s;
+  // One all-to-all phase over p GPUs in nodes of gpus_per_node, each GPU exchanging `bytes`
+  // (perf::CostModel::alltoall_time_s); with bytes = 0 its latency term. Default: the larger
+  // of the NVLink share / nvlink bw and the node's NIC share / nic bw, plus the latency.
+  std::function<double(double bytes, int p, int gpus_per_node, const plan::LinkSpec& nvlink,
+                       const plan::LinkSpec& nic)>
+      alltoall_s;
 };
 // Fills allreduce_s and send_s with the plain formulas (no efficiency factors).
 SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> step);

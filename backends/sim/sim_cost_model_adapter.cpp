@@ -13,6 +13,10 @@ SimCostFns cost_fns_from(const perf::CostModel& m) {
     return cm->allreduce_time_s(bytes, p, bw, lat);
   };
   f.send_s = [cm](double bytes, double bw, double lat) { return cm->send_time_s(bytes, bw, lat); };
+  f.alltoall_s = [cm](double bytes, int p, int gpn, const plan::LinkSpec& nvlink,
+                      const plan::LinkSpec& nic) {
+    return cm->alltoall_time_s(bytes, p, gpn, nvlink, nic);
+  };
   return f;
 }
 

@@ -25,6 +25,15 @@ SimCostFns default_cost_fns(std::function<perf::StepCost(const BatchShape&)> ste
     return 2.0 * (p - 1) / p * bytes / bw + 2.0 * (p - 1) * lat;
   };
   f.send_s = [](double bytes, double bw, double lat) { return bytes / bw + lat; };
+  f.alltoall_s = [](double bytes, int p, int gpn, const plan::LinkSpec& nvlink,
+                    const plan::LinkSpec& nic) {
+    if (p <= 1) return 0.0;
+    gpn = std::max(1, std::min(gpn, p));
+    const double intra = bytes * (gpn - 1) / (p - 1), inter = bytes - intra;
+    const double t = std::max(gpn > 1 ? intra / nvlink.bandwidth_Bps : 0.0,
+                              inter > 0 ? gpn * inter / nic.bandwidth_Bps : 0.0);
+    return (p > gpn ? nic.latency_s : nvlink.latency_s) + t;
+  };
   return f;
 }
 
@@ -59,8 +68,17 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
     for (DeviceId d : dev[s]) st.hosts.push_back(platform->host_of(d));
     st.lead = st.hosts.at(0);
     const int node = topo.node_of(dev[s][0]);
-    st.tp_intra_node = std::all_of(dev[s].begin(), dev[s].end(),
+    st.ep_intra_node = std::all_of(dev[s].begin(), dev[s].end(),
                                    [&](DeviceId d) { return topo.node_of(d) == node; });
+    // Each TP group (tp_group consecutive GPUs of the stage) all-reduces within itself.
+    const int stage_gpus = static_cast<int>(dev[s].size());
+    st.tp_group =
+        rep_.placement.tp_group > 0 ? std::min(rep_.placement.tp_group, stage_gpus) : stage_gpus;
+    st.tp_intra_node = true;
+    for (size_t i = 0; i < dev[s].size(); ++i)
+      if (topo.node_of(dev[s][i]) != topo.node_of(dev[s][i - i % st.tp_group]))
+        st.tp_intra_node = false;
+    st.expert_parallel = rep_.placement.expert_parallel && dev[s].size() > 1;
     if (s + 1 < dev.size()) {
       st.next_lead = platform->host_of(dev[s + 1].at(0));
       st.send_intra_node = topo.node_of(dev[s + 1][0]) == node;
@@ -224,7 +242,7 @@ void SimExecutor::phase_done(Step* st) {
   }
   const Stage& stage = rep_.stages[st->stage];
   const perf::StageCost& c = exec::stage_cost(st, st->stage);
-  if (st->phase == Step::Phase::kCompute && exec::ring_flows_follow(stage, c))
+  if (st->phase == Step::Phase::kCompute && exec::collective_flows_follow(stage, c))
     return transfers_.start_allreduce(st);
   if (st->phase != Step::Phase::kSend && exec::send_flow_follows(stage, c))
     return transfers_.start_send(st);

@@ -80,7 +80,7 @@ bool ClosedForm::can_plan(const Step* st, std::size_t from, bool* folds) {
     // Flows follow: only a PP send that can fold (no ring flows) is planned.
     if (!rep_.speedups.closed_form_sends || !rep_.speedups.lone_flows) return false;
     const perf::StageCost& c = stage_cost(st, static_cast<int>(s));
-    if (ring_flows_follow(stage, c) || !(stage.send.rate_Bps > 0)) return false;
+    if (collective_flows_follow(stage, c) || !(stage.send.rate_Bps > 0)) return false;
     if (folds != nullptr) *folds = true;
   }
   return true;

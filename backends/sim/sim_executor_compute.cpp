@@ -34,7 +34,7 @@ void StageCompute::start_compute(Step* st) {
     const double slowest = stage.slowest_speed;
     const double lead = stage.lead_speed;
     const double flops = c.compute_s * nominal * (lead / slowest) + analytic_s * lead;
-    const bool flows_follow = ring_flows_follow(stage, c) || send_flow_follows(stage, c);
+    const bool flows_follow = collective_flows_follow(stage, c) || send_flow_follows(stage, c);
     // With lone flows, the timer's end starts the flows (phase_done) as the Exec's would,
     // or the send rides on the timer while its links stay free (fold_send).
     if (rep_.speedups.timer_stages && (!flows_follow || rep_.speedups.lone_flows)) {
@@ -161,11 +161,11 @@ bool StageCompute::can_hand_on(const Stage& stage, const Step* st, double end_s)
 bool StageCompute::runs_as_timer(const Stage& stage, const Step* st) const {
   if (!rep_.speedups.chain_stages) return false;
   // start_compute's test: no flows follow the compute there.
-  const bool ring = stage.ring_flows && !stage.ring_analytic;
+  const bool ring = (stage.ring_flows && !stage.ring_analytic) || stage.a2a_flows;
   const bool send = stage.send_flow && !stage.send_analytic;
   if (!ring && !send) return true;  // whatever the step's cost
   const perf::StageCost& c = stage_cost(st, stage.index);
-  return !ring_flows_follow(stage, c) && !send_flow_follows(stage, c);
+  return !collective_flows_follow(stage, c) && !send_flow_follows(stage, c);
 }
 
 void StageCompute::on_free(Stage& stage) {

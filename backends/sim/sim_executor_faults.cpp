@@ -30,10 +30,10 @@ void FaultHooks::nvlink_now(const std::vector<sg4::Host*>& src, const std::vecto
 
 TransferFaults FaultHooks::stage_faults(const Stage& stage, const perf::StageCost& c) {
   TransferFaults out;
-  const int tp = static_cast<int>(stage.hosts.size());
+  const int tp = stage.tp_group;  // the ring of the first TP group stands for the others
   const bool allreduce = tp > 1 && c.allreduces > 0;
   const bool send = stage.next_lead != nullptr && c.send_bytes > 0;
-  if (!allreduce && !send) return out;
+  if (!allreduce && !send && c.alltoalls == 0) return out;
   // A peer that does not answer holds every collective of the stage (and the send's receiver).
   std::vector<DeviceId> gpus = rep_.placement.devices[stage.index];
   if (send) gpus.push_back(stage.next_lead->get_data<HostInfo>()->device);

@@ -68,10 +68,13 @@ struct FlowPath {
 struct Stage {
   // Layout (SimExecutor's constructor).
   int index = 0;
-  std::vector<simgrid::s4u::Host*> hosts;  // TP ranks
+  std::vector<simgrid::s4u::Host*> hosts;  // the stage's GPUs: DP groups of tp_group TP ranks
   simgrid::s4u::Host* lead = nullptr;
   simgrid::s4u::Host* next_lead = nullptr;  // null for the last stage
-  bool tp_intra_node = true;
+  int tp_group = 1;
+  bool tp_intra_node = true;     // every TP group inside one node
+  bool ep_intra_node = true;     // the whole stage inside one node
+  bool expert_parallel = false;  // its MoE layers exchange tokens all-to-all
   bool send_intra_node = true;
 
   // Transfers (sim_executor_transfers.h): how the stage's transfers are modelled.
@@ -79,8 +82,19 @@ struct Stage {
   bool send_flow = false;      // PP send modelled by a flow (send path below)
   bool ring_analytic = false;  // ... but every ring path is exclusive: costed analytically
   bool send_analytic = false;  // ... but the send path is exclusive: costed analytically
-  std::vector<FlowPath> ring;  // flow i: hosts[i] -> hosts[(i + 1) % p]
+  std::vector<FlowPath> ring;  // flow i: hosts[i] -> the next host of its TP group's ring
   FlowPath send;
+  // Expert-parallel all-to-all as flows (a stage spanning nodes, or analytic collectives off):
+  // one flow per ordered pair of the stage's nodes (GPUs when it is inside one node), between
+  // their first GPUs, carrying `pairs` GPU pairs' share of the exchange.
+  bool a2a_flows = false;
+  struct A2aPath {
+    FlowPath path;
+    simgrid::s4u::Host* src = nullptr;
+    simgrid::s4u::Host* dst = nullptr;
+    double pairs = 0;
+  };
+  std::vector<A2aPath> a2a;
 
   // The FIFO (SimExecutor): the stage serves one step at a time.
   bool busy = false;
@@ -135,9 +149,15 @@ struct Replica {
 };
 
 // Whether flows follow a stage's compute for a step of cost c: its TP all-reduce as ring
-// flows, its PP send as a flow (not costed analytically).
+// flows, its expert all-to-alls as flows, its PP send as a flow (not costed analytically).
 inline bool ring_flows_follow(const Stage& stage, const perf::StageCost& c) {
   return stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0;
+}
+inline bool a2a_flows_follow(const Stage& stage, const perf::StageCost& c) {
+  return stage.a2a_flows && c.alltoalls > 0 && c.alltoall_bytes > 0;
+}
+inline bool collective_flows_follow(const Stage& stage, const perf::StageCost& c) {
+  return ring_flows_follow(stage, c) || a2a_flows_follow(stage, c);
 }
 inline bool send_flow_follows(const Stage& stage, const perf::StageCost& c) {
   return stage.send_flow && !stage.send_analytic && c.send_bytes > 0;

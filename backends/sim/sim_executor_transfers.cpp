@@ -36,13 +36,33 @@ void LoneSend::convert(double now, double eps) {
 // ---- Reference: flow paths, analytic terms, ring and send flows.
 
 void Transfers::lay_out(Stage& st) {
-  const int p = static_cast<int>(st.hosts.size());
-  st.ring_flows = p > 1 && !(st.tp_intra_node && rep_.speedups.analytic_intra_node_collectives);
-  st.send_flow = st.next_lead != nullptr &&
-                 !(st.send_intra_node && rep_.speedups.analytic_intra_node_collectives);
+  const int n = static_cast<int>(st.hosts.size()), tp = st.tp_group;
+  const bool analytic = rep_.speedups.analytic_intra_node_collectives;
+  st.ring_flows = tp > 1 && !(st.tp_intra_node && analytic);
+  st.send_flow = st.next_lead != nullptr && !(st.send_intra_node && analytic);
+  st.a2a_flows = st.expert_parallel && !(st.ep_intra_node && analytic);
   if (st.ring_flows)
-    for (int i = 0; i < p; ++i) st.ring.push_back(make_path(st.hosts[i], st.hosts[(i + 1) % p]));
+    for (int i = 0; i < n; ++i)
+      st.ring.push_back(make_path(st.hosts[i], st.hosts[i - i % tp + (i % tp + 1) % tp]));
   if (st.send_flow) st.send = make_path(st.lead, st.next_lead);
+  if (st.a2a_flows) {
+    // Units: the stage's nodes (each node's first GPU stands for its GPUs: the flows meet on
+    // the NICs), or its GPUs when the stage is inside one node.
+    std::vector<std::pair<sg4::Host*, int>> units;
+    for (sg4::Host* h : st.hosts) {
+      const int node = h->get_data<HostInfo>()->node;
+      if (!st.ep_intra_node && !units.empty() &&
+          units.back().first->get_data<HostInfo>()->node == node)
+        ++units.back().second;
+      else
+        units.push_back({h, 1});
+    }
+    for (const auto& a : units)
+      for (const auto& b : units)
+        if (a.first != b.first)
+          st.a2a.push_back({make_path(a.first, b.first), a.first, b.first,
+                            static_cast<double>(a.second) * b.second});
+  }
 }
 
 FlowPath Transfers::make_path(sg4::Host* src, sg4::Host* dst) {
@@ -64,7 +84,7 @@ FlowPath Transfers::make_path(sg4::Host* src, sg4::Host* dst) {
 }
 
 double Transfers::stage_analytic_s(const Stage& stage, Step* st, const perf::StageCost& c) {
-  const int tp = static_cast<int>(stage.hosts.size());
+  const int tp = stage.tp_group;
   const plan::LinkSpec& nic = rep_.platform->topology().node.nic;
 
   double analytic_s = st->stage == 0 ? st->cost.overhead_s : 0.0;
@@ -92,6 +112,22 @@ double Transfers::stage_analytic_s(const Stage& stage, Step* st, const perf::Sta
         analytic_s += ring_analytic_s(stage, ring_flow_bytes(c, tp));
         st->ring_analytic_bytes = ring_flow_bytes(c, tp);
       }
+    }
+  }
+  if (stage.expert_parallel && c.alltoalls > 0) {
+    const int g = static_cast<int>(stage.hosts.size());
+    const int gpn = rep_.platform->topology().node.gpus;
+    if (!stage.a2a_flows) {  // inside a node, on NVLink
+      double bw = rep_.nvlink.bandwidth_Bps, lat = rep_.nvlink.latency_s;
+      if (rep_.injector != nullptr) {
+        rep_.faults->nvlink_now(stage.hosts, stage.hosts, &bw, &lat);
+        st->nvl_allreduce_bytes += c.alltoall_bytes;
+      }
+      const plan::LinkSpec l{bw, lat};
+      analytic_s += c.alltoalls * rep_.costs.alltoall_s(c.alltoall_bytes / c.alltoalls, g, g, l, l);
+    } else {  // the flows carry the bytes; the latency terms ride here
+      analytic_s += c.alltoalls *
+                    rep_.costs.alltoall_s(0, g, stage.ep_intra_node ? g : gpn, rep_.nvlink, nic);
     }
   }
   if (stage.next_lead != nullptr && c.send_bytes > 0) {
@@ -149,15 +185,29 @@ void Transfers::start_allreduce(Step* st) {
   st->phase = Step::Phase::kAllreduce;
   const Stage& stage = rep_.stages[st->stage];
   const perf::StageCost& c = st->cost.stages[st->stage];
-  const int p = static_cast<int>(stage.hosts.size());
+  const int n = static_cast<int>(stage.hosts.size()), tp = stage.tp_group;
+  const bool ring = ring_flows_follow(stage, c), a2a = a2a_flows_follow(stage, c);
   std::vector<const std::vector<sg4::Link*>*> paths;
-  if (rep_.injector != nullptr)
-    for (const FlowPath& fp : stage.ring) paths.push_back(&fp.links);
+  if (rep_.injector != nullptr) {
+    if (ring)
+      for (const FlowPath& fp : stage.ring) paths.push_back(&fp.links);
+    if (a2a)
+      for (const Stage::A2aPath& ap : stage.a2a) paths.push_back(&ap.path.links);
+  }
   if (fail_if_down(st, stage.hosts, paths)) return;
-  const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, p));
-  for (int i = 0; i < p; ++i)
-    start_flow(st, stage.ring[i], stage.hosts[i], stage.hosts[(i + 1) % p],
-               static_cast<double>(bytes));
+  if (ring) {
+    const auto bytes = static_cast<uint64_t>(ring_flow_bytes(c, tp));
+    for (int i = 0; i < n; ++i)
+      start_flow(st, stage.ring[i], stage.hosts[i], stage.hosts[i - i % tp + (i % tp + 1) % tp],
+                 static_cast<double>(bytes));
+  }
+  if (a2a) {
+    // Each GPU's exchange spreads evenly over the stage's other GPUs.
+    const double per_pair = c.alltoall_bytes / (n - 1);
+    for (const Stage::A2aPath& ap : stage.a2a)
+      start_flow(st, ap.path, ap.src, ap.dst,
+                 static_cast<double>(static_cast<uint64_t>(per_pair * ap.pairs)));
+  }
 }
 
 void Transfers::start_send(Step* st) {
@@ -203,6 +253,7 @@ void Transfers::start_flow(Step* st, const FlowPath& path, sg4::Host* src, sg4::
 void Transfers::release_paths() {
   for (Stage& st : rep_.stages) {
     for (const FlowPath& f : st.ring) rep_.platform->release_links(f.slot, f.links);
+    for (const Stage::A2aPath& a : st.a2a) rep_.platform->release_links(a.path.slot, a.path.links);
     if (st.send.slot >= 0) rep_.platform->release_links(st.send.slot, st.send.links);
   }
 }
@@ -224,6 +275,7 @@ void Transfers::refresh_exclusive() {
     st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);
     st.send_analytic = st.send_flow && exclusive(st.send);
     for (FlowPath& f : st.ring) reduce(f);
+    for (Stage::A2aPath& a : st.a2a) reduce(a.path);
     if (st.send_flow) reduce(st.send);
   }
 }
@@ -287,8 +339,8 @@ void Transfers::cancel_lone(Step* x) {
 
 double Transfers::fold_send(Stage& stage, Step* st, const perf::StageCost& c,
                             double compute_flops) {
-  if (ring_flows_follow(stage, c) || !send_flow_follows(stage, c) || !(stage.send.rate_Bps > 0) ||
-      !(stage.lead_speed > 0))
+  if (collective_flows_follow(stage, c) || !send_flow_follows(stage, c) ||
+      !(stage.send.rate_Bps > 0) || !(stage.lead_speed > 0))
     return -1;
   const double folded = register_fold(stage, st, c, rep_.now(), compute_flops);
   if (folded >= 0) st->send_folded = true;

@@ -42,6 +42,12 @@ OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, i
                           {"replicas", sc.plan.replicas}};
   if (sc.plan.placement == plan::Placement::kStageMajor)
     j["deployment"]["placement"] = "stage_major";  // packed (the default) is not written
+  // MoE layouts: written when used (a dense deployment's report is unchanged).
+  if (sc.plan.data_parallel > 1) j["deployment"]["data_parallel"] = sc.plan.data_parallel;
+  if (sc.plan.expert_parallel > 1) {
+    j["deployment"]["expert_parallel"] = sc.plan.expert_parallel;
+    j["deployment"]["expert_load_skew"] = sc.workload.expert_load_skew;
+  }
   int peak_blocks = 0;
   double usage_peak = 0;
   for (const auto& r : eng.replicas()) {
@@ -168,7 +174,11 @@ Result<plan::MemoryFit> check_scenario_plan(const scenario::Scenario& sc) {
     return invalid_argument(sc.file + ": /deployment: " + placed.status().message());
   auto fit = plan::check_plan(sc.model, sc.quantization, sc.topology, sc.plan, sc.memory,
                               sc.scheduler.max_num_batched_tokens, sc.max_model_len);
-  if (!fit.ok()) return invalid_argument(sc.file + ": /deployment: " + fit.status().message());
+  if (!fit.ok()) {
+    // Messages that name a path below /deployment start with it.
+    const std::string& msg = fit.status().message();
+    return invalid_argument(sc.file + ": /deployment" + (msg.rfind('/', 0) == 0 ? "" : ": ") + msg);
+  }
   if (!fit->fits) return invalid_argument(sc.file + ": /deployment: " + fit->verdict);
   return fit;
 }

@@ -109,6 +109,8 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
     s->max_num_batched_tokens = positive_ints(r, "max_num_batched_tokens");
   if (r.has("priority_scheduling")) s->priority_scheduling = bools(r, "priority_scheduling");
   if (r.has("disaggregation")) s->disaggregation = bools(r, "disaggregation");
+  if (r.has("data_parallel")) s->data_parallel = positive_ints(r, "data_parallel");
+  if (r.has("expert_parallel")) s->expert_parallel = bools(r, "expert_parallel");
   if (r.has("speculative")) {
     const Json& v = r.value("speculative");
     if (!v.is_array() || v.empty())

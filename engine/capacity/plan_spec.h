@@ -40,6 +40,10 @@ struct SearchSpace {
   std::vector<int> gpus;                 // caps on GPUs used; empty: the topology's count
   std::vector<int> tensor_parallel{1};
   std::vector<int> pipeline_parallel{1};
+  // MoE layouts: attention DP groups per stage, and whether the experts spread over the stage
+  // (expert_parallel = tp x dp). Empty: the base scenario's layout.
+  std::vector<int> data_parallel;
+  std::vector<bool> expert_parallel;
   std::vector<int> replicas;                // empty with replicas_fill
   bool replicas_fill = false;               // "fill": as many replicas as the GPUs hold
   std::vector<std::string> quantization;    // empty: the base scenario's

@@ -54,6 +54,7 @@ double roofline_capacity_rps(const scenario::Scenario& sc) {
                      perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
                      sc.memory.kv_bytes_per_element);
   if (sc.plan.tensor_parallel <= sc.topology.node.gpus) cm.set_tp_link(sc.topology.node.nvlink);
+  cm.set_expert_load_skew(sc.workload.expert_load_skew);
   const int b = sc.scheduler.max_num_seqs;
   BatchShape shape;
   shape.num_seqs = b;

@@ -57,8 +57,13 @@ std::string speculative_label(const Json& s) {
 }
 
 std::string PlanConfig::key() const {
-  std::string k = fmt::format("{} {} tp{} pp{} x{}", topology_label, gpu, tensor_parallel,
-                              pipeline_parallel, replicas);
+  std::string k =
+      fmt::format("{} {} tp{} pp{}", topology_label, gpu, tensor_parallel, pipeline_parallel);
+  if (moe_set) {
+    if (data_parallel > 1) k += fmt::format(" dp{}", data_parallel);
+    k += expert_parallel ? fmt::format(" ep{}", tensor_parallel * data_parallel) : " noep";
+  }
+  k += fmt::format(" x{}", replicas);
   if (!quantization.empty()) k += " " + quantization;
   if (max_num_seqs > 0) k += fmt::format(" seqs{}", max_num_seqs);
   if (max_num_batched_tokens > 0) k += fmt::format(" tok{}", max_num_batched_tokens);
@@ -74,6 +79,11 @@ std::vector<std::string> PlanConfig::sets() const {
   if (!quantization.empty()) s.push_back("quantization=" + quantization);
   s.push_back(fmt::format("deployment.parallel_strategy.tensor_parallel={}", tensor_parallel));
   s.push_back(fmt::format("deployment.parallel_strategy.pipeline_parallel={}", pipeline_parallel));
+  if (moe_set) {
+    s.push_back(fmt::format("deployment.parallel_strategy.data_parallel={}", data_parallel));
+    s.push_back(fmt::format("deployment.parallel_strategy.expert_parallel={}",
+                            expert_parallel ? tensor_parallel * data_parallel : 1));
+  }
   s.push_back(fmt::format("deployment.replicas={}", replicas));
   if (max_num_seqs > 0) s.push_back(fmt::format("scheduler.max_num_seqs={}", max_num_seqs));
   if (max_num_batched_tokens > 0)
@@ -97,6 +107,10 @@ Json PlanConfig::to_json() const {
             {"tensor_parallel", tensor_parallel},
             {"pipeline_parallel", pipeline_parallel},
             {"replicas", replicas}};
+  if (moe_set) {
+    j["data_parallel"] = data_parallel;
+    j["expert_parallel"] = expert_parallel ? tensor_parallel * data_parallel : 1;
+  }
   if (!quantization.empty()) j["quantization"] = quantization;
   if (max_num_seqs > 0) j["max_num_seqs"] = max_num_seqs;
   if (max_num_batched_tokens > 0) j["max_num_batched_tokens"] = max_num_batched_tokens;
@@ -132,6 +146,11 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
   std::vector<std::pair<bool, Json>> specs;
   for (const Json& e : s.speculative) specs.push_back({true, e});
   if (specs.empty()) specs.push_back({false, Json()});
+  // MoE layouts (data_parallel, expert_parallel): the base scenario's unless listed.
+  const bool moe_set = !s.data_parallel.empty() || !s.expert_parallel.empty();
+  const std::vector<int> dps = s.data_parallel.empty() ? std::vector<int>{1} : s.data_parallel;
+  const std::vector<bool> eps =
+      s.expert_parallel.empty() ? std::vector<bool>{false} : s.expert_parallel;
 
   for (std::size_t ti = 0; ti < s.topologies.size(); ++ti) {
     for (const auto& gt : gpu_types) {
@@ -152,56 +171,68 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
           s.gpus.empty() ? topo.total_gpus() : *std::max_element(s.gpus.begin(), s.gpus.end());
       const std::vector<int> caps = s.gpus.empty() ? std::vector<int>{topo.total_gpus()} : s.gpus;
       for (int tp : s.tensor_parallel) {
-        for (int pp : s.pipeline_parallel) {
-          // Replica counts with, for each, why it cannot exist ("" when it can).
-          std::vector<std::pair<int, std::string>> reps;
-          if (s.replicas_fill) {
-            for (int cap : caps) {
-              const int usable = std::min(cap, topo.total_gpus());
-              if (usable / (tp * pp) >= 1)
-                reps.push_back({usable / (tp * pp), ""});
-              else
-                reps.push_back({1, fmt::format("TP{} x PP{} needs {} GPUs; {} GPUs available "
-                                               "(topology {} has {}, cap {})",
-                                               tp, pp, tp * pp, usable, base.topology_label,
-                                               topo.total_gpus(), cap)});
+        for (int pp : s.pipeline_parallel)
+          for (int dp : dps)
+            for (bool ep : eps) {
+              const int per_replica = tp * dp * pp;
+              // Replica counts with, for each, why it cannot exist ("" when it can).
+              std::vector<std::pair<int, std::string>> reps;
+              if (s.replicas_fill) {
+                for (int cap : caps) {
+                  const int usable = std::min(cap, topo.total_gpus());
+                  if (usable / per_replica >= 1)
+                    reps.push_back({usable / per_replica, ""});
+                  else
+                    reps.push_back({1, fmt::format("TP{} x DP{} x PP{} needs {} GPUs; {} GPUs "
+                                                   "available (topology {} has {}, cap {})",
+                                                   tp, dp, pp, per_replica, usable,
+                                                   base.topology_label, topo.total_gpus(), cap)});
+                }
+              } else {
+                for (int r : s.replicas) {
+                  const int need = per_replica * r;
+                  std::string why;
+                  if (need > topo.total_gpus())
+                    why = fmt::format("needs {} GPUs; topology {} has {}", need,
+                                      base.topology_label, topo.total_gpus());
+                  else if (need > cap_max)
+                    why = fmt::format("needs {} GPUs, over the search's GPU cap of {}", need,
+                                      cap_max);
+                  reps.push_back({r, why});
+                }
+              }
+              for (const auto& [r, why] : reps)
+                for (const auto& q : quants)
+                  for (int ns : seqs)
+                    for (int nt : toks)
+                      for (int pr : prios)
+                        for (bool dis : s.disaggregation)
+                          for (const auto& [spec_set, spec] : specs) {
+                            PlanConfig c = base;
+                            c.tensor_parallel = tp;
+                            c.pipeline_parallel = pp;
+                            c.moe_set = moe_set;
+                            c.data_parallel = dp;
+                            c.expert_parallel = ep;
+                            c.replicas = r;
+                            c.quantization = q;
+                            c.max_num_seqs = ns;
+                            c.max_num_batched_tokens = nt;
+                            c.priority_scheduling = pr;
+                            c.disaggregation = dis;
+                            c.speculative_set = spec_set;
+                            c.speculative = spec;
+                            std::string reason = why;
+                            if (reason.empty() && dis && r < 2)
+                              reason =
+                                  "disaggregation needs at least 2 replicas (1 prefill, 1 decode)";
+                            if (reason.empty() && dp > 1 && !ep)
+                              reason = "attention data parallelism needs expert parallelism";
+                            if (reason.empty() && ep && tp * dp < 2)
+                              reason = "expert parallelism needs more than one GPU per stage";
+                            add(c, reason);
+                          }
             }
-          } else {
-            for (int r : s.replicas) {
-              const int need = tp * pp * r;
-              std::string why;
-              if (need > topo.total_gpus())
-                why = fmt::format("needs {} GPUs; topology {} has {}", need, base.topology_label,
-                                  topo.total_gpus());
-              else if (need > cap_max)
-                why = fmt::format("needs {} GPUs, over the search's GPU cap of {}", need, cap_max);
-              reps.push_back({r, why});
-            }
-          }
-          for (const auto& [r, why] : reps)
-            for (const auto& q : quants)
-              for (int ns : seqs)
-                for (int nt : toks)
-                  for (int pr : prios)
-                    for (bool dis : s.disaggregation)
-                      for (const auto& [spec_set, spec] : specs) {
-                        PlanConfig c = base;
-                        c.tensor_parallel = tp;
-                        c.pipeline_parallel = pp;
-                        c.replicas = r;
-                        c.quantization = q;
-                        c.max_num_seqs = ns;
-                        c.max_num_batched_tokens = nt;
-                        c.priority_scheduling = pr;
-                        c.disaggregation = dis;
-                        c.speculative_set = spec_set;
-                        c.speculative = spec;
-                        std::string reason = why;
-                        if (reason.empty() && dis && r < 2)
-                          reason = "disaggregation needs at least 2 replicas (1 prefill, 1 decode)";
-                        add(c, reason);
-                      }
-        }
       }
     }
   }

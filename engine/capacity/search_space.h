@@ -1,10 +1,10 @@
 // The configurations of a plan's search space: the cartesian product of topologies x GPU
-// types x GPU caps x TP x PP x replicas x quantization x batch limits x priority scheduling x
-// disaggregation, in a fixed order (so a shard i/n is the same list on every machine). Each
-// configuration is a list of `--set` overrides of the base scenario (scenario::apply_set), so
-// it is exactly a scenario a user can rerun with `prima simulate BASE --set ...`.
-// Combinations that cannot exist (more GPUs than the topology or the cap, disaggregation
-// with one replica) are returned as skipped, with the reason. Plain values.
+// types x GPU caps x TP x PP x attention DP x EP x replicas x quantization x batch limits x
+// priority scheduling x disaggregation, in a fixed order (so a shard i/n is the same list on every
+// machine). Each configuration is a list of `--set` overrides of the base scenario
+// (scenario::apply_set), so it is exactly a scenario a user can rerun with `prima simulate BASE
+// --set ...`. Combinations that cannot exist (more GPUs than the topology or the cap,
+// disaggregation with one replica) are returned as skipped, with the reason. Plain values.
 #pragma once
 
 #include <string>
@@ -21,6 +21,11 @@ struct PlanConfig {
   std::string gpu;             // GPU type name
   int topology_gpus = 0;       // GPUs the topology has
   int tensor_parallel = 1, pipeline_parallel = 1, replicas = 1;
+  // The MoE layout, when the search lists it (moe_set; else the base scenario's): attention
+  // DP groups and expert parallelism over the stage's tp x dp GPUs.
+  bool moe_set = false;
+  int data_parallel = 1;
+  bool expert_parallel = false;
   std::string quantization;        // "" = the base scenario's
   int max_num_seqs = 0;            // 0 = the base scenario's
   int max_num_batched_tokens = 0;  // 0 = the base scenario's
@@ -31,7 +36,7 @@ struct PlanConfig {
   bool speculative_set = false;
   config::Json speculative;
 
-  int gpus() const { return tensor_parallel * pipeline_parallel * replicas; }
+  int gpus() const { return tensor_parallel * data_parallel * pipeline_parallel * replicas; }
   int prefill_replicas() const { return replicas / 2; }
   int decode_replicas() const { return replicas - replicas / 2; }
   // A stable, readable identity, e.g. "bitbrick_k1 A100-SXM4-80GB tp4 pp2 x1 w8a8 seqs256".

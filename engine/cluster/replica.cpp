@@ -30,6 +30,7 @@ bool Replica::cancel(Sequence* s) {
 }
 
 void Replica::resume() {
+  if (abandoned_) return;
   paused_ = false;
   request_kick();
 }
@@ -114,6 +115,10 @@ void Replica::kick() {
 
 void Replica::on_step_done(sched::ScheduledStep* step, const StepResult& r) {
   --inflight_;
+  if (abandoned_) {  // its sequences ended while the step ran: nothing to complete
+    free_steps_.push_back(step);
+    return;
+  }
   sched::StepOutcome& out = outcome_;
   sched_.complete(*step, r, rt_->now(), &out);
   for (const Sequence* s : out.finished) outstanding_tokens_ -= s->max_tokens();

@@ -51,6 +51,12 @@ class Replica {
   void pause() { paused_ = true; }
   void resume();
   bool paused() const { return paused_; }
+  // The engine ends every sequence at once (ServingEngine::fail_all): the replica launches
+  // nothing more, and a step still in flight is dropped when it ends (its sequences are gone).
+  void abandon() {
+    paused_ = true;
+    abandoned_ = true;
+  }
   // Takes every sequence out (waiting, running, swapped); none may be in a step in flight.
   // Their KV blocks are released and their progress reset (num_computed = 0: they are
   // prefilled again wherever they go). Returns them in (running, waiting, long-waiting) order.
@@ -80,6 +86,7 @@ class Replica {
   int inflight_ = 0;
   bool kick_pending_ = false;
   bool paused_ = false;
+  bool abandoned_ = false;
   TimerId wakeup_ = kNoTimer;  // dynamic batching: batch timeout
   Time wakeup_at_ = 0;
   std::int64_t outstanding_tokens_ = 0;

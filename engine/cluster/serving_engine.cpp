@@ -381,6 +381,8 @@ bool ServingEngine::finish_early(RequestId id) {
 void ServingEngine::fail_all(const std::string& reason) {
   stop();
   pending_.clear();
+  // Steps still in flight hold the sequences about to end: their replicas drop them.
+  for (auto& r : replicas_) r->abandon();
   std::vector<RequestId> ids;
   for (const auto& [id, seq] : live_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());  // deterministic order

@@ -144,7 +144,8 @@ class ServingEngine final : private HealthTarget,
 
   // Ends every request still in the system (on replicas, in hand-off, waiting at the engine
   // for a healthy replica) as failed with `reason` (end of a run); stops periodic work. The
-  // replicas are not touched: call this only when no further events will be processed.
+  // replicas are abandoned (Replica::abandon): they launch nothing more, and a step still in
+  // flight is dropped when it ends.
   void fail_all(const std::string& reason);
 
   // Run-time replicas. add_replica: -1 when the provider has no free GPUs (or none is set).

@@ -30,6 +30,28 @@ ModelSpec dense(std::string name, std::string source, int layers, int hidden, in
   return m;
 }
 
+// Mixture of experts on top of an architecture: `experts` routed experts of width
+// expert_ffn, top-k, `shared` shared experts, the first dense_layers layers dense.
+ModelSpec moe(ModelSpec m, int experts, int top_k, int expert_ffn, int shared = 0,
+              int dense_layers = 0) {
+  m.experts = experts;
+  m.experts_per_token = top_k;
+  m.expert_ffn = expert_ffn;
+  m.shared_experts = shared;
+  m.dense_layers = dense_layers;
+  return m;
+}
+
+// DeepSeek-V3's multi-head latent attention: q_lora_rank 1536, kv_lora_rank 512, qk_nope
+// 128 = head_dim, qk_rope 64, v_head 128.
+ModelSpec mla(ModelSpec m) {
+  m.head_dim = 128;
+  m.kv_lora_rank = 512;
+  m.rope_dim = 64;
+  m.q_lora_rank = 1536;
+  return m;
+}
+
 struct Entry {
   const char* key;
   ModelSpec spec;
@@ -67,14 +89,37 @@ std::vector<Entry> build_catalog() {
                dense("SmolLM2-135M",
                      "HuggingFaceTB/SmolLM2-135M config.json (tied embeddings, 135M parameters)",
                      30, 576, 9, 3, 1536, 49152, 8192, /*tied=*/true)});
+  c.push_back({"mixtral-8x7b",
+               moe(dense("Mixtral-8x7B",
+                         "mistralai/Mixtral-8x7B-v0.1 config.json (46.7B total, 12.9B active)", 32,
+                         4096, 32, 8, 14336, 32000, 32768),
+                   8, 2, 14336)});
+  c.push_back({"mixtral-8x22b",
+               moe(dense("Mixtral-8x22B",
+                         "mistralai/Mixtral-8x22B-v0.1 config.json (141B total, 39B active)", 56,
+                         6144, 48, 8, 16384, 32768, 65536),
+                   8, 2, 16384)});
   {
+    // DeepSeek-V3: 61 layers (the first 3 dense, FFN 18432), hidden 7168, 128 heads with MLA
+    // (q_lora_rank 1536, kv_lora_rank 512, qk_nope 128 = head_dim, qk_rope 64, v_head 128),
+    // 256 routed experts of width 2048, top-8, 1 shared, vocab 129280, untied. The
+    // multi-token-prediction module (14B) is not counted: 671B total, 37B active.
+    ModelSpec m = moe(mla(dense("DeepSeek-V3",
+                                "deepseek-ai/DeepSeek-V3 config.json (671B total, 37B active; "
+                                "MTP module not counted)",
+                                61, 7168, 128, 128, 18432, 129280, 163840)),
+                      256, 8, 2048, 1, 3);
+    c.push_back({"deepseek-v3", m});
+  }
+  {
+    // Qwen3-235B-A22B: 94 layers, all MoE (128 experts of width 1536, top-8, no shared), GQA
+    // 64 heads / 4 KV heads of head_dim 128 (wider than hidden / heads), vocab 151936, untied.
     ModelSpec m =
-        dense("Mixtral-8x7B", "mistralai/Mixtral-8x7B-v0.1 config.json (46.7B total, 12.9B active)",
-              32, 4096, 32, 8, 14336, 32000, 32768);
-    m.experts = 8;
-    m.experts_per_token = 2;
-    m.expert_ffn = 14336;
-    c.push_back({"mixtral-8x7b", m});
+        moe(dense("Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B config.json (235B total, 22B active)",
+                  94, 4096, 64, 4, 12288, 151936, 40960),
+            128, 8, 1536);
+    m.head_dim = 128;
+    c.push_back({"qwen3-235b-a22b", m});
   }
   {
     // A Kimi-K2-like ~1T MoE (DeepSeek-V3 architecture), from moonshotai/Kimi-K2-Instruct
@@ -84,19 +129,11 @@ std::vector<Entry> build_catalog() {
     // Counted: 1.026e12 total / 32.9e9 active (published: "1T total, 32B active"; the
     // multi-token-prediction layer is not counted). Assumption: max_context 1M tokens for the
     // seed-004 long-context deployment (Kimi-K2 itself ships with 128k).
-    ModelSpec m = dense("MoE-1T",
-                        "moonshotai/Kimi-K2-Instruct config.json (DeepSeek-V3 MLA + MoE); "
-                        "max_context 1M is the seed-004 assumption",
-                        61, 7168, 64, 64, 18432, 163840, 1048576);
-    m.head_dim = 128;
-    m.kv_lora_rank = 512;
-    m.rope_dim = 64;
-    m.q_lora_rank = 1536;
-    m.experts = 384;
-    m.experts_per_token = 8;
-    m.shared_experts = 1;
-    m.expert_ffn = 2048;
-    m.dense_layers = 1;
+    ModelSpec m = moe(mla(dense("MoE-1T",
+                                "moonshotai/Kimi-K2-Instruct config.json (DeepSeek-V3 MLA + "
+                                "MoE); max_context 1M is the seed-004 assumption",
+                                61, 7168, 64, 64, 18432, 163840, 1048576)),
+                      384, 8, 2048, 1, 1);
     c.push_back({"moe-1t", m});
   }
   return c;

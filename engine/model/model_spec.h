@@ -85,7 +85,8 @@ double layer_weight_bytes(double params, Quantization q);
 double model_weight_bytes(const ModelSpec& m, Quantization q);
 
 // The built-in catalog: "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b",
-// "llama-3-70b", "smollm2-135m", "mixtral-8x7b", "moe-1t". Names are case-insensitive.
+// "llama-3-70b", "smollm2-135m", "bloom-176b", "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
+// "qwen3-235b-a22b", "moe-1t". Names are case-insensitive.
 Result<ModelSpec> model_by_name(const std::string& name);
 std::vector<std::string> model_names();
 

@@ -101,11 +101,13 @@ inline double roof(double flops, double compute_div, double bytes, double memory
 }
 }  // namespace
 
-void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, StageCost* c) const {
+void CostModel::add_layer(int layer, const BatchShape& b, double share, double layer_comm_s,
+                          StageCost* c) const {
   // The model's part of every figure is in layer_ (constructor); what depends on the batch is
-  // computed here.
+  // computed here. With attention DP this GPU's group attends over `share` of the batch.
   const LayerConsts& d = layer_;
-  const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens());
+  const double tp = p_.tensor_parallel, T = static_cast<double>(b.tokens()) * share;
+  const double pairs = b.attended_pairs * share, kv_read = b.kv_tokens_read * share;
   // GEMM compute share at T rows: gemm_compute x T / (T + gemm_m_half).
   const double gemm_c = d.gemm_c * m_share(T);
   double t = 0;
@@ -114,9 +116,9 @@ void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, S
             d.gemm_m, c);
   // 2. Attention core: QK^T and PV over attended pairs; reads the cached KV, writes the new;
   // an unfused kernel also writes and reads the score matrix.
-  const double attn_flops = 2 * b.attended_pairs * d.heads * d.attn_width;
-  const double attn_bytes = b.kv_tokens_read * d.kv_elems * kv_bytes_ + T * d.kv_elems * kv_bytes_ +
-                            T * d.heads * d.hd * 2 * 2 + b.attended_pairs * d.heads * d.pair_bytes +
+  const double attn_flops = 2 * pairs * d.heads * d.attn_width;
+  const double attn_bytes = kv_read * d.kv_elems * kv_bytes_ + T * d.kv_elems * kv_bytes_ +
+                            T * d.heads * d.hd * 2 * 2 + pairs * d.heads * d.pair_bytes +
                             T * (T + 1) / 2 * d.step_pair_bytes;
   t += roof(attn_flops, d.attn_c * seq_share(b), attn_bytes, d.attn_m, c);
   // 3. Attention output projection (row parallel).
@@ -125,6 +127,13 @@ void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, S
   // 4. FFN: dense (SwiGLU or GELU), or the experts the batch routes to (+ shared, router).
   // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the FFN activation.
   double elem_width = d.elem_width;
+  if (!m_.is_dense_layer(layer) && p_.expert_parallel > 1) {
+    double elem_bytes = 0;
+    t += add_ep_moe(static_cast<double>(b.tokens()), T, c, &elem_bytes);
+    t += roof(0, 1, T * 2 * 12 * m_.hidden + elem_bytes, d.elem_m, c);
+    c->compute_s += std::max(t + eff_.layer_overhead_s, eff_.layer_launch_s - layer_comm_s);
+    return;
+  }
   if (m_.is_dense_layer(layer)) {
     t += roof(2 * T * d.ffn_params / tp, gemm_c * ffn_wave_share(T), d.ffn_w + T * d.ffn_act,
               d.gemm_m, c);
@@ -148,6 +157,41 @@ void CostModel::add_layer(int layer, const BatchShape& b, double layer_comm_s, S
   // A layer takes its GPU time plus kernel gaps, and with its all-reduces never less than
   // the host needs to launch it (launch-bound steps without CUDA graphs).
   c->compute_s += std::max(t + eff_.layer_overhead_s, eff_.layer_launch_s - layer_comm_s);
+}
+
+double CostModel::add_ep_moe(double tokens, double local_tokens, StageCost* c,
+                             double* elem_bytes) const {
+  // Routed experts: experts / ep whole experts per GPU; the busiest GPU computes skew x the
+  // mean of tokens x top-k / ep rows (at most every token on each of its experts it may pick).
+  const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
+  const double ab = model::gemm_activation_bytes(q_), tp = p_.tensor_parallel;
+  const double ep = p_.expert_parallel, k = m_.experts_per_token, local = m_.experts / ep;
+  const double rows = std::min(tokens * k / ep * skew_, tokens * std::min(k, local));
+  const double touched = std::min(local, rows);
+  const double ep_params = m_.expert_params();
+  double t = 0;
+  if (rows > 0)
+    t += roof(2 * rows * ep_params,
+              layer_.gemm_c * m_share(std::max(1.0, rows / std::max(1.0, touched))),
+              touched * ep_params * wb + rows * (h * ab + 3.0 * m_.expert_ffn * 2 + h * 2),
+              layer_.gemm_m, c);
+  // Shared experts and the router run where the attention does, over the group's tokens
+  // (shared experts split over its TP ranks).
+  const double T = local_tokens, sh = m_.shared_experts, router = h * m_.experts;
+  t += roof(2 * T * sh * ep_params / tp + 2 * T * router, layer_.gemm_c * m_share(std::max(1.0, T)),
+            sh * ep_params / tp * wb + router * 2 +
+                T * sh * (h * ab + 3.0 * m_.expert_ffn / tp * 2 + h * 2),
+            layer_.gemm_m, c);
+  *elem_bytes += rows * 2 * 3.0 * m_.expert_ffn + T * 2 * 3.0 * sh * m_.expert_ffn / tp;
+  // Dispatch (GEMM input precision) and combine (16-bit) of top-k copies of each token: a GPU
+  // sends its 1/tp of the group's tokens and receives its routed rows; (ep - 1) / ep of either
+  // crosses to another GPU.
+  const double remote = (ep - 1) / ep;
+  const double sent = T / tp * k * h * (ab + 2) * remote;
+  const double received = rows * h * (ab + 2) * remote;
+  c->alltoalls += 2;
+  c->alltoall_bytes += std::max(sent, received);
+  return t;
 }
 
 double CostModel::gemm_time_s(double m, double n, double k) const {
@@ -185,6 +229,10 @@ double CostModel::seq_share(const BatchShape& b) const {
 }
 
 namespace {
+int out_gpus(const plan::ParallelPlan& p) {
+  return p.gpus_per_stage();
+}
+
 // Adds k layers of cost `one` to *c (k x each figure: one rounding each, not k).
 void add_layers(const StageCost& one, int k, StageCost* c) {
   if (k <= 0) return;
@@ -192,6 +240,8 @@ void add_layers(const StageCost& one, int k, StageCost* c) {
   c->compute_s += n * one.compute_s;
   c->flops += n * one.flops;
   c->hbm_bytes += n * one.hbm_bytes;
+  c->alltoalls += k * one.alltoalls;
+  c->alltoall_bytes += n * one.alltoall_bytes;
 }
 }  // namespace
 
@@ -203,13 +253,18 @@ StepCost CostModel::step(const BatchShape& b) const {
 
 void CostModel::step(const BatchShape& b, StepCost* result) const {
   StepCost& out = *result;
-  const int pp = p_.pipeline_parallel, tp = p_.tensor_parallel;
+  const int pp = p_.pipeline_parallel, tp = p_.tensor_parallel, dp = p_.data_parallel;
   out.stages.assign(pp, StageCost{});
-  out.tensor_parallel = tp;
+  out.tensor_parallel = tp * dp;
   out.overhead_s = 0;
   if (b.tokens() <= 0) return;
   out.overhead_s = eff_.step_overhead_s + eff_.seq_overhead_s * b.num_seqs;
-  const double T = static_cast<double>(b.tokens()), h = m_.hidden;
+  // Attention DP: the sequences spread over dp groups; the fullest group (ceil(n / dp) of n
+  // sequences) sets the step's time.
+  const double share = dp > 1 && b.num_seqs > 0 ? static_cast<double>((b.num_seqs + dp - 1) / dp) /
+                                                      static_cast<double>(b.num_seqs)
+                                                : 1.0;
+  const double T = static_cast<double>(b.tokens()) * share, h = m_.hidden;
   const int base = m_.layers / pp, extra = m_.layers % pp;
   int first = 0;
   StageCost dense_layer, moe_layer;
@@ -229,11 +284,11 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
     // stage's layers are one run of dense layers then one run of MoE layers.
     const int dense_end = m_.is_moe() ? std::clamp(m_.dense_layers, first, first + n) : first + n;
     if (dense_end > first && !have_dense) {
-      add_layer(first, b, layer_comm_s, &dense_layer);
+      add_layer(first, b, share, layer_comm_s, &dense_layer);
       have_dense = true;
     }
     if (first + n > dense_end && !have_moe) {
-      add_layer(dense_end, b, layer_comm_s, &moe_layer);
+      add_layer(dense_end, b, share, layer_comm_s, &moe_layer);
       have_moe = true;
     }
     add_layers(dense_layer, dense_end - first, &c);
@@ -244,12 +299,12 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
       c.allreduce_bytes = T * h * 2;
     }
     if (s < pp - 1) {
-      c.send_bytes = T * h * 2;
+      c.send_bytes = T * h * 2;  // per DP group (each group's lead sends its own tokens)
     } else {
       // Final norm, then the LM head (16-bit weights) for the sampled rows only.
       c.compute_s += roofline(0, 1, 1, T * h * 2 * 2, eff_.elementwise_memory, &c);
       if (b.sampled > 0) {
-        const double S = static_cast<double>(b.sampled), v = m_.vocab;
+        const double S = static_cast<double>(b.sampled) * share, v = m_.vocab;
         const double peak16 = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
         c.compute_s += roofline(2 * S * h * v / tp, peak16,
                                 eff_.gemm_compute * m_share(S) * wave_share(S, v / tp),
@@ -325,6 +380,17 @@ const char* allreduce_algo_name(AllreduceAlgo a) {
   return "?";
 }
 
+double CostModel::alltoall_time_s(double bytes, int p, int gpus_per_node,
+                                  const plan::LinkSpec& nvlink, const plan::LinkSpec& nic) const {
+  if (p <= 1) return 0;
+  const int gpn = std::max(1, std::min(gpus_per_node, p));
+  const double intra = bytes * (gpn - 1) / (p - 1), inter = bytes - intra;
+  double t = gpn > 1 && intra > 0 ? intra / (nvlink.bandwidth_Bps * eff_.allreduce_bandwidth) : 0.0;
+  if (inter > 0) t = std::max(t, gpn * inter / (nic.bandwidth_Bps * eff_.allreduce_bandwidth));
+  const double lat = p > gpn ? nic.latency_s : nvlink.latency_s;
+  return eff_.allreduce_base_s + eff_.allreduce_latency_s + lat + t;
+}
+
 double CostModel::send_time_s(double bytes, double bw_Bps, double lat_s) const {
   return bytes / bw_Bps + lat_s + eff_.p2p_latency_s;
 }
@@ -337,6 +403,9 @@ double CostModel::step_time_s(const BatchShape& b, const plan::LinkSpec& tp_link
     t += s.compute_s;
     t += s.allreduces * allreduce_time_s(s.allreduce_bytes, p_.tensor_parallel,
                                          tp_link.bandwidth_Bps, tp_link.latency_s);
+    if (s.alltoalls > 0)
+      t += s.alltoalls * alltoall_time_s(s.alltoall_bytes / s.alltoalls, out_gpus(p_), out_gpus(p_),
+                                         tp_link, tp_link);
     if (s.send_bytes > 0) t += send_time_s(s.send_bytes, pp_link.bandwidth_Bps, pp_link.latency_s);
   }
   return t;

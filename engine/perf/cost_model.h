@@ -26,6 +26,11 @@ struct StageCost {
   int allreduces = 0;          // TP all-reduces in this stage (2 per layer when tp > 1)
   double allreduce_bytes = 0;  // size of each all-reduce's buffer (tokens x hidden x 2)
   double send_bytes = 0;       // activations sent to the next stage (0 for the last)
+  // Expert parallelism: the all-to-all phases of the stage (a dispatch and a combine per MoE
+  // layer) and the bytes one GPU exchanges with the other GPUs of its stage over all of them
+  // (the larger of what it sends and what it receives: skew makes a busy GPU receive more).
+  int alltoalls = 0;
+  double alltoall_bytes = 0;
 };
 
 enum class AllreduceAlgo { kRing, kRingLL, kNvls, kOneShot };
@@ -38,7 +43,7 @@ struct AllreduceChoice {
 struct StepCost {
   std::vector<StageCost> stages;
   double overhead_s = 0;       // host: per step, per sequence, host sampling (not per stage)
-  int tensor_parallel = 1;     // GPUs per stage (StageCost figures are per GPU)
+  int tensor_parallel = 1;     // GPUs per stage, tp x dp (StageCost figures are per GPU)
   double total_flops() const;  // all GPUs of the replica
 };
 
@@ -67,6 +72,11 @@ class CostModel {
   // once per engine step), added to stage 0. Set before sharing.
   void set_draft(const model::ModelSpec& draft, model::Quantization q);
 
+  // Expert-load skew (workload.expert_load_skew): the busiest EP rank's routed tokens over the
+  // mean (1: uniform routing). Applies with expert parallelism. Set before sharing.
+  void set_expert_load_skew(double skew) { skew_ = skew; }
+  double expert_load_skew() const { return skew_; }
+
   StepCost step(const BatchShape& b) const;
   // The same into *out, reusing its storage (no allocation once warm).
   void step(const BatchShape& b, StepCost* out) const;
@@ -76,6 +86,15 @@ class CostModel {
   // one-shot; equations in docs/cost-model.md).
   double allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const;
   AllreduceChoice best_allreduce(double bytes, int p, double bw_Bps, double lat_s) const;
+  // All-to-all over p GPUs in which each GPU exchanges `bytes` with the others, nodes of
+  // gpus_per_node GPUs (p <= gpus_per_node: all on NVLink): the NVLink share and the node's
+  // NIC share (each node's GPUs together) move at once, the slower ends the phase:
+  //   allreduce_base_s + allreduce_latency_s + lat + max(intra / (nvlink bw x eff),
+  //   gpus_per_node x inter / (nic bw x eff)), eff = allreduce_bandwidth,
+  //   intra = bytes (gpus_per_node - 1) / (p - 1), inter = bytes - intra; lat is the NIC's
+  //   when the phase leaves the node. One phase (count it per dispatch and per combine).
+  double alltoall_time_s(double bytes, int p, int gpus_per_node, const plan::LinkSpec& nvlink,
+                         const plan::LinkSpec& nic) const;
   // Point-to-point send: bytes / bw + lat + eff.p2p_latency_s.
   double send_time_s(double bytes, double bw_Bps, double lat_s) const;
 
@@ -102,6 +121,7 @@ class CostModel {
   Efficiency eff_;
   double kv_bytes_;
   double pcie_bw_Bps_ = 0;
+  double skew_ = 1;
   plan::LinkSpec tp_link_{};
   std::shared_ptr<const CostModel> draft_;
 
@@ -125,8 +145,13 @@ class CostModel {
   };
   LayerConsts layer_{};
 
-  // Compute cost of one transformer layer (index `layer`) on one GPU for batch b.
-  void add_layer(int layer, const BatchShape& b, double layer_comm_s, StageCost* c) const;
+  // Compute cost of one transformer layer (index `layer`) on one GPU for batch b, of whose
+  // sequences the GPU's attention DP group holds `share` (1 without DP).
+  void add_layer(int layer, const BatchShape& b, double share, double layer_comm_s,
+                 StageCost* c) const;
+  // The routed experts of an MoE layer with expert parallelism (add_layer's FFN), with their
+  // all-to-all into c; returns the seconds, adds the elementwise bytes to *elem_bytes.
+  double add_ep_moe(double tokens, double local_tokens, StageCost* c, double* elem_bytes) const;
   // Share of the SMs the waves of a rows x cols GEMM output keep busy (gemm_tile, sms).
   double wave_share(double rows, double cols) const;
   double ffn_wave_share(double rows) const;  // the dense FFN's GEMMs together

@@ -40,6 +40,27 @@ Status check_divisibility(const model::ModelSpec& m, const ParallelPlan& p) {
                               " KV heads and is not a multiple of them (heads are replicated "
                               "only tp / kv_heads times)");
   }
+  const int dp = p.data_parallel, ep = p.expert_parallel, g = p.gpus_per_stage();
+  if (dp < 1 || ep < 1)
+    return invalid_argument("plan: data_parallel and expert_parallel must be >= 1");
+  if (!m.is_moe() && (dp > 1 || ep > 1))
+    return invalid_argument("/parallel_strategy: " + m.name +
+                            " is dense: data_parallel and expert_parallel apply to MoE models "
+                            "(a dense model's data parallelism is `replicas`)");
+  if (ep > 1 && ep != g)
+    return invalid_argument(
+        "/parallel_strategy/expert_parallel: " + std::to_string(ep) +
+        " must be 1 or tensor_parallel x data_parallel = " + std::to_string(g) +
+        " (the experts are spread over every GPU of a stage; tensor-split experts with EP are "
+        "not modelled)");
+  if (dp > 1 && ep == 1)
+    return invalid_argument("/parallel_strategy/data_parallel: attention data parallelism (" +
+                            std::to_string(dp) + ") needs expert_parallel = " + std::to_string(g) +
+                            " (tensor_parallel x data_parallel)");
+  if (ep > 1 && m.experts % ep != 0)
+    return invalid_argument("/parallel_strategy/expert_parallel: " + std::to_string(ep) +
+                            " does not divide the " + std::to_string(m.experts) + " experts of " +
+                            m.name);
   if (m.layers % pp != 0)
     return invalid_argument(m.name + ": " + std::to_string(m.layers) +
                             " layers are not divisible by pipeline_parallel " + std::to_string(pp) +
@@ -76,15 +97,25 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   for (int l = 0; l < m.layers; ++l) max_layer = std::max(max_layer, m.layer_params(l));
   const double head_params =
       m.hidden + (m.tied_embeddings ? (pp > 1 ? m.embedding_params() : 0) : m.lm_head_params());
+  // With expert parallelism a GPU holds experts / ep whole routed experts of each MoE layer;
+  // the rest of the layer (attention, shared experts, router) is split over its TP group.
+  const int ep = p.expert_parallel, dp = p.data_parallel;
+  const double routed = m.is_moe() ? m.experts * m.expert_params() : 0.0;
   for (int s = 0; s < pp; ++s) {
-    double layer_params = 0;
-    for (int l = s * per_stage; l < (s + 1) * per_stage; ++l) layer_params += m.layer_params(l);
+    double layer_params = 0, expert_params = 0;
+    for (int l = s * per_stage; l < (s + 1) * per_stage; ++l) {
+      const bool ep_layer = ep > 1 && !m.is_dense_layer(l);
+      layer_params += m.layer_params(l) - (ep_layer ? routed : 0.0);
+      if (ep_layer) expert_params += routed / ep;
+    }
     // cpu_offload: layers stream from host memory; two layers are resident (double buffer).
     if (mem.cpu_offload) layer_params = std::min(layer_params, 2 * max_layer);
     double bytes = model::layer_weight_bytes(layer_params, q);
     if (s == 0) bytes += 2.0 * m.embedding_params();
     if (s == pp - 1) bytes += 2.0 * head_params;
-    f.weight_bytes = std::max(f.weight_bytes, bytes / tp);
+    const double per_gpu =
+        bytes / tp + (expert_params > 0 ? model::layer_weight_bytes(expert_params, q) : 0.0);
+    f.weight_bytes = std::max(f.weight_bytes, per_gpu);
   }
   f.weight_bytes += mem.extra_weight_bytes;
 
@@ -109,11 +140,16 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   f.kv_bytes_per_token =
       per_stage * kv_elems * mem.kv_bytes_per_element + mem.extra_kv_bytes_per_token;
   f.kv_bytes = std::max(0.0, f.usable_bytes - f.weight_bytes - f.activation_bytes);
-  f.kv_tokens = static_cast<std::int64_t>(std::floor(f.kv_bytes / f.kv_bytes_per_token));
+  // Each attention DP group holds its own sequences' KV: the replica holds dp groups' worth.
+  const std::int64_t group_tokens =
+      static_cast<std::int64_t>(std::floor(f.kv_bytes / f.kv_bytes_per_token));
+  f.kv_tokens = group_tokens * dp;
 
   const std::string what = m.name + " " + model::quantization_name(q) + " on " +
                            std::to_string(p.gpus_per_replica()) + "x " + t.gpu.name;
-  const std::string shape = "TP" + std::to_string(tp) + " x PP" + std::to_string(pp);
+  std::string shape = "TP" + std::to_string(tp) + " x PP" + std::to_string(pp);
+  if (dp > 1) shape += " x DP" + std::to_string(dp);
+  if (ep > 1) shape += ", EP" + std::to_string(ep);
   const double need_kv = static_cast<double>(min_kv_tokens) * f.kv_bytes_per_token;
   if (f.weight_bytes > f.usable_bytes) {
     f.verdict = "does not fit: " + what + " needs " + gb(f.weight_bytes) + " of weights per GPU, " +
@@ -122,11 +158,11 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
     f.verdict = "does not fit: " + what + " needs " + gb(f.weight_bytes) + " of weights + " +
                 gb(f.activation_bytes) + " of activations for " + std::to_string(max_batch_tokens) +
                 " batch tokens per GPU, " + gb(f.usable_bytes) + " usable";
-  } else if (f.kv_tokens < min_kv_tokens) {
+  } else if (group_tokens < min_kv_tokens) {
     f.verdict = "does not fit: " + what + " leaves " + gb(f.kv_bytes) +
-                " per GPU for the KV cache = " + std::to_string(f.kv_tokens) +
-                " tokens; one sequence of " + std::to_string(min_kv_tokens) + " tokens needs " +
-                gb(need_kv) + " per GPU";
+                " per GPU for the KV cache = " + std::to_string(group_tokens) + " tokens" +
+                (dp > 1 ? " per attention DP group" : "") + "; one sequence of " +
+                std::to_string(min_kv_tokens) + " tokens needs " + gb(need_kv) + " per GPU";
   } else {
     f.fits = true;
     f.verdict = "fits: " + what + " (" + shape + "): " + gb(f.weight_bytes) + " of weights + " +

@@ -18,10 +18,14 @@ Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topolog
                                " GPUs per replica x " + std::to_string(p.replicas) +
                                " replicas = " + std::to_string(need) + ", topology " + t.name +
                                " has " + std::to_string(have));
-  const int gpn = t.node.gpus, tp = p.tensor_parallel;
+  if (p.data_parallel < 1 || p.expert_parallel < 1)
+    return invalid_argument("plan: data_parallel and expert_parallel must be >= 1");
+  const int gpn = t.node.gpus, tp = p.gpus_per_stage();
   std::vector<ReplicaPlacement> out(static_cast<size_t>(p.replicas));
   for (int r = 0; r < p.replicas; ++r) {
     out[static_cast<size_t>(r)].replica = r;
+    out[static_cast<size_t>(r)].tp_group = p.tensor_parallel;
+    out[static_cast<size_t>(r)].expert_parallel = p.expert_parallel > 1;
     out[static_cast<size_t>(r)].devices.resize(static_cast<size_t>(p.pipeline_parallel));
   }
   const bool stage_major = p.placement == Placement::kStageMajor;
@@ -31,15 +35,16 @@ Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topolog
   for (int i = 0; i < outer; ++i) {
     for (int k = 0; k < inner; ++k) {
       const int r = stage_major ? k : i, s = stage_major ? i : k;
-      // A TP group never straddles a node when it fits in one; a larger one starts on a node.
+      // A stage's group never straddles a node when it fits in one; a larger one starts on a node.
       if (tp <= gpn && cursor % gpn + tp > gpn) cursor += gpn - cursor % gpn;
       if (tp > gpn && cursor % gpn != 0) cursor += gpn - cursor % gpn;
       if (cursor + tp > have)
         return failed_precondition(
-            "plan: tensor-parallel groups of " + std::to_string(tp) + " GPUs do not pack into " +
+            "plan: stages of " + std::to_string(tp) + " GPUs (tp x dp) do not pack into " +
             std::to_string(t.nodes) + " nodes of " + std::to_string(gpn) + " GPUs (topology " +
             t.name + "): replica " + std::to_string(r) + " stage " + std::to_string(s) +
-            " finds no room; use a tensor_parallel that divides " + std::to_string(gpn));
+            " finds no room; use a tensor_parallel x data_parallel that divides " +
+            std::to_string(gpn));
       std::vector<DeviceId>& group = out[static_cast<size_t>(r)].devices[static_cast<size_t>(s)];
       for (int g = 0; g < tp; ++g) group.push_back(cursor + g);
       cursor += tp;
@@ -52,6 +57,8 @@ void parse_deployment(const config::JsonReader& r, ParallelPlan* plan, MemoryOpt
   if (auto ps = r.optional_object("parallel_strategy")) {
     plan->tensor_parallel = static_cast<int>(ps->positive_integer("tensor_parallel", 1));
     plan->pipeline_parallel = static_cast<int>(ps->positive_integer("pipeline_parallel", 1));
+    plan->data_parallel = static_cast<int>(ps->positive_integer("data_parallel", 1));
+    plan->expert_parallel = static_cast<int>(ps->positive_integer("expert_parallel", 1));
     plan->micro_batch = static_cast<int>(ps->non_negative_integer("micro_batch", 0));
     ps->finish();
   }

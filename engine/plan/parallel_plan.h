@@ -21,15 +21,24 @@ namespace prima::plan {
 //     sends of the replicas on a node leave through the same NIC.
 enum class Placement { kPacked, kStageMajor };
 
+// Mixture-of-experts layouts: attention data parallelism (data_parallel > 1) puts dp groups of
+// tensor_parallel GPUs side by side in each stage, each group attending over its own share of
+// the batch's sequences with its own KV cache; expert parallelism (expert_parallel > 1) spreads
+// the routed experts over every GPU of a stage (expert_parallel == tensor_parallel x
+// data_parallel: experts are not tensor-split), with an all-to-all dispatch and combine around
+// each MoE layer. Dense models keep both at 1.
 struct ParallelPlan {
   int tensor_parallel = 1;
   int pipeline_parallel = 1;
+  int data_parallel = 1;    // attention DP groups per stage
+  int expert_parallel = 1;  // 1, or tensor_parallel x data_parallel
   // Sequences per micro-batch when pipelining (0 = no cap). Up to pipeline_parallel
   // micro-batches are in flight at once.
   int micro_batch = 0;
   int replicas = 1;
   Placement placement = Placement::kPacked;
-  int gpus_per_replica() const { return tensor_parallel * pipeline_parallel; }
+  int gpus_per_stage() const { return tensor_parallel * data_parallel; }
+  int gpus_per_replica() const { return gpus_per_stage() * pipeline_parallel; }
 };
 
 // Memory options (the seed's "memory_optim" plus vLLM-like knobs).
@@ -44,15 +53,18 @@ struct MemoryOptions {
   double extra_kv_bytes_per_token = 0;
 };
 
-// GPUs of one replica: devices[stage][rank].
+// GPUs of one replica: devices[stage][rank]. A stage's GPUs are data_parallel groups of
+// tp_group consecutive GPUs (the TP all-reduce runs within a group; place() sets it).
 struct ReplicaPlacement {
   ReplicaId replica = 0;
   std::vector<std::vector<DeviceId>> devices;
+  int tp_group = 0;              // 0: the whole stage is one TP group
+  bool expert_parallel = false;  // MoE layers exchange tokens all-to-all over each stage
   std::vector<DeviceId> all() const;
 };
 
-// Places the TP groups on consecutive GPUs in the plan's order (Placement): a TP group stays
-// inside a node when tp <= gpus per node. Fails if the topology has too few GPUs.
+// Places each stage's GPUs (tp x dp) on consecutive GPUs in the plan's order (Placement): a
+// stage stays inside a node when it fits in one. Fails if the topology has too few GPUs.
 Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topology& t);
 
 // Per-GPU memory budget of a plan.
@@ -68,7 +80,10 @@ struct MemoryFit {
   std::int64_t kv_tokens = 0;     // KV capacity of one replica in tokens
 };
 
-// Checks divisibility (heads and KV heads by TP, layers by PP), GPU counts and memory.
+// Checks divisibility (heads and KV heads by TP, layers by PP, experts by EP), the MoE layout
+// (data_parallel and expert_parallel need experts; expert_parallel is 1 or tp x dp; dp > 1
+// needs expert_parallel), GPU counts and memory. With attention DP each group holds its own
+// sequences' KV: kv_tokens is dp x one group's capacity, and one sequence must fit in a group.
 // KV-head rule: tp <= kv_heads needs kv_heads % tp == 0 (each rank holds kv_heads / tp heads);
 // tp > kv_heads needs tp % kv_heads == 0 (each KV head is replicated on tp / kv_heads ranks).
 // MLA models keep the whole latent KV on every TP rank. Errors are Status (invalid_argument for
@@ -81,9 +96,10 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
                              std::int64_t max_batch_tokens, std::int64_t min_kv_tokens);
 
 // Parses a deployment object: {"parallel_strategy": {"tensor_parallel", "pipeline_parallel",
-// "micro_batch"}, "memory_optim": {"activation_checkpointing", "cpu_offload"}, "replicas",
-// "gpu_memory_utilization", "kv_cache_dtype": "fp16" | "fp8" | "int8"}. Calls r.finish(): a
-// caller with more keys in the same object reads them before calling. Throws ConfigError.
+// "data_parallel", "expert_parallel", "micro_batch"}, "memory_optim": {"activation_checkpointing",
+// "cpu_offload"}, "replicas", "gpu_memory_utilization", "kv_cache_dtype": "fp16" | "fp8" | "int8"}.
+// Calls r.finish(): a caller with more keys in the same object reads them before calling. Throws
+// ConfigError.
 void parse_deployment(const config::JsonReader& r, ParallelPlan* plan, MemoryOptions* mem);
 
 }  // namespace prima::plan

@@ -157,6 +157,10 @@ WorkloadSpec parse_workload(const config::JsonReader& r, const std::string& base
     p->finish();
   }
   w.max_requests = static_cast<std::uint64_t>(r.non_negative_integer("max_requests", 0));
+  w.expert_load_skew = r.positive_number("expert_load_skew", 1);
+  if (!(w.expert_load_skew >= 1) || !std::isfinite(w.expert_load_skew))
+    r.fail("expert_load_skew",
+           "expected the busiest expert-parallel rank's load over the mean, >= 1 (1: uniform)");
   r.finish();
   Status st = w.validate();
   if (!st.ok()) r.fail_here(st.message());

@@ -111,6 +111,9 @@ struct WorkloadSpec {
   std::array<double, kNumPriorities> sla_s = {0, 0, 0};  // per class; 0 = none
   PrefixSpec prefix;
   std::uint64_t max_requests = 0;  // 0 = no limit
+  // MoE routing imbalance: the busiest expert-parallel rank's routed tokens over the mean
+  // (>= 1; 1: uniform). Used by the cost model with expert parallelism.
+  double expert_load_skew = 1;
 
   Status validate() const;
 };

@@ -107,6 +107,58 @@ TEST(SimExecutor, TensorParallelAcrossNodesUsesTheNics) {
   EXPECT_NEAR(r.end_s, 0.010 + 2 * 2 * 2e-6 + 8e-6 + 2e8 / 25e9, 1e-9);
 }
 
+perf::StageCost ep_stage(double compute_s, int alltoalls, double alltoall_bytes) {
+  perf::StageCost c = stage(compute_s);
+  c.alltoalls = alltoalls;
+  c.alltoall_bytes = alltoall_bytes;
+  return c;
+}
+
+plan::ReplicaPlacement ep_placement(int first, int gpus) {
+  std::vector<DeviceId> d;
+  for (int g = 0; g < gpus; ++g) d.push_back(first + g);
+  plan::ReplicaPlacement p = placement({d});
+  p.tp_group = 1;
+  p.expert_parallel = true;
+  return p;
+}
+
+TEST(SimExecutor, ExpertAllToAllInsideANodeIsAnalytic) {
+  Harness h(1);
+  // EP8 on one node, 4 all-to-all phases moving 8e8 bytes per GPU in all: each phase
+  // 2e8 / 100 GB/s NVLink + 1 us.
+  SimExecutor ex(h.platform.get(), h.rt, ep_placement(0, 8), fixed({ep_stage(0.010, 4, 8e8)}, 0));
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_NEAR(r.end_s, 0.010 + 4 * (2e8 / 100e9 + 1e-6), 1e-9);
+  EXPECT_EQ(ex.activities_started(), 1u);
+}
+
+TEST(SimExecutor, ExpertAllToAllAcrossNodesIsFlowsOnTheNics) {
+  Harness h(2);
+  // EP16 over two nodes, 2 phases, 1.5e8 bytes per GPU spread over its 15 peers (1e7 each):
+  // node 0 -> node 1 carries 8 x 8 pairs = 6.4e8 bytes through each NIC (full duplex), on the
+  // 8 us route; the phases' latency terms (nic 2 us each) ride on the compute.
+  SimExecutor ex(h.platform.get(), h.rt, ep_placement(0, 16),
+                 fixed({ep_stage(0.010, 2, 1.5e8)}, 0));
+  StepResult r = run_one(h, ex);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_NEAR(r.end_s, 0.010 + 2 * 2e-6 + 8e-6 + 6.4e8 / 25e9, 1e-9);
+  EXPECT_EQ(ex.activities_started(), 3u);  // the compute and two flows
+  // The same volume through the cost model's formula (one phase of 7.5e7 bytes, 8/15 of it
+  // leaving each of the node's 8 GPUs): the flows' transfer time twice.
+  perf::CostModel cm(model::ModelSpec{}, model::Quantization::kBF16, testing::test_topology(2).gpu,
+                     plan::ParallelPlan{}, [] {
+                       perf::Efficiency e;
+                       e.allreduce_bandwidth = 1;
+                       e.allreduce_latency_s = 0;
+                       return e;
+                     }());
+  const auto& node = testing::test_topology(2).node;
+  EXPECT_NEAR(2 * (cm.alltoall_time_s(7.5e7, 16, 8, node.nvlink, node.nic) - 2e-6), 6.4e8 / 25e9,
+              1e-12);
+}
+
 TEST(SimExecutor, PipelineAcrossNodesSendsAFlow) {
   Harness h(2);
   SimExecutor ex(h.platform.get(), h.rt, placement({{0}, {8}}),

@@ -428,5 +428,22 @@ TEST(Health, FailAllEndsPendingRequests) {
   c.expect_conserved(3);
 }
 
+// The drain limit of a simulation ends the requests while a step is still in flight: the
+// step's end must not touch them (they are gone), and nothing new is launched.
+TEST(Health, FailAllWithAStepInFlightDropsTheStep) {
+  Cluster c(1);
+  for (int i = 0; i < 3; ++i) c.eng->submit(req(0, 100, 50));
+  c.rt.advance_to(0.015);  // the second 10 ms step is in flight
+  ASSERT_EQ(c.eng->replicas()[0]->inflight_steps(), 1);
+  const auto launched = c.ex[0]->launched();
+  c.eng->fail_all("drain limit");
+  c.rt.advance_to(1);
+  EXPECT_EQ(c.rec.count(Outcome::kFailed), 3);
+  EXPECT_EQ(c.rec.count(Outcome::kCompleted), 0);
+  EXPECT_EQ(c.eng->replicas()[0]->inflight_steps(), 0);
+  EXPECT_EQ(c.ex[0]->launched(), launched);
+  for (const auto& [id, n] : c.ends) EXPECT_EQ(n, 1) << "request " << id;
+}
+
 }  // namespace
 }  // namespace prima::cluster

@@ -27,6 +27,12 @@ TEST(ModelCatalog, ParameterCountsMatchPublishedFigures) {
   expect_within(get("mixtral-8x7b").active_params(), 12.9e9, 0.02, "Mixtral active");
   expect_within(get("moe-1t").total_params(), 1.04e12, 0.02, "MoE-1T total");
   expect_within(get("moe-1t").active_params(), 32.6e9, 0.03, "MoE-1T active");
+  expect_within(get("mixtral-8x22b").total_params(), 140.6e9, 0.02, "Mixtral-8x22B total");
+  expect_within(get("mixtral-8x22b").active_params(), 39.1e9, 0.02, "Mixtral-8x22B active");
+  expect_within(get("deepseek-v3").total_params(), 671e9, 0.02, "DeepSeek-V3 total");
+  expect_within(get("deepseek-v3").active_params(), 37e9, 0.03, "DeepSeek-V3 active");
+  expect_within(get("qwen3-235b-a22b").total_params(), 235e9, 0.02, "Qwen3-235B total");
+  expect_within(get("qwen3-235b-a22b").active_params(), 22e9, 0.03, "Qwen3-235B active");
 }
 
 TEST(ModelCatalog, DenseModelsActiveEqualsTotal) {
