@@ -362,6 +362,18 @@ bool SimPlatform::exclusive_to(int slot, const std::vector<sg4::Link*>& links) c
   return true;
 }
 
+bool SimPlatform::exclusive_to_range(int first, int last,
+                                     const std::vector<sg4::Link*>& links) const {
+  if (all_shared_) return false;
+  for (const sg4::Link* l : links) {
+    auto it = link_claims_.find(l);
+    if (it == link_claims_.end() || it->second.changed) return false;
+    for (int s : it->second.slots)
+      if (s < first || s > last) return false;
+  }
+  return true;
+}
+
 std::vector<sg4::Link*> SimPlatform::contention_links(int slot,
                                                       const std::vector<sg4::Link*>& links) const {
   if (all_shared_) return links;

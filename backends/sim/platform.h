@@ -133,6 +133,9 @@ class SimPlatform {
   void claim_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
   void release_links(int slot, const std::vector<simgrid::s4u::Link*>& links);
   bool exclusive_to(int slot, const std::vector<simgrid::s4u::Link*>& links) const;
+  // The same for a group of slots [first, last] (one stage's all-to-all paths): no slot
+  // outside it claims the links, and none of them changed.
+  bool exclusive_to_range(int first, int last, const std::vector<simgrid::s4u::Link*>& links) const;
   // The links of slot's route where its flows can meet another flow, one per set of claiming
   // slots: a link only `slot` claims carries no other flow; links claimed by the same slots
   // carry the same flows (each of those slots' routes holds them all), so one of them (the

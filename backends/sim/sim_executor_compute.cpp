@@ -161,7 +161,8 @@ bool StageCompute::can_hand_on(const Stage& stage, const Step* st, double end_s)
 bool StageCompute::runs_as_timer(const Stage& stage, const Step* st) const {
   if (!rep_.speedups.chain_stages) return false;
   // start_compute's test: no flows follow the compute there.
-  const bool ring = (stage.ring_flows && !stage.ring_analytic) || stage.a2a_flows;
+  const bool ring =
+      (stage.ring_flows && !stage.ring_analytic) || (stage.a2a_flows && !stage.a2a_analytic);
   const bool send = stage.send_flow && !stage.send_analytic;
   if (!ring && !send) return true;  // whatever the step's cost
   const perf::StageCost& c = stage_cost(st, stage.index);

@@ -88,6 +88,13 @@ struct Stage {
   // one flow per ordered pair of the stage's nodes (GPUs when it is inside one node), between
   // their first GPUs, carrying `pairs` GPU pairs' share of the exchange.
   bool a2a_flows = false;
+  // ... but no other stage or replica claims their links (exclusive_links_analytic): costed
+  // analytically, the phase lasting as long as its busiest link needs for what crosses it
+  // (a2a_s_per_pair seconds per GPU pair's bytes, all paths' pairs summed per link) plus the
+  // longest route latency.
+  bool a2a_analytic = false;
+  double a2a_s_per_pair = 0;
+  double a2a_latency_s = 0;
   struct A2aPath {
     FlowPath path;
     simgrid::s4u::Host* src = nullptr;
@@ -154,7 +161,7 @@ inline bool ring_flows_follow(const Stage& stage, const perf::StageCost& c) {
   return stage.ring_flows && !stage.ring_analytic && c.allreduces > 0 && c.allreduce_bytes > 0;
 }
 inline bool a2a_flows_follow(const Stage& stage, const perf::StageCost& c) {
-  return stage.a2a_flows && c.alltoalls > 0 && c.alltoall_bytes > 0;
+  return stage.a2a_flows && !stage.a2a_analytic && c.alltoalls > 0 && c.alltoall_bytes > 0;
 }
 inline bool collective_flows_follow(const Stage& stage, const perf::StageCost& c) {
   return ring_flows_follow(stage, c) || a2a_flows_follow(stage, c);

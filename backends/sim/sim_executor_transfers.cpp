@@ -10,6 +10,7 @@
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "backends/sim/sim_executor.h"
 
@@ -128,6 +129,8 @@ double Transfers::stage_analytic_s(const Stage& stage, Step* st, const perf::Sta
     } else {  // the flows carry the bytes; the latency terms ride here
       analytic_s += c.alltoalls *
                     rep_.costs.alltoall_s(0, g, stage.ep_intra_node ? g : gpn, rep_.nvlink, nic);
+      if (stage.a2a_analytic && c.alltoall_bytes > 0)
+        analytic_s += stage.a2a_latency_s + c.alltoall_bytes / (g - 1) * stage.a2a_s_per_pair;
     }
   }
   if (stage.next_lead != nullptr && c.send_bytes > 0) {
@@ -272,12 +275,38 @@ void Transfers::refresh_exclusive() {
                                                  : f.links);
   };
   for (Stage& st : rep_.stages) {
+    refresh_a2a(st);
     st.ring_analytic = st.ring_flows && std::all_of(st.ring.begin(), st.ring.end(), exclusive);
     st.send_analytic = st.send_flow && exclusive(st.send);
     for (FlowPath& f : st.ring) reduce(f);
     for (Stage::A2aPath& a : st.a2a) reduce(a.path);
     if (st.send_flow) reduce(st.send);
   }
+}
+
+void Transfers::refresh_a2a(Stage& st) {
+  st.a2a_analytic = false;
+  if (!st.a2a_flows || st.a2a.empty() || !rep_.speedups.exclusive_links_analytic) return;
+  // The stage's paths took consecutive slots (lay_out); each link's load is the pairs of the
+  // paths crossing it over its bandwidth (x the path's bandwidth factor); the busiest link
+  // ends the phase.
+  const int first = st.a2a.front().path.slot, last = st.a2a.back().path.slot;
+  std::unordered_map<const sg4::Link*, double> load;
+  double latency = 0;
+  for (const Stage::A2aPath& ap : st.a2a) {
+    const FlowPath& f = ap.path;
+    if (!(f.rate_Bps > 0) || !rep_.platform->exclusive_to_range(first, last, f.links)) return;
+    double min_bw = std::numeric_limits<double>::infinity();
+    for (const sg4::Link* l : f.links) min_bw = std::min(min_bw, l->get_bandwidth());
+    const double factor = f.rate_Bps / min_bw;
+    for (const sg4::Link* l : f.links) load[l] += ap.pairs / (l->get_bandwidth() * factor);
+    latency = std::max(latency, f.latency_s);
+  }
+  double worst = 0;
+  for (const auto& [l, s] : load) worst = std::max(worst, s);
+  st.a2a_analytic = true;
+  st.a2a_s_per_pair = worst;
+  st.a2a_latency_s = latency;
 }
 
 double Transfers::ring_analytic_s(const Stage& stage, double bytes_per_flow) const {

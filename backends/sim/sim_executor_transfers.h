@@ -86,6 +86,8 @@ class Transfers {
  private:
   FlowPath make_path(simgrid::s4u::Host* src, simgrid::s4u::Host* dst);
   void refresh_exclusive();
+  // Whether st's all-to-all is costed analytically (its links exclusive), and its figures.
+  void refresh_a2a(Stage& st);
   double ring_analytic_s(const Stage& stage, double bytes_per_flow) const;
   // A flow towards a GPU that is off, or across a link that is down, fails the step at once
   // (SimGrid cannot start it): true then.

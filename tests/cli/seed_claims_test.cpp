@@ -81,5 +81,28 @@ TEST(SeedClaims, Seed004MillionTokenContextDoesNotFit) {
   EXPECT_LT(t["throughput"]["requests_per_s"].get<double>(), 20);
 }
 
+// Seed 004 with expert parallelism (TP1 x DP48, EP48): several times TP32's throughput at the
+// same offered load, yet far from 2000 QPS, and a 1M-token sequence still fits on no GPU of
+// its attention group.
+TEST(SeedClaims, Seed004ExpertParallelismHelpsButNotTo2000Qps) {
+  const std::string sets = "--set duration=30s --set workload.arrival.rate_rps=20";
+  json tp = simulate("seed004_moe_1t_domestic.json", sets);
+  json ep = simulate("seed004_moe_1t_domestic_ep.json", sets);
+  ASSERT_FALSE(tp.empty() || ep.empty());
+  EXPECT_EQ(ep["deployment"]["expert_parallel"].get<int>(), 48);
+  const double tp_rps = tp["throughput"]["requests_per_s"].get<double>();
+  const double ep_rps = ep["throughput"]["requests_per_s"].get<double>();
+  EXPECT_GT(ep_rps, 4 * tp_rps);
+  EXPECT_LT(ep_rps, 20);
+  auto r =
+      run_prima("simulate " + source_path("scenarios/seed_claims/seed004_moe_1t_domestic_ep.json") +
+                " --set scheduler.max_model_len=1048576 --no-files -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.err.find("tokens per attention DP group; one sequence of 1048576 tokens needs 73.7 GB"),
+      std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace prima::testing

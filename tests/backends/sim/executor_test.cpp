@@ -134,17 +134,37 @@ TEST(SimExecutor, ExpertAllToAllInsideANodeIsAnalytic) {
   EXPECT_EQ(ex.activities_started(), 1u);
 }
 
-TEST(SimExecutor, ExpertAllToAllAcrossNodesIsFlowsOnTheNics) {
+// EP16 over two nodes, 2 phases, 1.5e8 bytes per GPU spread over its 15 peers (1e7 each):
+// node 0 -> node 1 carries 8 x 8 pairs = 6.4e8 bytes through each NIC (full duplex), on the
+// 8 us route; the phases' latency terms (nic 2 us each) ride on the compute. As flows, and
+// (the links being the stage's alone) as the analytic busiest-link time: the same end.
+constexpr double kEp16End = 0.010 + 2 * 2e-6 + 8e-6 + 6.4e8 / 25e9;
+
+StepResult run_ep16(bool analytic, std::uint64_t* activities) {
   Harness h(2);
-  // EP16 over two nodes, 2 phases, 1.5e8 bytes per GPU spread over its 15 peers (1e7 each):
-  // node 0 -> node 1 carries 8 x 8 pairs = 6.4e8 bytes through each NIC (full duplex), on the
-  // 8 us route; the phases' latency terms (nic 2 us each) ride on the compute.
-  SimExecutor ex(h.platform.get(), h.rt, ep_placement(0, 16),
-                 fixed({ep_stage(0.010, 2, 1.5e8)}, 0));
+  SimSpeedups o = unconditional_speedups();
+  o.exclusive_links_analytic = analytic;
+  SimExecutor ex(h.platform.get(), h.rt, ep_placement(0, 16), fixed({ep_stage(0.010, 2, 1.5e8)}, 0),
+                 o);
   StepResult r = run_one(h, ex);
+  *activities = ex.activities_started();
+  return r;
+}
+
+TEST(SimExecutor, ExpertAllToAllOnExclusiveLinksIsTheBusiestLinkTime) {
+  std::uint64_t activities = 0;
+  StepResult r = run_ep16(true, &activities);
   ASSERT_TRUE(r.status.ok()) << r.status.to_string();
-  EXPECT_NEAR(r.end_s, 0.010 + 2 * 2e-6 + 8e-6 + 6.4e8 / 25e9, 1e-9);
-  EXPECT_EQ(ex.activities_started(), 3u);  // the compute and two flows
+  EXPECT_NEAR(r.end_s, kEp16End, 1e-9);
+  EXPECT_EQ(activities, 1u);  // the compute only
+}
+
+TEST(SimExecutor, ExpertAllToAllAcrossNodesIsFlowsOnTheNics) {
+  std::uint64_t activities = 0;
+  StepResult r = run_ep16(false, &activities);
+  ASSERT_TRUE(r.status.ok()) << r.status.to_string();
+  EXPECT_NEAR(r.end_s, kEp16End, 1e-9);
+  EXPECT_EQ(activities, 3u);  // the compute and the two flows
   // The same volume through the cost model's formula (one phase of 7.5e7 bytes, 8/15 of it
   // leaving each of the node's 8 GPUs): the flows' transfer time twice.
   perf::CostModel cm(model::ModelSpec{}, model::Quantization::kBF16, testing::test_topology(2).gpu,
