@@ -68,6 +68,9 @@ struct BatchShape {
   // swapped out to make room, and swapped-out sequences resumed. Costed over PCIe.
   double swap_out_bytes = 0;
   double swap_in_bytes = 0;
+  // Seconds of KV blocks read back from offload tiers (host, NVMe, remote) for this step's
+  // prefix-cache hits, at each tier's bandwidth. Paid before the step on stage 0.
+  double kv_load_s = 0;
   // Speculative decoding: the draft passes before the step (the most draft tokens of a
   // sequence), the sequences drafting and the sum of their contexts.
   int draft_steps = 0;

@@ -18,6 +18,13 @@ cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl) {
   rs.stage_gpus = sc->plan.gpus_per_stage();
   rs.num_kv_blocks = kv_blocks;
   rs.devices = pl.devices;
+  if (!tier_specs.empty()) {
+    std::vector<std::shared_ptr<kv::KvTier>> tiers;
+    for (std::size_t i = 0; i < tier_specs.size(); ++i)
+      tiers.push_back(shared_tiers[i] ? shared_tiers[i]
+                                      : std::make_shared<kv::KvTier>(tier_specs[i]));
+    rs.kv_tiers = std::make_shared<kv::KvTiers>(std::move(tiers));
+  }
   return rs;
 }
 
@@ -89,6 +96,21 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   c->speedups = choose_speedups(asked, facts);
   if (c->speedups.lone_flows) c->platform->enable_lone_flows();
   c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
+  // KV offload tiers: a block is block_size tokens of one DP group's GPUs (tp x pp), each GPU
+  // reading its share at the tier's bandwidth per GPU.
+  const double gpu_block_bytes = sc.scheduler.block_size * c->fit.kv_bytes_per_token;
+  const int group_gpus = sc.plan.tensor_parallel * sc.plan.pipeline_parallel;
+  const int on_node = std::min(sc.plan.gpus_per_replica(), sc.topology.node.gpus);
+  for (const scenario::KvTierConfig& t : sc.kv_tiers) {
+    kv::KvTierSpec spec;
+    spec.name = t.type;
+    spec.bytes_per_block = gpu_block_bytes * group_gpus;
+    spec.capacity_blocks = static_cast<std::int64_t>(t.capacity_bytes / spec.bytes_per_block);
+    spec.seconds_per_block =
+        gpu_block_bytes / scenario::tier_gpu_bandwidth_Bps(t, sc.topology, on_node);
+    c->tier_specs.push_back(spec);
+    c->shared_tiers.push_back(t.shared ? std::make_shared<kv::KvTier>(spec) : nullptr);
+  }
   // A replica whose weight shard is corrupted never starts (seed 004: the service does not
   // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
   for (std::size_t i = 0; i < c->placements.size(); ++i) {

@@ -51,6 +51,10 @@ struct SimCluster {
   std::unique_ptr<metrics::Recorder> recorder;
   std::unique_ptr<cluster::ServingEngine> engine;
   std::unique_ptr<SimFabric> fabric;  // null unless autoscaling, disaggregation or faults
+  // KV offload (scenario kv_offload): the tiers every replica shares (remote storage), and
+  // the per-replica tiers' specs.
+  std::vector<std::shared_ptr<kv::KvTier>> shared_tiers;  // by tier index; null if per replica
+  std::vector<kv::KvTierSpec> tier_specs;
 
   // A fresh executor on a placement, as the engine's ReplicaSetup.
   cluster::ReplicaSetup make_setup(const plan::ReplicaPlacement& pl);

@@ -25,6 +25,51 @@ double gb(double bytes) {
   return bytes / 1e9;
 }
 
+// KV offload tiers: per tier (a shared tier once), blocks and GB written, read back (hits),
+// removed and held at the end; written - removed = stored holds tier by tier.
+OJson kv_tier_section(const cluster::ServingEngine& eng) {
+  std::vector<const kv::KvTier*> seen;
+  OJson tiers = OJson::array();
+  std::vector<OJson> by_index;
+  std::int64_t tier_hit_tokens = 0;
+  for (const auto& r : eng.replicas()) {
+    tier_hit_tokens += r->kv().tier_hit_tokens();
+    const kv::KvTiers* t = r->kv().tiers();
+    if (t == nullptr) continue;
+    for (std::size_t i = 0; i < t->tiers().size(); ++i) {
+      const kv::KvTier* tier = t->tiers()[i].get();
+      if (std::find(seen.begin(), seen.end(), tier) != seen.end()) continue;
+      seen.push_back(tier);
+      if (by_index.size() <= i) by_index.resize(i + 1);
+      const kv::KvTierStats& s = tier->stats();
+      const double bpb = tier->spec().bytes_per_block;
+      OJson& o = by_index[i];
+      if (o.is_null())
+        o = OJson{{"tier", tier->spec().name},
+                  {"instances", 0},
+                  {"capacity_blocks", std::int64_t{0}},
+                  {"read_s_per_block", tier->spec().seconds_per_block},
+                  {"written_blocks", std::int64_t{0}},
+                  {"read_blocks", std::int64_t{0}},
+                  {"removed_blocks", std::int64_t{0}},
+                  {"stored_blocks", std::int64_t{0}},
+                  {"written_gb", 0.0},
+                  {"read_gb", 0.0}};
+      o["instances"] = o["instances"].get<int>() + 1;
+      o["capacity_blocks"] =
+          o["capacity_blocks"].get<std::int64_t>() + tier->spec().capacity_blocks;
+      o["written_blocks"] = o["written_blocks"].get<std::int64_t>() + s.written;
+      o["read_blocks"] = o["read_blocks"].get<std::int64_t>() + s.read;
+      o["removed_blocks"] = o["removed_blocks"].get<std::int64_t>() + s.removed;
+      o["stored_blocks"] = o["stored_blocks"].get<std::int64_t>() + s.stored;
+      o["written_gb"] = o["written_gb"].get<double>() + s.written * bpb / 1e9;
+      o["read_gb"] = o["read_gb"].get<double>() + s.read * bpb / 1e9;
+    }
+  }
+  for (auto& o : by_index) tiers.push_back(std::move(o));
+  return OJson{{"hit_tokens", tier_hit_tokens}, {"tiers", std::move(tiers)}};
+}
+
 OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
                      const cluster::ServingEngine& eng, double kv_usage_mean,
                      double fragmentation_mean) {
@@ -87,6 +132,7 @@ OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, i
             {"hit_tokens", hit_tokens},
             {"hit_rate", lookup_tokens > 0 ? double(hit_tokens) / lookup_tokens : 0.0},
             {"evictions", evictions}};
+  if (!sc.kv_tiers.empty()) j["kv_tiers"] = kv_tier_section(eng);
   j["scheduler"] = OJson{{"priority_preemptions", prio_preempt},
                          {"swap_outs", swap_outs},
                          {"swap_ins", swap_ins},

@@ -67,6 +67,7 @@ class Replica {
   // computed): load migration may move them (cancel + another replica's submit). Queue order.
   std::vector<Sequence*> movable() const;
   const kv::BlockManager& kv() const { return kv_; }
+  void set_kv_tiers(std::shared_ptr<kv::KvTiers> tiers) { kv_.set_tiers(std::move(tiers)); }
   const sched::Scheduler& scheduler() const { return sched_; }
   std::int64_t steps() const { return steps_; }
 

@@ -62,6 +62,8 @@ struct ReplicaSetup {
   int stage_gpus = 1;  // GPUs per pipeline stage (tp): busy time per stage x this
   // Device ids per pipeline stage (for per-GPU utilization and KV transfers); may be empty.
   std::vector<std::vector<DeviceId>> devices;
+  // KV offload tiers below the replica's prefix cache (null: none).
+  std::shared_ptr<kv::KvTiers> kv_tiers;
 };
 
 // How the engine gets replicas at run time (autoscaling). Given by the wiring.

@@ -47,6 +47,7 @@ int BlockManager::take_block() {
     b = lru_.front();
     lru_.pop_front();
     in_lru_[b] = 0;
+    if (tiers_) tiers_->offload(hash_[b]);
     by_hash_.erase(hash_[b]);
     hash_[b] = 0;
     ++evictions_;
@@ -120,7 +121,19 @@ int BlockManager::match_prefix(Sequence& seq) {
   for (int i = 0; i < max_blocks; ++i) {
     h = block_hash(seq, i, h);
     auto it = by_hash_.find(h);
-    if (it == by_hash_.end()) break;
+    if (it == by_hash_.end()) {
+      // Below the GPU: read the block back into a free block, cached again under its hash.
+      if (!tiers_ || free_blocks() == 0) break;
+      const int tier = tiers_->read(h);
+      if (tier < 0) break;
+      const int b = take_block();
+      hash_[b] = h;
+      by_hash_[h] = b;
+      load_s_ += tiers_->seconds_per_block(tier);
+      tier_hit_tokens_ += block_size_;
+      seq.blocks.push_back(b);
+      continue;
+    }
     const int b = it->second;
     if (in_lru_[b]) {
       lru_.erase(lru_pos_[b]);
@@ -162,6 +175,7 @@ int BlockManager::compact() {
   const int dropped = static_cast<int>(lru_.size());
   for (int b : lru_) {
     in_lru_[b] = 0;
+    if (tiers_) tiers_->offload(hash_[b]);
     by_hash_.erase(hash_[b]);
     hash_[b] = 0;
     free_.push_back(b);

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/core/request.h"
+#include "engine/kv/kv_tiers.h"
 
 namespace prima::kv {
 
@@ -72,11 +73,25 @@ class BlockManager {
 
   // --- Prefix cache ---
   void set_prefix_caching(bool on) { prefix_caching_ = on; }
+  // KV offload tiers below the prefix cache (kv_tiers.h): evicted cached blocks go there, and
+  // match_prefix reads the chain's next blocks back from them. Set before use.
+  void set_tiers(std::shared_ptr<KvTiers> tiers) { tiers_ = std::move(tiers); }
+  const KvTiers* tiers() const { return tiers_.get(); }
+  // Seconds of tier reads (blocks read back by match_prefix) not yet charged to a step;
+  // returns them and resets.
+  double take_load_s() {
+    const double s = load_s_;
+    load_s_ = 0;
+    return s;
+  }
+  std::int64_t tier_hit_tokens() const { return tier_hit_tokens_; }
   bool prefix_caching() const { return prefix_caching_; }
   // For a sequence holding no blocks: shares the cached blocks of its longest cached prefix
   // (seq.blocks, seq.kv_cached_blocks) and returns the tokens they hold, always fewer than
   // seq.known_tokens() (at least one token is computed). 0 when caching is off. Does not
-  // count statistics (see note_lookup): an admission that fails calls release().
+  // count statistics (see note_lookup): an admission that fails calls release(). With
+  // tiers, a block missing on the GPU but held by a tier is read back into a free block
+  // (while one is free) and the chain goes on.
   int match_prefix(Sequence& seq);
   // Registers seq's full prompt blocks computed so far (up to `computed` tokens).
   void commit(Sequence& seq, int computed);
@@ -131,6 +146,9 @@ class BlockManager {
   std::vector<char> in_lru_;
   std::int64_t lookups_ = 0, lookup_tokens_ = 0, hit_tokens_ = 0, hits_ = 0;
   std::int64_t evictions_ = 0, compactions_ = 0;
+  std::shared_ptr<KvTiers> tiers_;
+  double load_s_ = 0;
+  std::int64_t tier_hit_tokens_ = 0;
   int shared_extra_refs_ = 0;
 };
 

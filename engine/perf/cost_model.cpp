@@ -335,6 +335,8 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
   // KV swapping between GPU and host memory: each GPU moves its share over PCIe before the step.
   const double swap_bytes = b.swap_in_bytes + b.swap_out_bytes;
   if (pcie_bw_Bps_ > 0 && swap_bytes > 0) out.stages[0].compute_s += swap_bytes / pcie_bw_Bps_;
+  // KV read back from offload tiers for the step's prefix hits (each tier at its bandwidth).
+  out.stages[0].compute_s += b.kv_load_s;
 }
 
 double CostModel::allreduce_time_s(double bytes, int p, double bw_Bps, double lat_s) const {

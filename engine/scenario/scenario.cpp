@@ -90,6 +90,12 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
       s.memory.extra_kv_bytes_per_token =
           s.speculative.draft.kv_bytes_per_token(s.memory.kv_bytes_per_element) / tp;
     }
+    if (auto ko = r.optional_object("kv_offload")) {
+      s.kv_tiers = parse_kv_offload(*ko);
+      if (!s.scheduler.enable_prefix_caching)
+        r.fail("kv_offload",
+               "KV offload tiers hold prefix-cache blocks: set scheduler.enable_prefix_caching");
+    }
     // router, autoscaler, disaggregation, response_cache, warmup (each optional).
     s.cluster.router.seed = s.seed;
     cluster::parse_cluster_options(r, &s.cluster);

@@ -16,6 +16,7 @@
 #include "engine/perf/calibration.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/plan/topology.h"
+#include "engine/scenario/kv_offload.h"
 #include "engine/scenario/speculative.h"
 #include "engine/sched/scheduler.h"
 #include "engine/workload/workload.h"
@@ -43,8 +44,9 @@ struct Scenario {
   plan::ParallelPlan plan;
   plan::MemoryOptions memory;
   sched::SchedulerOptions scheduler;
-  SpeculativeSpec speculative;  // "speculative": off unless given
-  int max_model_len = 0;        // 0: the model's max_context
+  SpeculativeSpec speculative;         // "speculative": off unless given
+  std::vector<KvTierConfig> kv_tiers;  // "kv_offload": none unless given
+  int max_model_len = 0;               // 0: the model's max_context
   cluster::RoutingPolicy routing = cluster::RoutingPolicy::kRoundRobin;  // = cluster.router.policy
   cluster::ClusterOptions cluster;  // router, autoscaler, disaggregation, caches, warm-up
   workload::WorkloadSpec workload;

@@ -320,6 +320,7 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
     return undo(), Admit::kNoBlocks;
   kv_->grow(*s, s->num_computed + n);
   if (lookup) kv_->note_lookup(s->req.prompt_tokens, hit);
+  step->batch.shape.kv_load_s += kv_->take_load_s();
   if (s->swapped_blocks > 0) {
     step->batch.shape.swap_in_bytes += bytes_of(s->swapped_blocks);
     swapped_blocks_ -= s->swapped_blocks;

@@ -100,6 +100,8 @@ class ClosedLoopDriver : public DriverBase {
   ClosedLoopDriver(const WorkloadSpec& spec, std::uint64_t seed, double duration_s)
       : factory_(spec),
         arrival_(spec.arrival),
+        sessions_(spec.sessions),
+        turns_(spec.sessions.turns),
         max_requests_(spec.max_requests),
         duration_s_(duration_s) {
     users_.reserve(static_cast<std::size_t>(spec.arrival.users));
@@ -133,6 +135,10 @@ class ClosedLoopDriver : public DriverBase {
     User& u = users_[i];
     if (!u.outstanding) return;  // not ours, or reported twice
     u.outstanding = false;
+    if (sessions_.enabled) {  // the answer joins the conversation
+      u.context = spec.prompt_tokens + spec.output_tokens;
+      --u.turns_left;
+    }
     if (stopped_) return;
     double think = arrival_.think_fixed        ? arrival_.think_time_s
                    : arrival_.think_time_s > 0 ? exponential(u.think_g, 1.0 / arrival_.think_time_s)
@@ -147,6 +153,10 @@ class ClosedLoopDriver : public DriverBase {
   struct User {
     SplitMix64 think_g, prompt_g, output_g, prio_g, prefix_g;
     TimerId timer = kNoTimer;
+    // Sessions: the conversation (its id, turns left, tokens so far).
+    std::uint64_t conversation = 0, conversations = 0;
+    int turns_left = 0;
+    int context = 0;
     bool outstanding = false;
     bool retired = false;
   };
@@ -173,10 +183,25 @@ class ClosedLoopDriver : public DriverBase {
     RequestSpec r =
         factory_.make(rt_->now(), nullptr, u.prompt_g, u.output_g, u.prio_g, u.prefix_g);
     r.user = i + 1;
+    if (sessions_.enabled) continue_conversation(u, i, &r);
     u.outstanding = true;
     ++submitted_;
     if (max_requests_ > 0 && submitted_ >= max_requests_) stop();
     submit_(r);
+  }
+
+  // A turn: the conversation so far plus the new prompt tokens, all of it its conversation's
+  // blocks (prefix group: a per-user conversation id, bit 62 set to stay clear of
+  // shared_prefix groups). A new conversation after the last turn or past max_context.
+  void continue_conversation(User& u, std::size_t i, RequestSpec* r) {
+    if (u.turns_left <= 0 || u.context + r->prompt_tokens > sessions_.max_context) {
+      u.conversation = (std::uint64_t{1} << 62) | (std::uint64_t(i + 1) << 32) | ++u.conversations;
+      u.turns_left = std::max(1, turns_.draw(u.prefix_g));
+      u.context = 0;
+    }
+    r->prompt_tokens += u.context;
+    r->prefix_group = u.conversation;
+    r->prefix_tokens = r->prompt_tokens;
   }
 
   // No more arrivals: cancel every pending timer.
@@ -191,6 +216,8 @@ class ClosedLoopDriver : public DriverBase {
 
   RequestFactory factory_;
   ArrivalSpec arrival_;
+  WorkloadSpec::Sessions sessions_;
+  LengthSampler turns_;
   std::uint64_t max_requests_;
   double duration_s_;
   std::vector<User> users_;

@@ -157,6 +157,19 @@ WorkloadSpec parse_workload(const config::JsonReader& r, const std::string& base
     p->finish();
   }
   w.max_requests = static_cast<std::uint64_t>(r.non_negative_integer("max_requests", 0));
+  if (auto se = r.optional_object("sessions")) {
+    if (w.arrival.type != ArrivalType::kClosedLoop)
+      r.fail("sessions", "multi-turn sessions need arrival type closed_loop (users hold them)");
+    if (w.prefix.groups > 0)
+      r.fail("sessions",
+             "sessions and shared_prefix both name the prompt's shared blocks; "
+             "use one");
+    w.sessions.enabled = true;
+    w.sessions.turns = parse_length(*se, "turns", w.sessions.turns);
+    w.sessions.max_context =
+        static_cast<int>(se->positive_integer("max_context", w.sessions.max_context));
+    se->finish();
+  }
   w.expert_load_skew = r.positive_number("expert_load_skew", 1);
   if (!(w.expert_load_skew >= 1) || !std::isfinite(w.expert_load_skew))
     r.fail("expert_load_skew",

@@ -111,6 +111,16 @@ struct WorkloadSpec {
   std::array<double, kNumPriorities> sla_s = {0, 0, 0};  // per class; 0 = none
   PrefixSpec prefix;
   std::uint64_t max_requests = 0;  // 0 = no limit
+  // Multi-turn chats (closed_loop only; sessions.enabled): each user holds a conversation of
+  // `turns` requests; a turn's prompt is the conversation so far (earlier prompts and
+  // outputs) plus `prompt_tokens` new ones, and it shares the conversation's blocks with the
+  // earlier turns (prefix cache). The user thinks between turns (think_time_s) and starts a
+  // new conversation after the last turn, or when the next prompt would exceed max_context.
+  struct Sessions {
+    bool enabled = false;
+    LengthSpec turns = LengthSpec::fixed(4);
+    int max_context = 32768;
+  } sessions;
   // MoE routing imbalance: the busiest expert-parallel rank's routed tokens over the mean
   // (>= 1; 1: uniform). Used by the cost model with expert parallelism.
   double expert_load_skew = 1;

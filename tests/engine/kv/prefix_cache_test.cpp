@@ -6,26 +6,13 @@
 #include <vector>
 
 #include "engine/kv/block_manager.h"
+#include "tests/engine/kv/kv_test_util.h"
 
 namespace prima::kv {
 namespace {
 
-Sequence seq(int prompt, std::uint64_t group, int prefix) {
-  Sequence s;
-  s.req.prompt_tokens = prompt;
-  s.req.max_output_tokens = 4;
-  s.req.prefix_group = group;
-  s.req.prefix_tokens = prefix;
-  return s;
-}
-
-// Computes the whole prompt of s into the cache (as the scheduler does).
-void compute(BlockManager& kv, Sequence& s) {
-  s.num_computed = kv.match_prefix(s);
-  ASSERT_TRUE(kv.grow(s, s.known_tokens()));
-  s.num_computed = s.known_tokens();
-  kv.commit(s, s.num_computed);
-}
+using testing::compute;
+using testing::seq;
 
 TEST(PrefixCache, SharesFullPrefixBlocksWithRefCounts) {
   BlockManager kv(20, 4, 0.0);
