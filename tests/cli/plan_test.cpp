@@ -72,6 +72,31 @@ json without_wall(json p) {
   return p;
 }
 
+// The same proof for disaggregated serving: a space of xPyD splits only (4 GPUs: 1P1D at TP2,
+// 2P2D at TP1), the chosen split meets the SLO at its rate and fails at 1.1x.
+TEST(Plan, ChosenXpydSplitMeetsSloAtReportedRateAndFailsTenPercentAbove) {
+  const std::string dir = write_plan(
+      "xpyd",
+      R"({"topologies": ["dgx_a100"], "gpus": [4], "tensor_parallel": [1, 2], "replicas": "fill",
+          "disaggregation": [true]})");
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(dir + "/out/plan.json");
+  ASSERT_FALSE(p["ranked"].empty()) << p.dump(2);
+  const json& best = p["ranked"][0];
+  ASSERT_TRUE(best["config"]["disaggregation"].get<bool>()) << best.dump();
+  const double rate = best["max_rate_rps"].get<double>();
+  int code = 0;
+  json at = simulate(dir, best["sets"], "", &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_TRUE(at.contains("disaggregation")) << at.dump();
+  EXPECT_TRUE(meets(at, 0.5, 0.06, 0.99)) << at["latency_s"].dump() << at["slo"].dump();
+  json above = simulate(dir, best["sets"],
+                        " --set workload.arrival.rate_rps=" + std::to_string(rate * 1.1), &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_FALSE(meets(above, 0.5, 0.06, 0.99)) << above["latency_s"].dump();
+}
+
 TEST(Plan, ChosenConfigMeetsSloAtReportedRateAndFailsTenPercentAbove) {
   const std::string dir = write_plan("proof", kSmallSpace);
   auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
