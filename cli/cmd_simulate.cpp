@@ -43,11 +43,19 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, 
   layout += " x PP" + std::to_string(dep["pipeline_parallel"].get<int>());
   if (dep.contains("expert_parallel"))
     layout += " (EP" + std::to_string(dep["expert_parallel"].get<int>()) + ")";
-  std::printf("  %s %s on %d GPUs (%s), %s x %d replica(s)\n",
-              r["model"]["name"].get<std::string>().c_str(),
+  std::string replicas = " x " + std::to_string(dep["replicas"].get<int>()) + " replica(s)";
+  if (dep.contains("pools")) {  // disaggregated pools of their own shape
+    layout.clear();
+    replicas.clear();
+    for (const auto& p : dep["pools"])
+      layout += (layout.empty() ? "" : ", ") + p["role"].get<std::string>() + " " +
+                std::to_string(p["replicas"].get<int>()) + " x TP" +
+                std::to_string(p["tensor_parallel"].get<int>()) + " x PP" +
+                std::to_string(p["pipeline_parallel"].get<int>());
+  }
+  std::printf("  %s %s on %d GPUs (%s), %s%s\n", r["model"]["name"].get<std::string>().c_str(),
               r["model"]["quantization"].get<std::string>().c_str(), r["gpus"]["count"].get<int>(),
-              r["topology"]["gpu"].get<std::string>().c_str(), layout.c_str(),
-              dep["replicas"].get<int>());
+              r["topology"]["gpu"].get<std::string>().c_str(), layout.c_str(), replicas.c_str());
   // How far to trust the figures below: the cost model's calibration and its measured error.
   if (r.contains("fidelity"))
     std::printf("  fidelity   %s\n", r["fidelity"]["summary"].get<std::string>().c_str());

@@ -47,7 +47,7 @@ int serve_sim(const ServeOptions& o) {
   model.name = sc->model.name;
   model.max_model_len = sc->max_model_len > 0 ? sc->max_model_len : sc->model.max_context;
   server::ServerMetrics metrics(model.name, model.max_model_len);
-  bridge.set_metrics(&metrics, cl.recorder.get(), sc->plan.gpus_per_replica() * sc->plan.replicas);
+  bridge.set_metrics(&metrics, cl.recorder.get(), cl.recorder->gpus());
   const nlohmann::json limits = engine_limits(*cl.engine);
   const std::string banner =
       fmt::format("{} ({}) on {}, TP{} x PP{} x {} replica(s), simulated at {}x; {}", model.name,

@@ -8,15 +8,18 @@
 
 namespace prima::sim {
 
-cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl) {
-  executors.push_back(
-      std::make_unique<SimExecutor>(platform.get(), rt.get(), pl, cost_fns_from(*cost), speedups));
+cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl, int pool) {
+  const Pool* p = pool >= 0 ? &pools[static_cast<std::size_t>(pool)] : nullptr;
+  const plan::ParallelPlan& plan = p ? p->plan : sc->plan;
+  executors.push_back(std::make_unique<SimExecutor>(platform.get(), rt.get(), pl,
+                                                    cost_fns_from(p ? *p->cost : *cost), speedups));
   if (injector) executors.back()->set_fault_injector(injector.get());
   cluster::ReplicaSetup rs;
   rs.executor = executors.back().get();
-  rs.gpus = sc->plan.gpus_per_replica();
-  rs.stage_gpus = sc->plan.gpus_per_stage();
-  rs.num_kv_blocks = kv_blocks;
+  rs.gpus = plan.gpus_per_replica();
+  rs.stage_gpus = plan.gpus_per_stage();
+  rs.num_kv_blocks = p ? p->kv_blocks : kv_blocks;
+  if (p) rs.scheduler = p->scheduler;
   rs.devices = pl.devices;
   if (!tier_specs.empty()) {
     std::vector<std::shared_ptr<kv::KvTier>> tiers;
@@ -28,11 +31,96 @@ cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl) {
   return rs;
 }
 
+namespace {
+
+// The cost model of a plan of the scenario: its GPU's calibration, PCIe for KV swaps, NVLink
+// for TP inside a node, the draft model, the expert-load skew.
+std::unique_ptr<perf::CostModel> make_cost(const scenario::Scenario& sc,
+                                           const plan::ParallelPlan& p) {
+  auto cost = std::make_unique<perf::CostModel>(
+      sc.model, sc.quantization, sc.topology.gpu, p,
+      perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
+      sc.memory.kv_bytes_per_element);
+  // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
+  cost->set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
+  // TP within a node all-reduces over NVLink (a launch-bound layer hides it: cost_model.h).
+  if (p.tensor_parallel <= sc.topology.node.gpus) cost->set_tp_link(sc.topology.node.nvlink);
+  if (sc.speculative.enabled()) cost->set_draft(sc.speculative.draft, sc.quantization);
+  cost->set_expert_load_skew(sc.workload.expert_load_skew);
+  return cost;
+}
+
+// Disaggregated pools with their own layout and batch limits: each pool checked and placed,
+// prefill first, decode from the next node on. Errors name /disaggregation/<pool>.
+Status build_pools(const scenario::Scenario& sc, SimCluster* c) {
+  const cluster::DisaggregationOptions& d = sc.cluster.disaggregation;
+  int next_gpu = 0;
+  const int gpn = sc.topology.node.gpus;
+  for (int k = 0; k < 2; ++k) {
+    const cluster::DisaggregationOptions::Pool& o = k == 0 ? d.prefill : d.decode;
+    SimCluster::Pool pool;
+    pool.role = k == 0 ? "prefill" : "decode";
+    const std::string where = sc.file + ": /disaggregation/" + pool.role + ": ";
+    pool.plan = sc.plan;
+    if (o.tensor_parallel > 0) pool.plan.tensor_parallel = o.tensor_parallel;
+    if (o.pipeline_parallel > 0) pool.plan.pipeline_parallel = o.pipeline_parallel;
+    pool.plan.replicas = k == 0 ? d.prefill_replicas : d.decode_replicas;
+    auto opts = std::make_shared<sched::SchedulerOptions>(sc.scheduler);
+    if (o.max_num_seqs > 0) opts->max_num_seqs = o.max_num_seqs;
+    if (o.max_num_batched_tokens > 0) opts->max_num_batched_tokens = o.max_num_batched_tokens;
+    if (pool.plan.micro_batch > 0 && pool.plan.pipeline_parallel > 1)
+      opts->max_seqs_per_step = pool.plan.micro_batch;
+    auto fit = plan::check_plan(sc.model, sc.quantization, sc.topology, pool.plan, sc.memory,
+                                opts->max_num_batched_tokens, sc.max_model_len);
+    if (!fit.ok()) return invalid_argument(where + fit.status().message());
+    if (!fit->fits) return invalid_argument(where + fit->verdict);
+    pool.fit = *fit;
+    opts->kv_bytes_per_token = pool.fit.kv_bytes_per_token;  // per GPU: swap traffic
+    pool.scheduler = opts;
+    pool.kv_blocks = static_cast<int>(pool.fit.kv_tokens / sc.scheduler.block_size);
+    pool.cost = make_cost(sc, pool.plan);
+    // Place the pool on the GPUs left, from a node boundary: a smaller topology of the
+    // remaining nodes, device ids shifted back.
+    const int first_node = (next_gpu + gpn - 1) / gpn;
+    plan::Topology rest = sc.topology;
+    rest.nodes = sc.topology.nodes - first_node;
+    const int need = pool.plan.gpus_per_replica() * pool.plan.replicas;
+    if (rest.nodes <= 0)
+      return invalid_argument(where + fmt::format("{} replicas of {} GPUs find no node left on "
+                                                  "topology {} ({} GPUs; the prefill pool "
+                                                  "takes the first {} nodes)",
+                                                  pool.plan.replicas, pool.plan.gpus_per_replica(),
+                                                  sc.topology.name, sc.topology.total_gpus(),
+                                                  first_node));
+    auto placed = plan::place(pool.plan, rest);
+    if (!placed.ok()) return invalid_argument(where + placed.status().message());
+    const int offset = first_node * gpn;
+    for (plan::ReplicaPlacement& pl : *placed) {
+      pl.replica = static_cast<ReplicaId>(c->placements.size());
+      for (auto& stage : pl.devices)
+        for (DeviceId& g : stage) g += offset;
+      c->placements.push_back(std::move(pl));
+      c->pool_of.push_back(k);
+    }
+    next_gpu = offset + need;
+    c->pools.push_back(std::move(pool));
+  }
+  c->fit = c->pools[0].fit;
+  return ok_status();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& sc) {
   auto c = std::make_unique<SimCluster>();
   c->sc = &sc;
-  PRIMA_ASSIGN_OR_RETURN(c->fit, check_scenario_plan(sc));
-  PRIMA_ASSIGN_OR_RETURN(c->placements, plan::place(sc.plan, sc.topology));
+  const bool pools = sc.cluster.disaggregation.pools_set();
+  if (pools) {
+    PRIMA_RETURN_IF_ERROR(build_pools(sc, c.get()));
+  } else {
+    PRIMA_ASSIGN_OR_RETURN(c->fit, check_scenario_plan(sc));
+    PRIMA_ASSIGN_OR_RETURN(c->placements, plan::place(sc.plan, sc.topology));
+  }
   SimOptions asked;
   PRIMA_RETURN_IF_ERROR(config::to_status([&] { asked = read_sim_options(sc); }));
   PRIMA_ASSIGN_OR_RETURN(c->platform, SimPlatform::create(sc.topology));
@@ -74,17 +162,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   if (!sc.faults.empty())
     c->injector =
         std::make_unique<FaultInjector>(c->platform.get(), c->rt.get(), sc.faults, sc.env, sc.seed);
-  c->cost = std::make_unique<perf::CostModel>(
-      sc.model, sc.quantization, sc.topology.gpu, sc.plan,
-      perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
-      sc.memory.kv_bytes_per_element);
-  // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
-  c->cost->set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
-  // TP within a node all-reduces over NVLink (a launch-bound layer hides it: cost_model.h).
-  if (sc.plan.tensor_parallel <= sc.topology.node.gpus)
-    c->cost->set_tp_link(sc.topology.node.nvlink);
-  if (sc.speculative.enabled()) c->cost->set_draft(sc.speculative.draft, sc.quantization);
-  c->cost->set_expert_load_skew(sc.workload.expert_load_skew);
+  c->cost = make_cost(sc, sc.plan);
   std::vector<cluster::ReplicaSetup> setups;
   // The speed-ups that apply (sim_strategy.h); lone flows need the platform's link occupancy
   // before the executors are made.
@@ -130,10 +208,15 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
       continue;
     }
     c->slot_of_replica.push_back(static_cast<int>(i));
-    setups.push_back(c->make_setup(pl));
+    setups.push_back(c->make_setup(pl, pools ? c->pool_of[i] : -1));
   }
 
-  c->recorder = std::make_unique<metrics::Recorder>(sc.plan.gpus_per_replica() * sc.plan.replicas);
+  int gpus = sc.plan.gpus_per_replica() * sc.plan.replicas;
+  if (pools) {
+    gpus = 0;
+    for (const auto& p : c->pools) gpus += p.plan.gpus_per_replica() * p.plan.replicas;
+  }
+  c->recorder = std::make_unique<metrics::Recorder>(gpus);
   cluster::EngineOptions eopts;
   eopts.scheduler = sc.scheduler;
   eopts.scheduler.kv_bytes_per_token = c->fit.kv_bytes_per_token;  // per GPU: swap traffic
@@ -170,15 +253,22 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
         return cl->make_setup(cl->pool[slot]);  // a fresh executor (idle ones stay)
       };
     // Each GPU reads its weight shard from the storage host, all at once (they contend).
-    prov.load = [cl, weight_bytes = c->fit.weight_bytes](ReplicaId, const cluster::ReplicaSetup& rs,
+    prov.load = [cl, weight_bytes = c->fit.weight_bytes](ReplicaId id,
+                                                         const cluster::ReplicaSetup& rs,
                                                          std::function<void(Status)> done) {
+      const double bytes =
+          cl->pools.empty()
+              ? weight_bytes
+              : cl->pools[static_cast<std::size_t>(
+                              cl->pool_of[static_cast<std::size_t>(cl->slot_of_replica[id])])]
+                    .fit.weight_bytes;
       auto left = std::make_shared<int>(0);
       auto first_error = std::make_shared<Status>();
       for (const auto& st : rs.devices) *left += static_cast<int>(st.size());
       if (*left == 0) return done(ok_status());
       for (const auto& st : rs.devices)
         for (DeviceId d : st)
-          cl->fabric->load_from_storage(d, weight_bytes, [=](Status s) {
+          cl->fabric->load_from_storage(d, bytes, [=](Status s) {
             if (!s.ok() && first_error->ok()) *first_error = s;
             if (--*left == 0) done(*first_error);
           });

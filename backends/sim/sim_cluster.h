@@ -55,9 +55,23 @@ struct SimCluster {
   // the per-replica tiers' specs.
   std::vector<std::shared_ptr<kv::KvTier>> shared_tiers;  // by tier index; null if per replica
   std::vector<kv::KvTierSpec> tier_specs;
+  // Disaggregated pools with their own layout and batch limits (disaggregation.prefill /
+  // .decode): pools[0] prefill, pools[1] decode, and each placement's pool (pool_of, by
+  // index into placements). Empty without them: every replica is the deployment's.
+  struct Pool {
+    std::string role;
+    plan::ParallelPlan plan;
+    plan::MemoryFit fit;
+    std::unique_ptr<perf::CostModel> cost;
+    int kv_blocks = 0;
+    std::shared_ptr<const sched::SchedulerOptions> scheduler;
+  };
+  std::vector<Pool> pools;
+  std::vector<int> pool_of;
 
-  // A fresh executor on a placement, as the engine's ReplicaSetup.
-  cluster::ReplicaSetup make_setup(const plan::ReplicaPlacement& pl);
+  // A fresh executor on a placement, as the engine's ReplicaSetup (of pools[pool], or the
+  // deployment's when pool < 0).
+  cluster::ReplicaSetup make_setup(const plan::ReplicaPlacement& pl, int pool = -1);
 };
 
 // Builds the cluster of `sc` (checks the plan first; errors name the scenario file).

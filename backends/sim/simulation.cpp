@@ -71,8 +71,8 @@ OJson kv_tier_section(const cluster::ServingEngine& eng) {
 }
 
 OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
-                     const cluster::ServingEngine& eng, double kv_usage_mean,
-                     double fragmentation_mean) {
+                     const std::vector<SimCluster::Pool>& pools, const cluster::ServingEngine& eng,
+                     double kv_usage_mean, double fragmentation_mean) {
   OJson j;
   j["model"] = OJson{{"name", sc.model.name},
                      {"quantization", model::quantization_name(sc.quantization)},
@@ -87,6 +87,22 @@ OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, i
                           {"replicas", sc.plan.replicas}};
   if (sc.plan.placement == plan::Placement::kStageMajor)
     j["deployment"]["placement"] = "stage_major";  // packed (the default) is not written
+  // Disaggregated pools with their own layout and batch limits.
+  if (!pools.empty()) {
+    OJson arr = OJson::array();
+    for (const auto& p : pools)
+      arr.push_back(
+          OJson{{"role", p.role},
+                {"replicas", p.plan.replicas},
+                {"tensor_parallel", p.plan.tensor_parallel},
+                {"pipeline_parallel", p.plan.pipeline_parallel},
+                {"gpus", p.plan.gpus_per_replica() * p.plan.replicas},
+                {"max_num_seqs", p.scheduler->max_num_seqs},
+                {"max_num_batched_tokens", p.scheduler->max_num_batched_tokens},
+                {"kv_tokens_per_replica", std::int64_t(p.kv_blocks) * sc.scheduler.block_size},
+                {"weights_gb_per_gpu", p.fit.weight_bytes / 1e9}});
+    j["deployment"]["pools"] = std::move(arr);
+  }
   // MoE layouts: written when used (a dense deployment's report is unchanged).
   if (sc.plan.data_parallel > 1) j["deployment"]["data_parallel"] = sc.plan.data_parallel;
   if (sc.plan.expert_parallel > 1) {
@@ -362,8 +378,9 @@ Result<SimulationOutput> run_simulation(const scenario::Scenario& sc,
   in.wall_seconds = out.wall_seconds;
   in.fidelity = OJson::parse(
       perf::fidelity_to_json(perf::resolve(sc.calibration, sc.topology.gpu.name).fidelity).dump());
-  in.extra = extra_sections(sc, fit, kv_blocks, engine, samples ? kv_usage_sum / samples : 0.0,
-                            samples ? fragmentation_sum / samples : 0.0);
+  in.extra =
+      extra_sections(sc, fit, kv_blocks, cl->pools, engine, samples ? kv_usage_sum / samples : 0.0,
+                     samples ? fragmentation_sum / samples : 0.0);
   cluster_sections(copts, engine, rec, max_capped_from, &in.extra);
   in.extra["failover"] = failover_section(copts, engine);
   if (!cl->load_errors.empty()) in.extra["load_errors"] = cl->load_errors;

@@ -49,6 +49,17 @@ void parse_disaggregation(const config::JsonReader& r, DisaggregationOptions* o)
   o->prefill_replicas = static_cast<int>(r.positive_integer("prefill_replicas"));
   o->decode_replicas = static_cast<int>(r.positive_integer("decode_replicas"));
   o->max_transfer_retries = count(r, "max_transfer_retries", o->max_transfer_retries);
+  auto pool = [&](const char* key, DisaggregationOptions::Pool* p) {
+    auto po = r.optional_object(key);
+    if (!po) return;
+    p->tensor_parallel = static_cast<int>(po->positive_integer("tensor_parallel", 0));
+    p->pipeline_parallel = static_cast<int>(po->positive_integer("pipeline_parallel", 0));
+    p->max_num_seqs = static_cast<int>(po->positive_integer("max_num_seqs", 0));
+    p->max_num_batched_tokens = static_cast<int>(po->positive_integer("max_num_batched_tokens", 0));
+    po->finish();
+  };
+  pool("prefill", &o->prefill);
+  pool("decode", &o->decode);
   r.finish();
 }
 

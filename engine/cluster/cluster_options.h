@@ -54,6 +54,19 @@ struct DisaggregationOptions {
   int prefill_replicas = 0;
   int decode_replicas = 0;
   int max_transfer_retries = 2;  // a failed KV hand-off is retried on another decode replica
+  // A pool's own layout and batch limits (0: the deployment's and scheduler's). With either
+  // pool set, the prefill pool's replicas come first on the GPUs and the decode pool's start
+  // on the next node.
+  struct Pool {
+    int tensor_parallel = 0, pipeline_parallel = 0;
+    int max_num_seqs = 0, max_num_batched_tokens = 0;
+    bool set() const {
+      return tensor_parallel > 0 || pipeline_parallel > 0 || max_num_seqs > 0 ||
+             max_num_batched_tokens > 0;
+    }
+  };
+  Pool prefill, decode;
+  bool pools_set() const { return prefill.set() || decode.set(); }
   bool enabled() const { return prefill_replicas > 0 || decode_replicas > 0; }
 };
 

@@ -118,7 +118,8 @@ ServingEngine::~ServingEngine() = default;
 
 ReplicaId ServingEngine::make_replica(const ReplicaSetup& rs, ReplicaState st, ReplicaRole role) {
   const auto id = static_cast<ReplicaId>(replicas_.size());
-  replicas_.push_back(std::make_unique<Replica>(id, rs.gpus, rt_, rs.executor, opts_.scheduler,
+  replicas_.push_back(std::make_unique<Replica>(id, rs.gpus, rt_, rs.executor,
+                                                rs.scheduler ? *rs.scheduler : opts_.scheduler,
                                                 rs.num_kv_blocks, &events_));
   if (rs.kv_tiers) replicas_.back()->set_kv_tiers(rs.kv_tiers);
   ReplicaInfo ri;

@@ -64,6 +64,9 @@ struct ReplicaSetup {
   std::vector<std::vector<DeviceId>> devices;
   // KV offload tiers below the replica's prefix cache (null: none).
   std::shared_ptr<kv::KvTiers> kv_tiers;
+  // The replica's own scheduler options (a disaggregated pool's batch limits); null: the
+  // engine's.
+  std::shared_ptr<const sched::SchedulerOptions> scheduler;
 };
 
 // How the engine gets replicas at run time (autoscaling). Given by the wiring.
