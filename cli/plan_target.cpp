@@ -70,8 +70,9 @@ const SearchedConfig* fewest_gpus(const capacity::PlanSpec& spec,
 std::optional<capacity::PlanConfig> one_replica_fewer(const capacity::PlanConfig& winner,
                                                       const std::vector<SearchedConfig>& searched) {
   capacity::PlanConfig c = winner;
-  c.replicas -= 1;
-  if (c.replicas < (c.disaggregation ? 2 : 1)) return std::nullopt;
+  c.replicas -= 1;  // with pools of their own shape: one decode replica fewer
+  if (c.replicas < (c.disaggregation ? 2 : 1) || (c.pools() && c.decode_replicas() < 1))
+    return std::nullopt;
   for (const auto& s : searched)
     if (s.config.key() == c.key()) return std::nullopt;  // the space had it: searched already
   return c;

@@ -61,10 +61,7 @@ Status build_pools(const scenario::Scenario& sc, SimCluster* c) {
     SimCluster::Pool pool;
     pool.role = k == 0 ? "prefill" : "decode";
     const std::string where = sc.file + ": /disaggregation/" + pool.role + ": ";
-    pool.plan = sc.plan;
-    if (o.tensor_parallel > 0) pool.plan.tensor_parallel = o.tensor_parallel;
-    if (o.pipeline_parallel > 0) pool.plan.pipeline_parallel = o.pipeline_parallel;
-    pool.plan.replicas = k == 0 ? d.prefill_replicas : d.decode_replicas;
+    pool.plan = d.pool_plan(sc.plan, k);
     auto opts = std::make_shared<sched::SchedulerOptions>(sc.scheduler);
     if (o.max_num_seqs > 0) opts->max_num_seqs = o.max_num_seqs;
     if (o.max_num_batched_tokens > 0) opts->max_num_batched_tokens = o.max_num_batched_tokens;

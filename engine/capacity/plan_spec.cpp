@@ -111,6 +111,18 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
   if (r.has("disaggregation")) s->disaggregation = bools(r, "disaggregation");
   if (r.has("data_parallel")) s->data_parallel = positive_ints(r, "data_parallel");
   if (r.has("expert_parallel")) s->expert_parallel = bools(r, "expert_parallel");
+  if (r.has("prefill_tensor_parallel"))
+    s->prefill_tensor_parallel = positive_ints(r, "prefill_tensor_parallel");
+  if (r.has("decode_tensor_parallel"))
+    s->decode_tensor_parallel = positive_ints(r, "decode_tensor_parallel");
+  if (r.has("prefill_share")) {
+    s->prefill_share = r.numbers("prefill_share");
+    for (std::size_t i = 0; i < s->prefill_share.size(); ++i)
+      if (!(s->prefill_share[i] > 0 && s->prefill_share[i] < 1))
+        r.fail(
+            "prefill_share/" + std::to_string(i),
+            "expected a share of the GPUs in (0, 1), got " + std::to_string(s->prefill_share[i]));
+  }
   if (r.has("speculative")) {
     const Json& v = r.value("speculative");
     if (!v.is_array() || v.empty())

@@ -44,6 +44,11 @@ struct SearchSpace {
   // (expert_parallel = tp x dp). Empty: the base scenario's layout.
   std::vector<int> data_parallel;
   std::vector<bool> expert_parallel;
+  // Disaggregated pools of their own shape (with disaggregation true): prefill and decode TP
+  // degrees, and the share of the GPUs (replicas "fill") or replicas that prefill. Empty: the
+  // classic half-and-half split at the configuration's TP.
+  std::vector<int> prefill_tensor_parallel, decode_tensor_parallel;
+  std::vector<double> prefill_share;
   std::vector<int> replicas;                // empty with replicas_fill
   bool replicas_fill = false;               // "fill": as many replicas as the GPUs hold
   std::vector<std::string> quantization;    // empty: the base scenario's

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "engine/perf/cost_model.h"
 #include "engine/workload/lengths.h"
@@ -86,6 +87,30 @@ Screening screen_config(const PlanSpec& spec, const PlanConfig& c) {
   if (!j.ok()) return prune("invalid", j.status().message());
   auto sc = scenario::parse_scenario(*j, spec.scenario_file, spec.scenario_dir);
   if (!sc.ok()) return prune("invalid", sc.status().message());
+  const auto& dis = sc->cluster.disaggregation;
+  if (dis.pools_set()) {
+    // Pools of their own shape: each checked alone, on its own nodes (prefill first); no
+    // roofline bound (the deployment's plan is not what runs).
+    const int gpn = sc->topology.node.gpus;
+    int nodes = 0;
+    for (int k = 0; k < 2; ++k) {
+      const plan::ParallelPlan p = dis.pool_plan(sc->plan, k);
+      const char* role = k == 0 ? "prefill" : "decode";
+      auto fit = check_plan(sc->model, sc->quantization, sc->topology, p, sc->memory,
+                            dis.pool_batch_tokens(sc->scheduler.max_num_batched_tokens, k),
+                            sc->max_model_len);
+      if (!fit.ok())
+        return prune("invalid", fmt::format("{} pool: {}", role, fit.status().message()));
+      if (!fit->fits) return prune("memory", fmt::format("{} pool: {}", role, fit->verdict));
+      nodes += (p.gpus_per_replica() * p.replicas + gpn - 1) / gpn;
+    }
+    if (nodes > sc->topology.nodes)
+      return prune("invalid", fmt::format("the pools take {} nodes (each pool from a node "
+                                          "boundary); topology {} has {}",
+                                          nodes, sc->topology.name, sc->topology.nodes));
+    s.bound_rps = std::numeric_limits<double>::infinity();
+    return s;
+  }
   auto placed = place(sc->plan, sc->topology);
   if (!placed.ok()) return prune("invalid", placed.status().message());
   auto fit = check_plan(sc->model, sc->quantization, sc->topology, sc->plan, sc->memory,

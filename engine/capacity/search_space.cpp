@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <tuple>
 
 #include "engine/plan/topology.h"
 
@@ -69,6 +71,9 @@ std::string PlanConfig::key() const {
   if (max_num_batched_tokens > 0) k += fmt::format(" tok{}", max_num_batched_tokens);
   if (priority_scheduling >= 0) k += priority_scheduling ? " prio" : " fifo";
   if (disaggregation) k += " disagg";
+  if (pools())
+    k += fmt::format(" p{}xtp{} d{}xtp{}", prefill_replicas(), prefill_tp, decode_replicas(),
+                     decode_tp);
   if (speculative_set) k += " " + speculative_label(speculative);
   return k;
 }
@@ -91,7 +96,12 @@ std::vector<std::string> PlanConfig::sets() const {
   if (priority_scheduling >= 0)
     s.push_back(std::string("scheduler.priority_scheduling=") +
                 (priority_scheduling ? "true" : "false"));
-  if (disaggregation)
+  if (pools())
+    s.push_back(
+        fmt::format(R"(disaggregation={{"prefill_replicas":{},"decode_replicas":{},)"
+                    R"("prefill":{{"tensor_parallel":{}}},"decode":{{"tensor_parallel":{}}}}})",
+                    prefill_replicas(), decode_replicas(), prefill_tp, decode_tp));
+  else if (disaggregation)
     s.push_back(fmt::format(R"(disaggregation={{"prefill_replicas":{},"decode_replicas":{}}})",
                             prefill_replicas(), decode_replicas()));
   else
@@ -116,6 +126,10 @@ Json PlanConfig::to_json() const {
   if (max_num_batched_tokens > 0) j["max_num_batched_tokens"] = max_num_batched_tokens;
   if (priority_scheduling >= 0) j["priority_scheduling"] = priority_scheduling == 1;
   j["disaggregation"] = disaggregation;
+  if (pools()) {
+    j["prefill"] = {{"replicas", prefill_replicas()}, {"tensor_parallel", prefill_tp}};
+    j["decode"] = {{"replicas", decode_replicas()}, {"tensor_parallel", decode_tp}};
+  }
   if (speculative_set) j["speculative"] = speculative;
   return j;
 }
@@ -146,6 +160,44 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
   std::vector<std::pair<bool, Json>> specs;
   for (const Json& e : s.speculative) specs.push_back({true, e});
   if (specs.empty()) specs.push_back({false, Json()});
+  // Disaggregated pools of their own shape: TP per pool and the share of GPUs (or replicas)
+  // that prefill; only for disaggregated configurations, and only when listed.
+  const bool pools = !s.prefill_tensor_parallel.empty() || !s.decode_tensor_parallel.empty() ||
+                     !s.prefill_share.empty();
+  const std::vector<int> prefill_tps =
+      s.prefill_tensor_parallel.empty() ? std::vector<int>{0} : s.prefill_tensor_parallel;
+  const std::vector<int> decode_tps =
+      s.decode_tensor_parallel.empty() ? std::vector<int>{0} : s.decode_tensor_parallel;
+  const std::vector<double> shares =
+      s.prefill_share.empty() ? std::vector<double>{0.5} : s.prefill_share;
+  // A pool configuration from c (its TP, replicas): prefill replicas of tpp GPUs x dp x pp
+  // (0: c's TP) taking `share` of the GPUs to fill (or of the replicas), the rest decode.
+  auto add_pools = [&](PlanConfig c, int tpp, int tpd, double share, int fill, int total,
+                       std::string reason) {
+    c.prefill_tp = tpp > 0 ? tpp : c.tensor_parallel;
+    c.decode_tp = tpd > 0 ? tpd : c.tensor_parallel;
+    const int other = c.data_parallel * c.pipeline_parallel;
+    const int gp = c.prefill_tp * other, gd = c.decode_tp * other;
+    int p = 0, d = 0;
+    if (fill > 0) {
+      p = std::max(1, static_cast<int>(std::lround(share * fill / gp)));
+      d = (fill - p * gp) / gd;
+    } else {
+      p = std::clamp(static_cast<int>(std::lround(share * c.replicas)), 1,
+                     std::max(1, c.replicas - 1));
+      d = c.replicas - p;
+    }
+    c.prefill_count = p;
+    c.replicas = p + std::max(0, d);
+    if (reason.empty() && d < 1)
+      reason = fmt::format(
+          "no GPU left for a decode replica of {} GPUs after {} prefill "
+          "replicas of {}",
+          gd, p, gp);
+    if (reason.empty() && c.gpus() > total)
+      reason = fmt::format("needs {} GPUs; topology {} has {}", c.gpus(), c.topology_label, total);
+    add(c, reason);
+  };
   // MoE layouts (data_parallel, expert_parallel): the base scenario's unless listed.
   const bool moe_set = !s.data_parallel.empty() || !s.expert_parallel.empty();
   const std::vector<int> dps = s.data_parallel.empty() ? std::vector<int>{1} : s.data_parallel;
@@ -176,17 +228,20 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
             for (bool ep : eps) {
               const int per_replica = tp * dp * pp;
               // Replica counts with, for each, why it cannot exist ("" when it can).
-              std::vector<std::pair<int, std::string>> reps;
+              // (replicas, why not, GPUs to fill: 0 for an explicit count)
+              std::vector<std::tuple<int, std::string, int>> reps;
               if (s.replicas_fill) {
                 for (int cap : caps) {
                   const int usable = std::min(cap, topo.total_gpus());
                   if (usable / per_replica >= 1)
-                    reps.push_back({usable / per_replica, ""});
+                    reps.push_back({usable / per_replica, "", usable});
                   else
-                    reps.push_back({1, fmt::format("TP{} x DP{} x PP{} needs {} GPUs; {} GPUs "
-                                                   "available (topology {} has {}, cap {})",
-                                                   tp, dp, pp, per_replica, usable,
-                                                   base.topology_label, topo.total_gpus(), cap)});
+                    reps.push_back({1,
+                                    fmt::format("TP{} x DP{} x PP{} needs {} GPUs; {} GPUs "
+                                                "available (topology {} has {}, cap {})",
+                                                tp, dp, pp, per_replica, usable,
+                                                base.topology_label, topo.total_gpus(), cap),
+                                    usable});
                 }
               } else {
                 for (int r : s.replicas) {
@@ -198,10 +253,10 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
                   else if (need > cap_max)
                     why = fmt::format("needs {} GPUs, over the search's GPU cap of {}", need,
                                       cap_max);
-                  reps.push_back({r, why});
+                  reps.push_back({r, why, 0});
                 }
               }
-              for (const auto& [r, why] : reps)
+              for (const auto& [r, why, fill] : reps)
                 for (const auto& q : quants)
                   for (int ns : seqs)
                     for (int nt : toks)
@@ -223,13 +278,20 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
                             c.speculative_set = spec_set;
                             c.speculative = spec;
                             std::string reason = why;
-                            if (reason.empty() && dis && r < 2)
-                              reason =
-                                  "disaggregation needs at least 2 replicas (1 prefill, 1 decode)";
                             if (reason.empty() && dp > 1 && !ep)
                               reason = "attention data parallelism needs expert parallelism";
                             if (reason.empty() && ep && tp * dp < 2)
                               reason = "expert parallelism needs more than one GPU per stage";
+                            if (dis && pools) {
+                              for (int tpp : prefill_tps)
+                                for (int tpd : decode_tps)
+                                  for (double share : shares)
+                                    add_pools(c, tpp, tpd, share, fill, topo.total_gpus(), reason);
+                              continue;
+                            }
+                            if (reason.empty() && dis && r < 2)
+                              reason =
+                                  "disaggregation needs at least 2 replicas (1 prefill, 1 decode)";
                             add(c, reason);
                           }
             }

@@ -36,9 +36,19 @@ struct PlanConfig {
   bool speculative_set = false;
   config::Json speculative;
 
-  int gpus() const { return tensor_parallel * data_parallel * pipeline_parallel * replicas; }
-  int prefill_replicas() const { return replicas / 2; }
-  int decode_replicas() const { return replicas - replicas / 2; }
+  // Disaggregated pools of their own shape (when the search lists them): prefill replicas
+  // and each pool's TP (0: replicas / 2 and tensor_parallel, the classic split).
+  int prefill_count = 0, prefill_tp = 0, decode_tp = 0;
+  bool pools() const { return disaggregation && (prefill_tp > 0 || decode_tp > 0); }
+
+  int gpus() const {
+    if (pools())
+      return (prefill_replicas() * prefill_tp + decode_replicas() * decode_tp) * data_parallel *
+             pipeline_parallel;
+    return tensor_parallel * data_parallel * pipeline_parallel * replicas;
+  }
+  int prefill_replicas() const { return prefill_count > 0 ? prefill_count : replicas / 2; }
+  int decode_replicas() const { return replicas - prefill_replicas(); }
   // A stable, readable identity, e.g. "bitbrick_k1 A100-SXM4-80GB tp4 pp2 x1 w8a8 seqs256".
   std::string key() const;
   // The --set overrides that turn the base scenario into this configuration.

@@ -11,6 +11,7 @@
 
 #include "engine/cluster/router.h"
 #include "engine/config/json_reader.h"
+#include "engine/plan/parallel_plan.h"
 
 namespace prima::cluster {
 
@@ -67,6 +68,21 @@ struct DisaggregationOptions {
   };
   Pool prefill, decode;
   bool pools_set() const { return prefill.set() || decode.set(); }
+  // Pool k's plan (0: prefill, 1: decode): the deployment's with the pool's TP, PP and
+  // replica count.
+  plan::ParallelPlan pool_plan(const plan::ParallelPlan& deployment, int k) const {
+    const Pool& o = k == 0 ? prefill : decode;
+    plan::ParallelPlan p = deployment;
+    if (o.tensor_parallel > 0) p.tensor_parallel = o.tensor_parallel;
+    if (o.pipeline_parallel > 0) p.pipeline_parallel = o.pipeline_parallel;
+    p.replicas = k == 0 ? prefill_replicas : decode_replicas;
+    return p;
+  }
+  // Pool k's largest batch in tokens (its own limit, else the scheduler's).
+  int pool_batch_tokens(int scheduler_tokens, int k) const {
+    const Pool& o = k == 0 ? prefill : decode;
+    return o.max_num_batched_tokens > 0 ? o.max_num_batched_tokens : scheduler_tokens;
+  }
   bool enabled() const { return prefill_replicas > 0 || decode_replicas > 0; }
 };
 

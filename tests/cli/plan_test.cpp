@@ -97,6 +97,39 @@ TEST(Plan, ChosenXpydSplitMeetsSloAtReportedRateAndFailsTenPercentAbove) {
   EXPECT_FALSE(meets(above, 0.5, 0.06, 0.99)) << above["latency_s"].dump();
 }
 
+// Mixed pools: prefill and decode each with their own TP over 4 GPUs; every searched pool
+// configuration is disaggregated with its pools in plan.json, and the winner's sets, simulated
+// again, meet the SLO at its rate and fail at 1.1x.
+TEST(Plan, ChosenMixedPoolsMeetSloAtReportedRateAndFailTenPercentAbove) {
+  const std::string dir = write_plan(
+      "pools",
+      R"({"topologies": [{"base": "dgx_a100", "nodes": 2}], "gpus": [8], "tensor_parallel": [2],
+          "replicas": "fill", "disaggregation": [true], "prefill_tensor_parallel": [1, 2],
+          "decode_tensor_parallel": [1, 2], "prefill_share": [0.25, 0.5]})");
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(dir + "/out/plan.json");
+  ASSERT_FALSE(p["ranked"].empty()) << p.dump(2);
+  for (const json& e : p["ranked"]) {
+    ASSERT_TRUE(e["config"].contains("prefill")) << e.dump();
+    const json& c = e["config"];
+    EXPECT_EQ(c["gpus"].get<int>(),
+              c["prefill"]["replicas"].get<int>() * c["prefill"]["tensor_parallel"].get<int>() +
+                  c["decode"]["replicas"].get<int>() * c["decode"]["tensor_parallel"].get<int>());
+  }
+  const json& best = p["ranked"][0];
+  const double rate = best["max_rate_rps"].get<double>();
+  int code = 0;
+  json at = simulate(dir, best["sets"], "", &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_TRUE(at["deployment"].contains("pools")) << at["deployment"].dump();
+  EXPECT_TRUE(meets(at, 0.5, 0.06, 0.99)) << at["latency_s"].dump() << at["slo"].dump();
+  json above = simulate(dir, best["sets"],
+                        " --set workload.arrival.rate_rps=" + std::to_string(rate * 1.1), &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_FALSE(meets(above, 0.5, 0.06, 0.99)) << above["latency_s"].dump();
+}
+
 TEST(Plan, ChosenConfigMeetsSloAtReportedRateAndFailsTenPercentAbove) {
   const std::string dir = write_plan("proof", kSmallSpace);
   auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
