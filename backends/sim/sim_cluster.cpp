@@ -36,11 +36,10 @@ namespace {
 // The cost model of a plan of the scenario: its GPU's calibration, PCIe for KV swaps, NVLink
 // for TP inside a node, the draft model, the expert-load skew.
 std::unique_ptr<perf::CostModel> make_cost(const scenario::Scenario& sc,
-                                           const plan::ParallelPlan& p) {
-  auto cost = std::make_unique<perf::CostModel>(
-      sc.model, sc.quantization, sc.topology.gpu, p,
-      perf::resolve(sc.calibration, sc.topology.gpu.name).efficiency,
-      sc.memory.kv_bytes_per_element);
+                                           const plan::ParallelPlan& p, const plan::GpuSpec& gpu) {
+  auto cost = std::make_unique<perf::CostModel>(sc.model, sc.quantization, gpu, p,
+                                                perf::resolve(sc.calibration, gpu.name).efficiency,
+                                                sc.memory.kv_bytes_per_element);
   // Swapped-out KV blocks travel over each GPU's PCIe link to host memory and back.
   cost->set_pcie_bandwidth_Bps(sc.topology.node.pcie.bandwidth_Bps);
   // TP within a node all-reduces over NVLink (a launch-bound layer hides it: cost_model.h).
@@ -50,56 +49,73 @@ std::unique_ptr<perf::CostModel> make_cost(const scenario::Scenario& sc,
   return cost;
 }
 
-// Disaggregated pools with their own layout and batch limits: each pool checked and placed,
-// prefill first, decode from the next node on. Errors name /disaggregation/<pool>.
+// Disaggregated pools with their own layout, batch limits and GPU type: each pool checked
+// on its GPU and placed on nodes of that GPU not taken yet (prefill first). Errors name
+// /disaggregation/<pool>.
 Status build_pools(const scenario::Scenario& sc, SimCluster* c) {
   const cluster::DisaggregationOptions& d = sc.cluster.disaggregation;
-  int next_gpu = 0;
   const int gpn = sc.topology.node.gpus;
+  std::vector<char> used(static_cast<std::size_t>(sc.topology.nodes), 0);
   for (int k = 0; k < 2; ++k) {
     const cluster::DisaggregationOptions::Pool& o = k == 0 ? d.prefill : d.decode;
     SimCluster::Pool pool;
     pool.role = k == 0 ? "prefill" : "decode";
-    const std::string where = sc.file + ": /disaggregation/" + pool.role + ": ";
+    const std::string where = sc.file + ": /disaggregation/" + pool.role;
+    // The pool's GPU and its free nodes: a topology of those nodes alone.
+    plan::Topology topo = sc.topology;
+    if (!o.gpu.empty() && o.gpu != sc.topology.gpu.name) {
+      const plan::Topology::NodeGroup* g = nullptr;
+      for (const auto& ng : sc.topology.node_gpus)
+        if (ng.gpu.name == o.gpu) g = &ng;
+      if (g == nullptr) {
+        std::string have = sc.topology.gpu.name;
+        for (const auto& ng : sc.topology.node_gpus) have += ", " + ng.gpu.name;
+        return invalid_argument(where + "/gpu: topology " + sc.topology.name + " has no " + o.gpu +
+                                " nodes (its GPUs: " + have + "; add them with \"node_gpus\")");
+      }
+      topo.gpu = g->gpu;
+    }
+    std::vector<int> nodes;
+    for (int n : sc.topology.nodes_with(topo.gpu.name))
+      if (!used[static_cast<std::size_t>(n)]) nodes.push_back(n);
+    pool.gpu = topo.gpu;
     pool.plan = d.pool_plan(sc.plan, k);
     auto opts = std::make_shared<sched::SchedulerOptions>(sc.scheduler);
     if (o.max_num_seqs > 0) opts->max_num_seqs = o.max_num_seqs;
     if (o.max_num_batched_tokens > 0) opts->max_num_batched_tokens = o.max_num_batched_tokens;
     if (pool.plan.micro_batch > 0 && pool.plan.pipeline_parallel > 1)
       opts->max_seqs_per_step = pool.plan.micro_batch;
-    auto fit = plan::check_plan(sc.model, sc.quantization, sc.topology, pool.plan, sc.memory,
+    auto fit = plan::check_plan(sc.model, sc.quantization, topo, pool.plan, sc.memory,
                                 opts->max_num_batched_tokens, sc.max_model_len);
-    if (!fit.ok()) return invalid_argument(where + fit.status().message());
-    if (!fit->fits) return invalid_argument(where + fit->verdict);
+    if (!fit.ok()) return invalid_argument(where + ": " + fit.status().message());
+    if (!fit->fits) return invalid_argument(where + ": " + fit->verdict);
     pool.fit = *fit;
     opts->kv_bytes_per_token = pool.fit.kv_bytes_per_token;  // per GPU: swap traffic
     pool.scheduler = opts;
     pool.kv_blocks = static_cast<int>(pool.fit.kv_tokens / sc.scheduler.block_size);
-    pool.cost = make_cost(sc, pool.plan);
-    // Place the pool on the GPUs left, from a node boundary: a smaller topology of the
-    // remaining nodes, device ids shifted back.
-    const int first_node = (next_gpu + gpn - 1) / gpn;
-    plan::Topology rest = sc.topology;
-    rest.nodes = sc.topology.nodes - first_node;
-    const int need = pool.plan.gpus_per_replica() * pool.plan.replicas;
-    if (rest.nodes <= 0)
-      return invalid_argument(where + fmt::format("{} replicas of {} GPUs find no node left on "
-                                                  "topology {} ({} GPUs; the prefill pool "
-                                                  "takes the first {} nodes)",
+    pool.cost = make_cost(sc, pool.plan, pool.gpu);
+    if (nodes.empty())
+      return invalid_argument(where + fmt::format(": {} replicas of {} GPUs find no {} node left "
+                                                  "on topology {}",
                                                   pool.plan.replicas, pool.plan.gpus_per_replica(),
-                                                  sc.topology.name, sc.topology.total_gpus(),
-                                                  first_node));
-    auto placed = plan::place(pool.plan, rest);
-    if (!placed.ok()) return invalid_argument(where + placed.status().message());
-    const int offset = first_node * gpn;
+                                                  topo.gpu.name, sc.topology.name));
+    topo.nodes = static_cast<int>(nodes.size());
+    topo.node_gpus.clear();
+    auto placed = plan::place(pool.plan, topo);
+    if (!placed.ok())
+      return invalid_argument(where + ": on the " + std::to_string(nodes.size()) + " free " +
+                              topo.gpu.name + " nodes: " + placed.status().message());
     for (plan::ReplicaPlacement& pl : *placed) {
       pl.replica = static_cast<ReplicaId>(c->placements.size());
       for (auto& stage : pl.devices)
-        for (DeviceId& g : stage) g += offset;
+        for (DeviceId& g : stage) {
+          const int n = nodes[static_cast<std::size_t>(g / gpn)];
+          used[static_cast<std::size_t>(n)] = 1;
+          g = n * gpn + g % gpn;
+        }
       c->placements.push_back(std::move(pl));
       c->pool_of.push_back(k);
     }
-    next_gpu = offset + need;
     c->pools.push_back(std::move(pool));
   }
   c->fit = c->pools[0].fit;
@@ -112,6 +128,10 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   auto c = std::make_unique<SimCluster>();
   c->sc = &sc;
   const bool pools = sc.cluster.disaggregation.pools_set();
+  if (!sc.topology.node_gpus.empty() && !pools)
+    return invalid_argument(sc.file + ": /topology/node_gpus: topology " + sc.topology.name +
+                            " mixes GPU types; only disaggregated pools that name their \"gpu\" "
+                            "run on the other types (docs/cluster.md)");
   if (pools) {
     PRIMA_RETURN_IF_ERROR(build_pools(sc, c.get()));
   } else {
@@ -159,7 +179,7 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   if (!sc.faults.empty())
     c->injector =
         std::make_unique<FaultInjector>(c->platform.get(), c->rt.get(), sc.faults, sc.env, sc.seed);
-  c->cost = make_cost(sc, sc.plan);
+  c->cost = make_cost(sc, sc.plan, sc.topology.gpu);
   std::vector<cluster::ReplicaSetup> setups;
   // The speed-ups that apply (sim_strategy.h); lone flows need the platform's link occupancy
   // before the executors are made.

@@ -60,6 +60,7 @@ struct SimCluster {
   // index into placements). Empty without them: every replica is the deployment's.
   struct Pool {
     std::string role;
+    plan::GpuSpec gpu;
     plan::ParallelPlan plan;
     plan::MemoryFit fit;
     std::unique_ptr<perf::CostModel> cost;

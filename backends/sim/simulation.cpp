@@ -93,6 +93,7 @@ OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, i
     for (const auto& p : pools)
       arr.push_back(
           OJson{{"role", p.role},
+                {"gpu", p.gpu.name},
                 {"replicas", p.plan.replicas},
                 {"tensor_parallel", p.plan.tensor_parallel},
                 {"pipeline_parallel", p.plan.pipeline_parallel},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "engine/perf/cost_model.h"
 #include "engine/workload/lengths.h"
@@ -89,25 +90,38 @@ Screening screen_config(const PlanSpec& spec, const PlanConfig& c) {
   if (!sc.ok()) return prune("invalid", sc.status().message());
   const auto& dis = sc->cluster.disaggregation;
   if (dis.pools_set()) {
-    // Pools of their own shape: each checked alone, on its own nodes (prefill first); no
-    // roofline bound (the deployment's plan is not what runs).
+    // Pools of their own shape: each checked alone on its GPU type, on whole nodes of that
+    // type; no roofline bound (the deployment's plan is not what runs).
     const int gpn = sc->topology.node.gpus;
-    int nodes = 0;
+    std::map<std::string, int> nodes_needed;
     for (int k = 0; k < 2; ++k) {
       const plan::ParallelPlan p = dis.pool_plan(sc->plan, k);
+      const std::string& gpu = k == 0 ? dis.prefill.gpu : dis.decode.gpu;
       const char* role = k == 0 ? "prefill" : "decode";
-      auto fit = check_plan(sc->model, sc->quantization, sc->topology, p, sc->memory,
+      plan::Topology topo = sc->topology;
+      if (!gpu.empty() && gpu != topo.gpu.name) {
+        bool found = false;
+        for (const auto& g : sc->topology.node_gpus)
+          if (g.gpu.name == gpu) topo.gpu = g.gpu, found = true;
+        if (!found)
+          return prune("invalid",
+                       fmt::format("{} pool: topology {} has no {} nodes", role, topo.name, gpu));
+      }
+      auto fit = check_plan(sc->model, sc->quantization, topo, p, sc->memory,
                             dis.pool_batch_tokens(sc->scheduler.max_num_batched_tokens, k),
                             sc->max_model_len);
       if (!fit.ok())
         return prune("invalid", fmt::format("{} pool: {}", role, fit.status().message()));
       if (!fit->fits) return prune("memory", fmt::format("{} pool: {}", role, fit->verdict));
-      nodes += (p.gpus_per_replica() * p.replicas + gpn - 1) / gpn;
+      nodes_needed[topo.gpu.name] += (p.gpus_per_replica() * p.replicas + gpn - 1) / gpn;
     }
-    if (nodes > sc->topology.nodes)
-      return prune("invalid", fmt::format("the pools take {} nodes (each pool from a node "
-                                          "boundary); topology {} has {}",
-                                          nodes, sc->topology.name, sc->topology.nodes));
+    for (const auto& [gpu, need] : nodes_needed) {
+      const int have = static_cast<int>(sc->topology.nodes_with(gpu).size());
+      if (need > have)
+        return prune("invalid", fmt::format("the pools take {} {} nodes (each pool on whole "
+                                            "nodes); topology {} has {}",
+                                            need, gpu, sc->topology.name, have));
+    }
     s.bound_rps = std::numeric_limits<double>::infinity();
     return s;
   }

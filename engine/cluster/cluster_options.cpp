@@ -56,6 +56,7 @@ void parse_disaggregation(const config::JsonReader& r, DisaggregationOptions* o)
     p->pipeline_parallel = static_cast<int>(po->positive_integer("pipeline_parallel", 0));
     p->max_num_seqs = static_cast<int>(po->positive_integer("max_num_seqs", 0));
     p->max_num_batched_tokens = static_cast<int>(po->positive_integer("max_num_batched_tokens", 0));
+    p->gpu = po->string("gpu", "");
     po->finish();
   };
   pool("prefill", &o->prefill);

@@ -61,9 +61,10 @@ struct DisaggregationOptions {
   struct Pool {
     int tensor_parallel = 0, pipeline_parallel = 0;
     int max_num_seqs = 0, max_num_batched_tokens = 0;
+    std::string gpu;  // the pool's GPU type ("": the topology's); its nodes: node_gpus
     bool set() const {
       return tensor_parallel > 0 || pipeline_parallel > 0 || max_num_seqs > 0 ||
-             max_num_batched_tokens > 0;
+             max_num_batched_tokens > 0 || !gpu.empty();
     }
   };
   Pool prefill, decode;

@@ -174,6 +174,23 @@ Topology parse_topology(const JsonReader& r) {
   }
   t.nodes = static_cast<int>(r.positive_integer("nodes"));
   t.nodes_per_rack = static_cast<int>(r.non_negative_integer("nodes_per_rack", 0));
+  if (r.has("node_gpus")) {
+    const auto groups = r.objects("node_gpus");
+    int others = 0;
+    for (const JsonReader& g : groups) {
+      Topology::NodeGroup ng;
+      auto spec = gpu_by_name(g.string("gpu"));
+      if (!spec.ok()) g.fail("gpu", spec.status().message());
+      ng.gpu = *spec;
+      ng.nodes = static_cast<int>(g.positive_integer("nodes"));
+      g.finish();
+      others += ng.nodes;
+      t.node_gpus.push_back(ng);
+    }
+    if (others >= t.nodes)
+      r.fail("node_gpus", "the groups hold " + std::to_string(others) + " of the " +
+                              std::to_string(t.nodes) + " nodes; at least one node keeps \"gpu\"");
+  }
 
   JsonReader n = r.object("node");
   t.node.gpus = static_cast<int>(n.positive_integer("gpus"));
@@ -213,6 +230,21 @@ Topology parse_topology(const JsonReader& r) {
   Status st = t.validate();
   if (!st.ok()) r.fail_here(st.message());
   return t;
+}
+
+std::vector<int> Topology::nodes_with(const std::string& gpu_name) const {
+  std::vector<int> out;
+  int others = 0;
+  for (const NodeGroup& g : node_gpus) others += g.nodes;
+  int first = nodes - others;
+  if (gpu.name == gpu_name)
+    for (int n = 0; n < first; ++n) out.push_back(n);
+  for (const NodeGroup& g : node_gpus) {
+    if (g.gpu.name == gpu_name)
+      for (int n = first; n < first + g.nodes; ++n) out.push_back(n);
+    first += g.nodes;
+  }
+  return out;
 }
 
 Topology resolve_topology(const JsonReader& parent, const std::string& key) {

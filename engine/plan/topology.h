@@ -68,6 +68,16 @@ struct Topology {
   GpuSpec gpu;
   NodeSpec node;
   int nodes = 0;
+  // Nodes of other GPU types ("node_gpus"): after the nodes of `gpu`, each group's nodes in
+  // order hold its GPU (same node shape and fabric). Only disaggregated pools that name their
+  // `gpu` run on them.
+  struct NodeGroup {
+    int nodes = 0;
+    GpuSpec gpu;
+  };
+  std::vector<NodeGroup> node_gpus;
+  // The nodes holding GPUs named `gpu_name`, ascending.
+  std::vector<int> nodes_with(const std::string& gpu_name) const;
   int nodes_per_rack = 0;  // racks for faults ({"rack": i}); 0 = all nodes in one rack
   FabricSpec fabric;
   StorageSpec storage;

@@ -49,6 +49,29 @@ TEST(DisaggregatedPools, EachPoolHasItsShapeAndBeatsUniformPools) {
   EXPECT_GE(mixed["slo"]["attainment"].get<double>(), uniform["slo"]["attainment"].get<double>());
 }
 
+// A pool of another GPU type: the topology's second node holds H100s (node_gpus), the decode
+// pool names them; each pool's memory fit is its GPU's (80 GB: less KV than 141 GB).
+TEST(DisaggregatedPools, APoolRunsOnItsOwnGpuType) {
+  std::string failure;
+  const std::string path = source_path("scenarios/policies/disaggregated_pools.json");
+  const json r =
+      simulate_report(path +
+                          " --set 'topology={\"base\":\"h200_node\",\"nodes\":2,\"node_gpus\":"
+                          "[{\"gpu\":\"H100-SXM5-80GB\",\"nodes\":1}]}'"
+                          " --set disaggregation.decode.gpu=H100-SXM5-80GB",
+                      &failure);
+  ASSERT_FALSE(r.is_null()) << failure;
+  const json& pools = r["deployment"]["pools"];
+  EXPECT_EQ(pools[0]["gpu"], "H200-SXM-141GB");
+  EXPECT_EQ(pools[1]["gpu"], "H100-SXM5-80GB");
+  for (const json& g : r["gpus"]["per_gpu"])
+    EXPECT_EQ(g["node"].get<int>(), g["replica"].get<int>() < 4 ? 0 : 1) << g.dump();
+  const json same = simulate_report(path, &failure);
+  ASSERT_FALSE(same.is_null()) << failure;
+  EXPECT_LT(pools[1]["kv_tokens_per_replica"].get<std::int64_t>(),
+            same["deployment"]["pools"][1]["kv_tokens_per_replica"].get<std::int64_t>());
+}
+
 TEST(DisaggregatedPools, APoolThatCannotExistNamesItself) {
   const std::string path = source_path("scenarios/policies/disaggregated_pools.json");
   auto r = run_prima("simulate " + path +
@@ -62,6 +85,13 @@ TEST(DisaggregatedPools, APoolThatCannotExistNamesItself) {
                 "disaggregation.decode_replicas=3 --set deployment.replicas=7 --no-files -q");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("/disaggregation/decode: "), std::string::npos) << r.err;
+  r = run_prima("simulate " + path +
+                " --set disaggregation.decode.gpu=H100-SXM5-80GB --no-files -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("/disaggregation/decode/gpu: topology h200_node has no H100-SXM5-80GB "
+                       "nodes"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace
