@@ -49,10 +49,13 @@ int serve_sim(const ServeOptions& o) {
   server::ServerMetrics metrics(model.name, model.max_model_len);
   bridge.set_metrics(&metrics, cl.recorder.get(), cl.recorder->gpus());
   const nlohmann::json limits = engine_limits(*cl.engine);
+  std::string layout = fmt::format("TP{}", sc->plan.tensor_parallel);
+  if (sc->plan.data_parallel > 1) layout += fmt::format(" x DP{}", sc->plan.data_parallel);
+  layout += fmt::format(" x PP{}", sc->plan.pipeline_parallel);
+  if (sc->plan.expert_parallel > 1) layout += fmt::format(" (EP{})", sc->plan.expert_parallel);
   const std::string banner =
-      fmt::format("{} ({}) on {}, TP{} x PP{} x {} replica(s), simulated at {}x; {}", model.name,
-                  sc->name, sc->topology.name, sc->plan.tensor_parallel, sc->plan.pipeline_parallel,
-                  sc->plan.replicas, eo.speed, describe_limits(limits));
+      fmt::format("{} ({}) on {}, {} x {} replica(s), simulated at {}x; {}", model.name, sc->name,
+                  sc->topology.name, layout, sc->plan.replicas, eo.speed, describe_limits(limits));
   ServeLoop loop;
   loop.run = [&](const std::function<void()>& publish) { emu.run(publish); };
   loop.stop = [&] { emu.stop(); };
