@@ -63,17 +63,13 @@ Status build_pools(const scenario::Scenario& sc, SimCluster* c) {
     const std::string where = sc.file + ": /disaggregation/" + pool.role;
     // The pool's GPU and its free nodes: a topology of those nodes alone.
     plan::Topology topo = sc.topology;
-    if (!o.gpu.empty() && o.gpu != sc.topology.gpu.name) {
-      const plan::Topology::NodeGroup* g = nullptr;
-      for (const auto& ng : sc.topology.node_gpus)
-        if (ng.gpu.name == o.gpu) g = &ng;
-      if (g == nullptr) {
-        std::string have = sc.topology.gpu.name;
-        for (const auto& ng : sc.topology.node_gpus) have += ", " + ng.gpu.name;
+    if (!o.gpu.empty()) {
+      const plan::GpuSpec* g = sc.topology.gpu_type(o.gpu);
+      if (g == nullptr)
         return invalid_argument(where + "/gpu: topology " + sc.topology.name + " has no " + o.gpu +
-                                " nodes (its GPUs: " + have + "; add them with \"node_gpus\")");
-      }
-      topo.gpu = g->gpu;
+                                " nodes (its GPUs: " + sc.topology.gpu_types() +
+                                "; add them with \"node_gpus\")");
+      topo.gpu = *g;
     }
     std::vector<int> nodes;
     for (int n : sc.topology.nodes_with(topo.gpu.name))

@@ -28,9 +28,15 @@ double gb(double bytes) {
 // KV offload tiers: per tier (a shared tier once), blocks and GB written, read back (hits),
 // removed and held at the end; written - removed = stored holds tier by tier.
 OJson kv_tier_section(const cluster::ServingEngine& eng) {
+  struct Sum {
+    const kv::KvTierSpec* spec = nullptr;  // the first instance's
+    int instances = 0;
+    std::int64_t capacity = 0;
+    kv::KvTierStats stats;
+    double written_bytes = 0, read_bytes = 0;
+  };
   std::vector<const kv::KvTier*> seen;
-  OJson tiers = OJson::array();
-  std::vector<OJson> by_index;
+  std::vector<Sum> by_index;
   std::int64_t tier_hit_tokens = 0;
   for (const auto& r : eng.replicas()) {
     tier_hit_tokens += r->kv().tier_hit_tokens();
@@ -38,35 +44,34 @@ OJson kv_tier_section(const cluster::ServingEngine& eng) {
     if (t == nullptr) continue;
     for (std::size_t i = 0; i < t->tiers().size(); ++i) {
       const kv::KvTier* tier = t->tiers()[i].get();
-      if (std::find(seen.begin(), seen.end(), tier) != seen.end()) continue;
+      if (std::find(seen.begin(), seen.end(), tier) != seen.end()) continue;  // shared
       seen.push_back(tier);
       if (by_index.size() <= i) by_index.resize(i + 1);
+      Sum& u = by_index[i];
       const kv::KvTierStats& s = tier->stats();
-      const double bpb = tier->spec().bytes_per_block;
-      OJson& o = by_index[i];
-      if (o.is_null())
-        o = OJson{{"tier", tier->spec().name},
-                  {"instances", 0},
-                  {"capacity_blocks", std::int64_t{0}},
-                  {"read_s_per_block", tier->spec().seconds_per_block},
-                  {"written_blocks", std::int64_t{0}},
-                  {"read_blocks", std::int64_t{0}},
-                  {"removed_blocks", std::int64_t{0}},
-                  {"stored_blocks", std::int64_t{0}},
-                  {"written_gb", 0.0},
-                  {"read_gb", 0.0}};
-      o["instances"] = o["instances"].get<int>() + 1;
-      o["capacity_blocks"] =
-          o["capacity_blocks"].get<std::int64_t>() + tier->spec().capacity_blocks;
-      o["written_blocks"] = o["written_blocks"].get<std::int64_t>() + s.written;
-      o["read_blocks"] = o["read_blocks"].get<std::int64_t>() + s.read;
-      o["removed_blocks"] = o["removed_blocks"].get<std::int64_t>() + s.removed;
-      o["stored_blocks"] = o["stored_blocks"].get<std::int64_t>() + s.stored;
-      o["written_gb"] = o["written_gb"].get<double>() + s.written * bpb / 1e9;
-      o["read_gb"] = o["read_gb"].get<double>() + s.read * bpb / 1e9;
+      if (!u.spec) u.spec = &tier->spec();
+      ++u.instances;
+      u.capacity += tier->spec().capacity_blocks;
+      u.stats.written += s.written;
+      u.stats.read += s.read;
+      u.stats.removed += s.removed;
+      u.stats.stored += s.stored;
+      u.written_bytes += s.written * tier->spec().bytes_per_block;
+      u.read_bytes += s.read * tier->spec().bytes_per_block;
     }
   }
-  for (auto& o : by_index) tiers.push_back(std::move(o));
+  OJson tiers = OJson::array();
+  for (const Sum& u : by_index)
+    tiers.push_back(OJson{{"tier", u.spec->name},
+                          {"instances", u.instances},
+                          {"capacity_blocks", u.capacity},
+                          {"read_s_per_block", u.spec->seconds_per_block},
+                          {"written_blocks", u.stats.written},
+                          {"read_blocks", u.stats.read},
+                          {"removed_blocks", u.stats.removed},
+                          {"stored_blocks", u.stats.stored},
+                          {"written_gb", u.written_bytes / 1e9},
+                          {"read_gb", u.read_bytes / 1e9}});
   return OJson{{"hit_tokens", tier_hit_tokens}, {"tiers", std::move(tiers)}};
 }
 

@@ -99,13 +99,12 @@ Screening screen_config(const PlanSpec& spec, const PlanConfig& c) {
       const std::string& gpu = k == 0 ? dis.prefill.gpu : dis.decode.gpu;
       const char* role = k == 0 ? "prefill" : "decode";
       plan::Topology topo = sc->topology;
-      if (!gpu.empty() && gpu != topo.gpu.name) {
-        bool found = false;
-        for (const auto& g : sc->topology.node_gpus)
-          if (g.gpu.name == gpu) topo.gpu = g.gpu, found = true;
-        if (!found)
+      if (!gpu.empty()) {
+        const plan::GpuSpec* g = sc->topology.gpu_type(gpu);
+        if (g == nullptr)
           return prune("invalid",
                        fmt::format("{} pool: topology {} has no {} nodes", role, topo.name, gpu));
+        topo.gpu = *g;
       }
       auto fit = check_plan(sc->model, sc->quantization, topo, p, sc->memory,
                             dis.pool_batch_tokens(sc->scheduler.max_num_batched_tokens, k),

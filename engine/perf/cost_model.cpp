@@ -126,17 +126,14 @@ void CostModel::add_layer(int layer, const BatchShape& b, double share, double l
             d.gemm_m, c);
   // 4. FFN: dense (SwiGLU or GELU), or the experts the batch routes to (+ shared, router).
   // 5. Norms, residual adds, RoPE (12 hidden-wide fp16 passes) and the FFN activation.
-  double elem_width = d.elem_width;
-  if (!m_.is_dense_layer(layer) && p_.expert_parallel > 1) {
-    double elem_bytes = 0;
-    t += add_ep_moe(static_cast<double>(b.tokens()), T, c, &elem_bytes);
-    t += roof(0, 1, T * 2 * 12 * m_.hidden + elem_bytes, d.elem_m, c);
-    c->compute_s += std::max(t + eff_.layer_overhead_s, eff_.layer_launch_s - layer_comm_s);
-    return;
-  }
+  // With expert parallelism the experts' activations are per routed row (elem_bytes).
+  double elem_width = d.elem_width, elem_bytes = 0;
   if (m_.is_dense_layer(layer)) {
     t += roof(2 * T * d.ffn_params / tp, gemm_c * ffn_wave_share(T), d.ffn_w + T * d.ffn_act,
               d.gemm_m, c);
+  } else if (p_.expert_parallel > 1) {
+    t += add_ep_moe(static_cast<double>(b.tokens()), T, c, &elem_bytes);
+    elem_width = 12 * m_.hidden;
   } else {
     const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
     const double ab = model::gemm_activation_bytes(q_);
@@ -153,7 +150,7 @@ void CostModel::add_layer(int layer, const BatchShape& b, double share, double l
     t += roof(flops, d.gemm_c * m_share(std::max(1.0, rows)), bytes, d.gemm_m, c);
     elem_width = 12 * h + 3 * ffn_act_width / tp;
   }
-  t += roof(0, 1, T * 2 * elem_width, d.elem_m, c);
+  t += roof(0, 1, T * 2 * elem_width + elem_bytes, d.elem_m, c);
   // A layer takes its GPU time plus kernel gaps, and with its all-reduces never less than
   // the host needs to launch it (launch-bound steps without CUDA graphs).
   c->compute_s += std::max(t + eff_.layer_overhead_s, eff_.layer_launch_s - layer_comm_s);
@@ -229,10 +226,6 @@ double CostModel::seq_share(const BatchShape& b) const {
 }
 
 namespace {
-int out_gpus(const plan::ParallelPlan& p) {
-  return p.gpus_per_stage();
-}
-
 // Adds k layers of cost `one` to *c (k x each figure: one rounding each, not k).
 void add_layers(const StageCost& one, int k, StageCost* c) {
   if (k <= 0) return;
@@ -406,8 +399,8 @@ double CostModel::step_time_s(const BatchShape& b, const plan::LinkSpec& tp_link
     t += s.allreduces * allreduce_time_s(s.allreduce_bytes, p_.tensor_parallel,
                                          tp_link.bandwidth_Bps, tp_link.latency_s);
     if (s.alltoalls > 0)
-      t += s.alltoalls * alltoall_time_s(s.alltoall_bytes / s.alltoalls, out_gpus(p_), out_gpus(p_),
-                                         tp_link, tp_link);
+      t += s.alltoalls * alltoall_time_s(s.alltoall_bytes / s.alltoalls, p_.gpus_per_stage(),
+                                         p_.gpus_per_stage(), tp_link, tp_link);
     if (s.send_bytes > 0) t += send_time_s(s.send_bytes, pp_link.bandwidth_Bps, pp_link.latency_s);
   }
   return t;

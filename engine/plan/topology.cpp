@@ -247,6 +247,19 @@ std::vector<int> Topology::nodes_with(const std::string& gpu_name) const {
   return out;
 }
 
+const GpuSpec* Topology::gpu_type(const std::string& gpu_name) const {
+  if (gpu.name == gpu_name) return &gpu;
+  for (const NodeGroup& g : node_gpus)
+    if (g.gpu.name == gpu_name) return &g.gpu;
+  return nullptr;
+}
+
+std::string Topology::gpu_types() const {
+  std::string s = gpu.name;
+  for (const NodeGroup& g : node_gpus) s += ", " + g.gpu.name;
+  return s;
+}
+
 Topology resolve_topology(const JsonReader& parent, const std::string& key) {
   const Json& v = parent.value(key);
   if (v.is_string()) return parse_by_reference(parent, key, v.get<std::string>());

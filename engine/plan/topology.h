@@ -78,6 +78,10 @@ struct Topology {
   std::vector<NodeGroup> node_gpus;
   // The nodes holding GPUs named `gpu_name`, ascending.
   std::vector<int> nodes_with(const std::string& gpu_name) const;
+  // The spec of a GPU type the topology has (`gpu` or a node_gpus group's), or null.
+  const GpuSpec* gpu_type(const std::string& gpu_name) const;
+  // Its GPU types, comma-separated (messages).
+  std::string gpu_types() const;
   int nodes_per_rack = 0;  // racks for faults ({"rack": i}); 0 = all nodes in one rack
   FabricSpec fabric;
   StorageSpec storage;
