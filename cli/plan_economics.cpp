@@ -3,6 +3,39 @@
 
 namespace prima::cli {
 
+double cost_per_hour(const capacity::PlanSpec& spec, const capacity::PlanConfig& c) {
+  double cost = 0;
+  for (const auto& [gpu, n] : c.gpu_counts()) {
+    auto p = spec.prices.find(gpu);
+    if (p == spec.prices.end()) return -1;
+    cost += n * p->second;
+  }
+  return cost;
+}
+
+namespace {
+
+// Watts of the configuration's GPUs at the operating point, or a negative number when a type
+// has no power entry or no busy fraction is known. Pools of two types draw at their own busy
+// fractions when the run measured them (the same total as the mean when the types agree,
+// since power is linear in the busy fraction).
+double power_watts(const capacity::PlanSpec& spec, const capacity::PlanConfig& c,
+                   const capacity::ProbeMetrics& m) {
+  if (!m.ok || !(m.gpu_utilization > 0)) return -1;
+  const auto counts = c.gpu_counts();
+  const bool per_pool = counts.size() == 2 && m.pool_utilization.size() == 2;
+  double watts = 0;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    auto e = spec.economics.gpus.find(counts[k].first);
+    if (e == spec.economics.gpus.end()) return -1;
+    const double u = per_pool ? m.pool_utilization[k] : m.gpu_utilization;
+    watts += counts[k].second * capacity::gpu_power_watts(e->second, u);
+  }
+  return watts;
+}
+
+}  // namespace
+
 nlohmann::json economics_json(const capacity::PlanSpec& spec, const capacity::PlanConfig& c,
                               const capacity::ProbeMetrics& m) {
   using Json = nlohmann::json;
@@ -12,18 +45,19 @@ nlohmann::json economics_json(const capacity::PlanSpec& spec, const capacity::Pl
               {"power_watts", nullptr},
               {"energy_kwh_per_million_tokens", nullptr}};
   const bool produced = m.ok && m.output_tokens_per_s > 0;
-  if (auto p = spec.prices.find(c.gpu); p != spec.prices.end()) {
-    out["price_per_gpu_hour"] = p->second;
-    if (produced)
-      out["cost_per_million_tokens"] = c.gpus() * p->second / (m.output_tokens_per_s * 3600 / 1e6);
+  const double tokens_per_hour_m = m.output_tokens_per_s * 3600 / 1e6;
+  if (const double cost = cost_per_hour(spec, c); cost >= 0) {
+    const auto counts = c.gpu_counts();
+    out["price_per_gpu_hour"] =
+        counts.size() == 1 ? spec.prices.at(counts[0].first) : cost / c.gpus();
+    if (produced) out["cost_per_million_tokens"] = cost / tokens_per_hour_m;
   }
-  auto e = spec.economics.gpus.find(c.gpu);
-  if (m.ok && m.gpu_utilization > 0 && e != spec.economics.gpus.end()) {
+  if (const double watts = power_watts(spec, c, m); watts >= 0) {
     out["gpu_utilization"] = m.gpu_utilization;
-    out["power_watts"] = c.gpus() * capacity::gpu_power_watts(e->second, m.gpu_utilization);
+    out["power_watts"] = watts;
     if (produced)
-      out["energy_kwh_per_million_tokens"] = capacity::energy_kwh_per_million_tokens(
-          e->second, c.gpus(), m.gpu_utilization, m.output_tokens_per_s);
+      out["energy_kwh_per_million_tokens"] =
+          capacity::energy_kwh_per_million_tokens(watts, m.output_tokens_per_s);
   }
   return out;
 }

@@ -42,12 +42,21 @@ std::string command_of(const capacity::PlanSpec& spec, const Json& sets) {
 }
 
 // The ranked table's column: the median error of the cost model on the configuration's GPU
-// type, or why there is none.
-std::string error_column(const Json& plan, const std::string& gpu) {
+// type (the larger of its pools' types), or why there is none.
+std::string error_column(const Json& plan, const Json& config) {
   const Json& f = plan.contains("fidelity") ? plan["fidelity"] : Json::object();
-  if (!f.contains(gpu) || !f[gpu].value("calibrated", false)) return "uncal.";
-  const Json& m = f[gpu].value("median_abs_error", Json());
-  return m.is_number() ? fmt::format("{:.1f}%", m.get<double>() * 100) : "unknown";
+  std::vector<std::string> gpus = {config.value("gpu", "")};
+  for (const char* pool : {"prefill", "decode"})
+    if (config.contains(pool) && config[pool].contains("gpu"))
+      gpus.push_back(config[pool]["gpu"].get<std::string>());
+  double worst = 0;
+  for (const auto& gpu : gpus) {
+    if (!f.contains(gpu) || !f[gpu].value("calibrated", false)) return "uncal.";
+    const Json& m = f[gpu].value("median_abs_error", Json());
+    if (!m.is_number()) return "unknown";
+    worst = std::max(worst, m.get<double>());
+  }
+  return fmt::format("{:.1f}%", worst * 100);
 }
 
 // The Pareto front of output tokens/s per GPU against tokens/s per user (1 / mean TPOT) over
@@ -268,7 +277,7 @@ void print_plan_summary(const Json& p, const std::string& out_dir) {
       std::printf("  %-4zu %-52s %10.3f %12.4f %10s %9s %9s\n", i + 1,
                   e["key"].get<std::string>().c_str(), e["max_rate_rps"].get<double>(),
                   e["goodput_per_gpu"].get<double>(), cost.c_str(), energy.c_str(),
-                  error_column(p, e["config"].value("gpu", "")).c_str());
+                  error_column(p, e["config"]).c_str());
     }
     if (r.size() > 10) std::printf("  ... %zu more in plan.json\n", r.size() - 10);
   } else {

@@ -72,10 +72,12 @@ Result<Screened> screen(const capacity::PlanSpec& spec, const perf::Calibration&
   if (!list.ok()) return list.status();
   Screened s;
   s.total_configs = list->configs.size() + list->skipped.size();
-  for (const auto& c : list->configs)
-    s.fidelity.emplace(c.gpu, perf::resolve(calibration, c.gpu).fidelity);
-  for (const auto& k : list->skipped)
-    s.fidelity.emplace(k.config.gpu, perf::resolve(calibration, k.config.gpu).fidelity);
+  auto note_gpus = [&](const capacity::PlanConfig& c) {
+    for (const auto& [gpu, n] : c.gpu_counts())
+      s.fidelity.emplace(gpu, perf::resolve(calibration, gpu).fidelity);
+  };
+  for (const auto& c : list->configs) note_gpus(c);
+  for (const auto& k : list->skipped) note_gpus(k.config);
   std::vector<std::string> gpus;
   for (const auto& [gpu, f] : s.fidelity) gpus.push_back(gpu);
   PRIMA_RETURN_IF_ERROR(capacity::check_economics(spec, gpus));

@@ -16,12 +16,6 @@ namespace {
 
 using config::Json;
 
-// Dollars per hour of the configuration's GPUs, or a negative number when unpriced.
-double cost_per_hour(const capacity::PlanSpec& spec, const capacity::PlanConfig& c) {
-  auto p = spec.prices.find(c.gpu);
-  return p == spec.prices.end() ? -1 : c.gpus() * p->second;
-}
-
 // The metrics at the target (the first probe: the search's only rate).
 const capacity::ProbeMetrics& at_target(const SearchedConfig& s) {
   return s.probes.front().second;

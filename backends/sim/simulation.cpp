@@ -401,6 +401,26 @@ Result<SimulationOutput> run_simulation(const scenario::Scenario& sc,
       for (DeviceId d : pl.devices[s])
         in.gpu_labels.push_back({d, sc.topology.node_of(d), pl.replica, static_cast<int>(s)});
   out.report = metrics::build_report(rec, in);
+  if (!cl->pools.empty()) {
+    // Each pool's mean busy fraction (its GPUs' busy seconds over its GPU-seconds), for the
+    // planner's power model of pools on two GPU types.
+    const auto& busy = rec.device_busy_seconds();
+    const double T = in.simulated_seconds > 0 ? in.simulated_seconds : 1;
+    auto& pools = out.report["deployment"]["pools"];
+    for (std::size_t k = 0; k < cl->pools.size() && k < pools.size(); ++k) {
+      double b = 0;
+      int n = 0;
+      for (std::size_t i = 0; i < cl->placements.size(); ++i) {
+        if (cl->pool_of[i] != static_cast<int>(k)) continue;
+        for (const auto& stage : cl->placements[i].devices)
+          for (DeviceId d : stage) {
+            b += static_cast<std::size_t>(d) < busy.size() ? busy[d] : 0.0;
+            ++n;
+          }
+      }
+      pools[k]["utilization_mean"] = n > 0 ? b / (n * T) : 0.0;
+    }
+  }
   out.recorder = std::move(cl->recorder);
   return out;
 }

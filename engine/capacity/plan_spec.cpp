@@ -66,17 +66,20 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
     JsonReader h(holder, r.file(), r.path_of("topologies/" + std::to_string(i)));
     plan::resolve_topology(h, "topology");
   }
-  if (r.has("gpu_types")) {
-    s->gpu_types = list<std::string>(r, "gpu_types", "GPU names",
-                                     [](const Json& e) -> std::optional<std::string> {
-                                       if (!e.is_string()) return std::nullopt;
-                                       return e.get<std::string>();
-                                     });
-    for (std::size_t i = 0; i < s->gpu_types.size(); ++i)
-      if (!plan::gpu_by_name(s->gpu_types[i]).ok())
-        r.fail("gpu_types/" + std::to_string(i), "unknown GPU type \"" + s->gpu_types[i] +
-                                                     "\" (known: " + join(plan::gpu_names()) + ")");
-  }
+  // GPU names from gpus.json: the topology's type (gpu_types) or a pool's (prefill_gpu,
+  // decode_gpu).
+  auto gpu_list = [&](const char* key, std::vector<std::string>* out) {
+    if (!r.has(key)) return;
+    *out = list<std::string>(r, key, "GPU names", [](const Json& e) -> std::optional<std::string> {
+      if (!e.is_string()) return std::nullopt;
+      return e.get<std::string>();
+    });
+    for (std::size_t i = 0; i < out->size(); ++i)
+      if (!plan::gpu_by_name((*out)[i]).ok())
+        r.fail(std::string(key) + "/" + std::to_string(i),
+               "unknown GPU type \"" + (*out)[i] + "\" (known: " + join(plan::gpu_names()) + ")");
+  };
+  gpu_list("gpu_types", &s->gpu_types);
   if (r.has("gpus")) s->gpus = positive_ints(r, "gpus");
   if (r.has("tensor_parallel")) s->tensor_parallel = positive_ints(r, "tensor_parallel");
   if (r.has("pipeline_parallel")) s->pipeline_parallel = positive_ints(r, "pipeline_parallel");
@@ -115,6 +118,8 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
     s->prefill_tensor_parallel = positive_ints(r, "prefill_tensor_parallel");
   if (r.has("decode_tensor_parallel"))
     s->decode_tensor_parallel = positive_ints(r, "decode_tensor_parallel");
+  gpu_list("prefill_gpu", &s->prefill_gpu);
+  gpu_list("decode_gpu", &s->decode_gpu);
   if (r.has("prefill_share")) {
     s->prefill_share = r.numbers("prefill_share");
     for (std::size_t i = 0; i < s->prefill_share.size(); ++i)

@@ -49,6 +49,10 @@ struct SearchSpace {
   // classic half-and-half split at the configuration's TP.
   std::vector<int> prefill_tensor_parallel, decode_tensor_parallel;
   std::vector<double> prefill_share;
+  // Each pool's GPU type (gpus.json names; with disaggregation true). Empty: the topology's.
+  // A configuration whose pools differ in type runs on the search topology rebuilt as whole
+  // nodes of each type, at most its node count in all.
+  std::vector<std::string> prefill_gpu, decode_gpu;
   std::vector<int> replicas;                // empty with replicas_fill
   bool replicas_fill = false;               // "fill": as many replicas as the GPUs hold
   std::vector<std::string> quantization;    // empty: the base scenario's

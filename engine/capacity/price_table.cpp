@@ -62,11 +62,9 @@ double gpu_power_watts(const GpuEconomics& e, double utilization) {
   return e.idle_watts + (e.peak_watts - e.idle_watts) * u;
 }
 
-double energy_kwh_per_million_tokens(const GpuEconomics& e, int gpus, double utilization,
-                                     double output_tokens_per_s) {
+double energy_kwh_per_million_tokens(double watts, double output_tokens_per_s) {
   if (!(output_tokens_per_s > 0)) return 0;
-  const double joules_per_token = gpus * gpu_power_watts(e, utilization) / output_tokens_per_s;
-  return joules_per_token * 1e6 / 3.6e6;
+  return watts / output_tokens_per_s * 1e6 / 3.6e6;  // joules per token x 1e6 tokens, in kWh
 }
 
 }  // namespace prima::capacity

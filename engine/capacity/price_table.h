@@ -32,9 +32,8 @@ Result<PriceTable> load_price_table(const std::string& path = "");
 
 // Watts one GPU draws at a busy fraction u (clamped to [0, 1]): idle + (peak - idle) x u.
 double gpu_power_watts(const GpuEconomics& e, double utilization);
-// kWh per million output tokens of `gpus` GPUs at busy fraction u producing
-// output_tokens_per_s (0 when nothing is produced).
-double energy_kwh_per_million_tokens(const GpuEconomics& e, int gpus, double utilization,
-                                     double output_tokens_per_s);
+// kWh per million output tokens drawing `watts` while producing output_tokens_per_s (0 when
+// nothing is produced).
+double energy_kwh_per_million_tokens(double watts, double output_tokens_per_s);
 
 }  // namespace prima::capacity

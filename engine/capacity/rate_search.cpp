@@ -20,19 +20,21 @@ double number_or_zero(const Json& j, const char* key) {
 
 Json ProbeMetrics::to_json() const {
   if (!ok) return Json{{"ok", false}, {"error", error}};
-  return Json{{"ok", true},
-              {"ttft_p99_s", ttft_p99_s},
-              {"tpot_p99_s", tpot_p99_s},
-              {"e2e_p99_s", e2e_p99_s},
-              {"attainment", attainment},
-              {"goodput_rps", goodput_rps},
-              {"throughput_rps", throughput_rps},
-              {"output_tokens_per_s", output_tokens_per_s},
-              {"tpot_mean_s", tpot_mean_s},
-              {"gpu_utilization", gpu_utilization},
-              {"submitted", submitted},
-              {"completed", completed},
-              {"wall_s", wall_s}};
+  Json j{{"ok", true},
+         {"ttft_p99_s", ttft_p99_s},
+         {"tpot_p99_s", tpot_p99_s},
+         {"e2e_p99_s", e2e_p99_s},
+         {"attainment", attainment},
+         {"goodput_rps", goodput_rps},
+         {"throughput_rps", throughput_rps},
+         {"output_tokens_per_s", output_tokens_per_s},
+         {"tpot_mean_s", tpot_mean_s},
+         {"gpu_utilization", gpu_utilization},
+         {"submitted", submitted},
+         {"completed", completed},
+         {"wall_s", wall_s}};
+  if (!pool_utilization.empty()) j["pool_utilization"] = pool_utilization;
+  return j;
 }
 
 ProbeMetrics ProbeMetrics::from_json(const Json& j) {
@@ -51,6 +53,8 @@ ProbeMetrics ProbeMetrics::from_json(const Json& j) {
   m.output_tokens_per_s = j.at("output_tokens_per_s").get<double>();
   m.tpot_mean_s = number_or_zero(j, "tpot_mean_s");
   m.gpu_utilization = number_or_zero(j, "gpu_utilization");
+  if (j.contains("pool_utilization"))
+    m.pool_utilization = j.at("pool_utilization").get<std::vector<double>>();
   m.submitted = j.at("submitted").get<std::int64_t>();
   m.completed = j.at("completed").get<std::int64_t>();
   m.wall_s = j.value("wall_s", 0.0);
@@ -69,6 +73,10 @@ ProbeMetrics ProbeMetrics::from_report(const Json& r) {
   m.output_tokens_per_s = r.at("throughput").at("output_tokens_per_s").get<double>();
   m.tpot_mean_s = number_or_zero(r.at("latency_s").at("tpot"), "mean");
   if (r.contains("gpus")) m.gpu_utilization = number_or_zero(r.at("gpus"), "utilization_mean");
+  if (r.contains("deployment") && r.at("deployment").contains("pools"))
+    for (const Json& p : r.at("deployment").at("pools"))
+      if (p.contains("utilization_mean"))
+        m.pool_utilization.push_back(number_or_zero(p, "utilization_mean"));
   m.submitted = r.at("requests").at("submitted").get<std::int64_t>();
   m.completed = r.at("requests").at("completed").get<std::int64_t>();
   return m;

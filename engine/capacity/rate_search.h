@@ -33,6 +33,9 @@ struct ProbeMetrics {
   // Mean busy fraction of the GPUs (report.json gpus.utilization_mean), for the power model
   // (0: unknown, as in results files written before it was recorded).
   double gpu_utilization = 0;
+  // Disaggregated pools of their own shape: each pool's mean busy fraction, prefill first
+  // (report.json deployment.pools[].utilization_mean); empty otherwise or unknown.
+  std::vector<double> pool_utilization;
   std::int64_t submitted = 0, completed = 0;
   double wall_s = 0;  // wall time of the simulation (not part of any decision)
 

@@ -58,6 +58,16 @@ std::string speculative_label(const Json& s) {
                      s.value("acceptance_rate", 0.0));
 }
 
+std::vector<std::pair<std::string, int>> PlanConfig::gpu_counts() const {
+  if (!pools()) return {{gpu, gpus()}};
+  const int other = data_parallel * pipeline_parallel;
+  const std::string& pg = prefill_gpu.empty() ? gpu : prefill_gpu;
+  const std::string& dg = decode_gpu.empty() ? gpu : decode_gpu;
+  const int p = prefill_replicas() * prefill_tp * other, d = decode_replicas() * decode_tp * other;
+  if (pg == dg) return {{pg, p + d}};
+  return {{pg, p}, {dg, d}};
+}
+
 std::string PlanConfig::key() const {
   std::string k =
       fmt::format("{} {} tp{} pp{}", topology_label, gpu, tensor_parallel, pipeline_parallel);
@@ -71,9 +81,10 @@ std::string PlanConfig::key() const {
   if (max_num_batched_tokens > 0) k += fmt::format(" tok{}", max_num_batched_tokens);
   if (priority_scheduling >= 0) k += priority_scheduling ? " prio" : " fifo";
   if (disaggregation) k += " disagg";
+  auto at = [](const std::string& g) { return g.empty() ? std::string() : "@" + g; };
   if (pools())
-    k += fmt::format(" p{}xtp{} d{}xtp{}", prefill_replicas(), prefill_tp, decode_replicas(),
-                     decode_tp);
+    k += fmt::format(" p{}xtp{}{} d{}xtp{}{}", prefill_replicas(), prefill_tp, at(prefill_gpu),
+                     decode_replicas(), decode_tp, at(decode_gpu));
   if (speculative_set) k += " " + speculative_label(speculative);
   return k;
 }
@@ -96,12 +107,17 @@ std::vector<std::string> PlanConfig::sets() const {
   if (priority_scheduling >= 0)
     s.push_back(std::string("scheduler.priority_scheduling=") +
                 (priority_scheduling ? "true" : "false"));
-  if (pools())
-    s.push_back(
-        fmt::format(R"(disaggregation={{"prefill_replicas":{},"decode_replicas":{},)"
-                    R"("prefill":{{"tensor_parallel":{}}},"decode":{{"tensor_parallel":{}}}}})",
-                    prefill_replicas(), decode_replicas(), prefill_tp, decode_tp));
-  else if (disaggregation)
+  if (pools()) {
+    using OJson = nlohmann::ordered_json;
+    OJson pool_p = {{"tensor_parallel", prefill_tp}}, pool_d = {{"tensor_parallel", decode_tp}};
+    if (!prefill_gpu.empty()) pool_p["gpu"] = prefill_gpu;
+    if (!decode_gpu.empty()) pool_d["gpu"] = decode_gpu;
+    s.push_back("disaggregation=" + OJson{{"prefill_replicas", prefill_replicas()},
+                                          {"decode_replicas", decode_replicas()},
+                                          {"prefill", pool_p},
+                                          {"decode", pool_d}}
+                                        .dump());
+  } else if (disaggregation)
     s.push_back(fmt::format(R"(disaggregation={{"prefill_replicas":{},"decode_replicas":{}}})",
                             prefill_replicas(), decode_replicas()));
   else
@@ -129,6 +145,8 @@ Json PlanConfig::to_json() const {
   if (pools()) {
     j["prefill"] = {{"replicas", prefill_replicas()}, {"tensor_parallel", prefill_tp}};
     j["decode"] = {{"replicas", decode_replicas()}, {"tensor_parallel", decode_tp}};
+    if (!prefill_gpu.empty()) j["prefill"]["gpu"] = prefill_gpu;
+    if (!decode_gpu.empty()) j["decode"]["gpu"] = decode_gpu;
   }
   if (speculative_set) j["speculative"] = speculative;
   return j;
@@ -160,28 +178,44 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
   std::vector<std::pair<bool, Json>> specs;
   for (const Json& e : s.speculative) specs.push_back({true, e});
   if (specs.empty()) specs.push_back({false, Json()});
-  // Disaggregated pools of their own shape: TP per pool and the share of GPUs (or replicas)
-  // that prefill; only for disaggregated configurations, and only when listed.
+  // Disaggregated pools of their own shape: TP and GPU type per pool and the share of GPUs
+  // (or replicas) that prefill; only for disaggregated configurations, and only when listed.
   const bool pools = !s.prefill_tensor_parallel.empty() || !s.decode_tensor_parallel.empty() ||
-                     !s.prefill_share.empty();
+                     !s.prefill_share.empty() || !s.prefill_gpu.empty() || !s.decode_gpu.empty();
   const std::vector<int> prefill_tps =
       s.prefill_tensor_parallel.empty() ? std::vector<int>{0} : s.prefill_tensor_parallel;
   const std::vector<int> decode_tps =
       s.decode_tensor_parallel.empty() ? std::vector<int>{0} : s.decode_tensor_parallel;
   const std::vector<double> shares =
       s.prefill_share.empty() ? std::vector<double>{0.5} : s.prefill_share;
+  const std::vector<std::string> prefill_gpus =
+      s.prefill_gpu.empty() ? std::vector<std::string>{""} : s.prefill_gpu;
+  const std::vector<std::string> decode_gpus =
+      s.decode_gpu.empty() ? std::vector<std::string>{""} : s.decode_gpu;
   // A pool configuration from c (its TP, replicas): prefill replicas of tpp GPUs x dp x pp
-  // (0: c's TP) taking `share` of the GPUs to fill (or of the replicas), the rest decode.
-  auto add_pools = [&](PlanConfig c, int tpp, int tpd, double share, int fill, int total,
+  // (0: c's TP) taking `share` of the GPUs to fill (or of the replicas), the rest decode, each
+  // pool on GPUs of type gpp / gpd ("": the topology's). Pools of two types run on the
+  // topology rebuilt as whole nodes of each, at most its `nodes` in all.
+  auto add_pools = [&](PlanConfig c, int tpp, int tpd, const std::string& gpp,
+                       const std::string& gpd, double share, int fill, const plan::Topology& topo,
                        std::string reason) {
     c.prefill_tp = tpp > 0 ? tpp : c.tensor_parallel;
     c.decode_tp = tpd > 0 ? tpd : c.tensor_parallel;
+    c.prefill_gpu = gpp;
+    c.decode_gpu = gpd;
+    const std::string& type_p = gpp.empty() ? c.gpu : gpp;
+    const std::string& type_d = gpd.empty() ? c.gpu : gpd;
+    const bool mixed = type_p != type_d;
+    const int gpn = topo.node.gpus;
+    auto nodes_for = [gpn](int gpus) { return (gpus + gpn - 1) / gpn; };
     const int other = c.data_parallel * c.pipeline_parallel;
     const int gp = c.prefill_tp * other, gd = c.decode_tp * other;
     int p = 0, d = 0;
     if (fill > 0) {
       p = std::max(1, static_cast<int>(std::lround(share * fill / gp)));
-      d = (fill - p * gp) / gd;
+      // Each pool holds whole nodes: the decode pool has those the prefill pool leaves.
+      const int left = std::min(fill - p * gp, (topo.nodes - nodes_for(p * gp)) * gpn);
+      d = std::max(0, left) / gd;
     } else {
       p = std::clamp(static_cast<int>(std::lround(share * c.replicas)), 1,
                      std::max(1, c.replicas - 1));
@@ -194,8 +228,23 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
           "no GPU left for a decode replica of {} GPUs after {} prefill "
           "replicas of {}",
           gd, p, gp);
-    if (reason.empty() && c.gpus() > total)
-      reason = fmt::format("needs {} GPUs; topology {} has {}", c.gpus(), c.topology_label, total);
+    if (reason.empty() && c.gpus() > topo.total_gpus())
+      reason = fmt::format("needs {} GPUs; topology {} has {}", c.gpus(), c.topology_label,
+                           topo.total_gpus());
+    const int np = nodes_for(p * gp), nd = nodes_for(std::max(1, d) * gd);
+    if (reason.empty() && np + nd > topo.nodes)
+      reason = fmt::format("the pools take {} + {} whole nodes; topology {} has {}", np, nd,
+                           c.topology_label, topo.nodes);
+    if (mixed) {
+      Json e = c.topology.is_string() ? Json{{"base", c.topology}} : c.topology;
+      e["gpu"] = type_p;
+      e["nodes"] = np + nd;
+      e["node_gpus"] = Json::array({Json{{"gpu", type_d}, {"nodes", nd}}});
+      c.topology = e;
+    } else if (type_p != c.gpu) {
+      c.topology = with_gpu(c.topology, type_p);
+    }
+    c.gpu = type_p;  // the topology's first type (one key however the GPU was reached)
     add(c, reason);
   };
   // MoE layouts (data_parallel, expert_parallel): the base scenario's unless listed.
@@ -285,8 +334,10 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
                             if (dis && pools) {
                               for (int tpp : prefill_tps)
                                 for (int tpd : decode_tps)
-                                  for (double share : shares)
-                                    add_pools(c, tpp, tpd, share, fill, topo.total_gpus(), reason);
+                                  for (const auto& gpp : prefill_gpus)
+                                    for (const auto& gpd : decode_gpus)
+                                      for (double share : shares)
+                                        add_pools(c, tpp, tpd, gpp, gpd, share, fill, topo, reason);
                               continue;
                             }
                             if (reason.empty() && dis && r < 2)

@@ -39,7 +39,12 @@ struct PlanConfig {
   // Disaggregated pools of their own shape (when the search lists them): prefill replicas
   // and each pool's TP (0: replicas / 2 and tensor_parallel, the classic split).
   int prefill_count = 0, prefill_tp = 0, decode_tp = 0;
+  // Each pool's GPU type when the search lists them ("": `gpu`). When they differ, `topology`
+  // is the search's rebuilt as whole nodes of each type.
+  std::string prefill_gpu, decode_gpu;
   bool pools() const { return disaggregation && (prefill_tp > 0 || decode_tp > 0); }
+  // GPUs by type, the prefill pool's type first (one entry when the types agree).
+  std::vector<std::pair<std::string, int>> gpu_counts() const;
 
   int gpus() const {
     if (pools())

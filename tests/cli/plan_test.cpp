@@ -130,6 +130,68 @@ TEST(Plan, ChosenMixedPoolsMeetSloAtReportedRateAndFailTenPercentAbove) {
   EXPECT_FALSE(meets(above, 0.5, 0.06, 0.99)) << above["latency_s"].dump();
 }
 
+// Pools that pick their GPU type, at a target rate: every configuration's price is its GPUs
+// at their types' prices, and its power each pool's GPUs at their type's power model and the
+// pool's own busy fraction (report.json deployment.pools[].utilization_mean); the cheapest,
+// simulated again, meets the SLO on the pools and GPU types its key names.
+TEST(Plan, PoolsOnTwoGpuTypesArePricedAndPoweredPerPool) {
+  const std::string dir = write_plan(
+      "pool_gpus",
+      R"({"topologies": [{"base": "dgx_a100", "nodes": 2}], "gpus": [8], "tensor_parallel": [2],
+          "replicas": "fill", "disaggregation": [true], "prefill_tensor_parallel": [1, 2],
+          "decode_tensor_parallel": [2], "prefill_share": [0.25, 0.5],
+          "prefill_gpu": ["A100-SXM4-80GB", "H100-SXM5-80GB"],
+          "decode_gpu": ["A100-SXM4-80GB", "H100-SXM5-80GB"]})",
+      R"({"ttft_p99": "500ms", "tpot_p99": "60ms"})", R"({"duration": "20s"})",
+      R"(, "target": {"rate_rps": 4})");
+  auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json p = read_json(dir + "/out/plan.json");
+  const json& econ = p["economics"]["gpus"];
+  ASSERT_TRUE(econ.contains("A100-SXM4-80GB") && econ.contains("H100-SXM5-80GB")) << econ.dump();
+  auto watts = [&](const std::string& gpu, int n, double u) {
+    const double idle = econ[gpu]["idle_watts"].get<double>();
+    return n * (idle + (econ[gpu]["peak_watts"].get<double>() - idle) * u);
+  };
+  int mixed = 0;
+  for (const json& e : p["ranked"]) {
+    const json& c = e["config"];
+    const std::string gp = c["prefill"]["gpu"], gd = c["decode"]["gpu"];
+    const int np = c["prefill"]["replicas"].get<int>() * c["prefill"]["tensor_parallel"].get<int>();
+    const int nd = c["decode"]["replicas"].get<int>() * c["decode"]["tensor_parallel"].get<int>();
+    const double cost = np * econ[gp]["price_per_gpu_hour"].get<double>() +
+                        nd * econ[gd]["price_per_gpu_hour"].get<double>();
+    EXPECT_NEAR(e["price_per_gpu_hour"].get<double>() * (np + nd), cost, 1e-9) << e["key"];
+    const json& pu = e["metrics"]["pool_utilization"];
+    ASSERT_EQ(pu.size(), 2u) << e["key"];
+    const double w = watts(gp, np, pu[0].get<double>()) + watts(gd, nd, pu[1].get<double>());
+    EXPECT_NEAR(e["power_watts"].get<double>(), w, 1e-9 * w) << e["key"];
+    // The mean busy fraction is the pools' weighted by their GPUs.
+    EXPECT_NEAR(e["gpu_utilization"].get<double>(),
+                (np * pu[0].get<double>() + nd * pu[1].get<double>()) / (np + nd), 1e-9);
+    mixed += gp != gd;
+  }
+  EXPECT_GT(mixed, 0) << "no configuration on two GPU types met the SLO";
+  const json& t = p["target"]["lowest_cost"];
+  ASSERT_FALSE(t.is_null()) << p["target"].dump(2);
+  for (const json& e : p["ranked"])
+    EXPECT_GE(e["price_per_gpu_hour"].get<double>() * e["config"]["gpus"].get<double>(),
+              t["cost_per_hour"].get<double>() - 1e-9);
+  json sets;
+  for (const json& e : p["ranked"])
+    if (e["key"] == t["key"]) sets = e["sets"];
+  int code = 0;
+  json at = simulate(dir, sets, " --set workload.arrival.rate_rps=4", &code);
+  ASSERT_EQ(code, 0);
+  EXPECT_TRUE(meets(at, 0.5, 0.06, 0.99)) << at["latency_s"].dump();
+  const json& pools = at["deployment"]["pools"];
+  ASSERT_EQ(pools.size(), 2u);
+  EXPECT_EQ(pools[0]["gpu"], t["config"]["prefill"]["gpu"]);
+  EXPECT_EQ(pools[1]["gpu"], t["config"]["decode"]["gpu"]);
+  EXPECT_DOUBLE_EQ(pools[0]["utilization_mean"].get<double>(),
+                   t["metrics"]["pool_utilization"][0].get<double>());
+}
+
 TEST(Plan, ChosenConfigMeetsSloAtReportedRateAndFailsTenPercentAbove) {
   const std::string dir = write_plan("proof", kSmallSpace);
   auto r = run_prima("plan " + dir + "/plan.json --out " + dir + "/out --jobs 2 -q");
@@ -435,6 +497,21 @@ TEST(Plan, PriceTableWithoutTheSearchedGpuOrWithBadPowerIsExitTwo) {
       run("price_fields", R"({"gpus": {"A100-SXM4-80GB": {"price_per_gpu_hour": 2}}})");
   EXPECT_EQ(r3.exit_code, 2) << r3.err;
   EXPECT_NE(r3.err.find("/gpus/A100-SXM4-80GB/price_source"), std::string::npos) << r3.err;
+  // A pool's GPU type is searched too: it needs its entry.
+  const std::string a100 =
+      R"("A100-SXM4-80GB": {"price_per_gpu_hour": 2, "price_source": "test", "idle_watts": 50,
+          "peak_watts": 400, "power_source": "test"})";
+  const std::string dir4 =
+      write_plan("price_pool",
+                 R"({"topologies": [{"base": "dgx_a100", "nodes": 2}], "tensor_parallel": [1],
+          "replicas": [2], "disaggregation": [true], "decode_gpu": ["H200-SXM-141GB"]})",
+                 R"({"ttft_p99": "500ms"})", R"({"min_rps": 3, "duration": "20s"})",
+                 R"(, "price_table": "prices.json")");
+  std::ofstream(dir4 + "/prices.json") << R"({"gpus": {)" + a100 + "}}";
+  auto r4 = run_prima("plan " + dir4 + "/plan.json --out " + dir4 + "/out -q");
+  EXPECT_EQ(r4.exit_code, 2) << r4.err;
+  EXPECT_NE(r4.err.find(dir4 + "/prices.json: /gpus/H200-SXM-141GB: missing"), std::string::npos)
+      << r4.err;
 }
 
 // search.speculative: each configuration with and without MTP drafts. Llama-2-13B on one A100

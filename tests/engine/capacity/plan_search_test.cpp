@@ -72,6 +72,62 @@ TEST(SearchSpace, EnumeratesInOrderAndExplainsSkips) {
   EXPECT_EQ(keys.size(), l->configs.size());
 }
 
+// Pools that pick their GPU type: two types run on the search topology rebuilt as whole
+// nodes of each (the prefill pool's first), within its node count; one type rewrites the GPU.
+// The same pools reached through two gpu_types are one configuration.
+TEST(SearchSpace, PoolsOfTwoGpuTypesRebuildTheTopologyFromWholeNodes) {
+  PlanSpec p = spec_of(R"({"topologies": [{"base": "dgx_a100", "nodes": 2}],
+      "gpu_types": ["A100-SXM4-80GB", "H100-SXM5-80GB"], "gpus": [16], "tensor_parallel": [2],
+      "replicas": "fill", "disaggregation": [true], "prefill_tensor_parallel": [1],
+      "decode_tensor_parallel": [2], "prefill_share": [0.25],
+      "prefill_gpu": ["H100-SXM5-80GB"], "decode_gpu": ["H200-SXM-141GB", "H100-SXM5-80GB"]})");
+  auto l = enumerate_configs(p);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  ASSERT_EQ(l->configs.size(), 2u);  // one per decode type, whichever gpu_types reached it
+  ASSERT_TRUE(l->skipped.empty());
+  // 16 GPUs, a quarter prefill: 4 TP1 H100 replicas on one node; decode has the node left,
+  // 8 H200 as 4 TP2 replicas.
+  const PlanConfig& mixed = l->configs[0];
+  EXPECT_EQ(mixed.key(),
+            "dgx_a100{nodes=2} H100-SXM5-80GB tp2 pp1 x8 disagg p4xtp1@H100-SXM5-80GB "
+            "d4xtp2@H200-SXM-141GB");
+  EXPECT_EQ(mixed.gpus(), 12);
+  using Counts = std::vector<std::pair<std::string, int>>;
+  EXPECT_EQ(mixed.gpu_counts(), (Counts{{"H100-SXM5-80GB", 4}, {"H200-SXM-141GB", 8}}));
+  EXPECT_EQ(mixed.topology, Json::parse(R"({"base": "dgx_a100", "nodes": 2,
+      "gpu": "H100-SXM5-80GB", "node_gpus": [{"gpu": "H200-SXM-141GB", "nodes": 1}]})"));
+  // Both pools on H100: the topology's GPU is rewritten; each pool still holds whole nodes.
+  const PlanConfig& same = l->configs[1];
+  EXPECT_EQ(same.gpu, "H100-SXM5-80GB");
+  EXPECT_EQ(same.gpu_counts(), (Counts{{"H100-SXM5-80GB", 12}}));
+  EXPECT_EQ(same.decode_replicas(), 4);
+  EXPECT_FALSE(same.topology.contains("node_gpus"));
+  // Each is a scenario the simulator accepts, pools on their own types.
+  for (const auto& c : l->configs) {
+    Screening s = screen_config(p, c);
+    EXPECT_FALSE(s.pruned) << c.key() << ": " << s.reason;
+  }
+  // Explicit replicas that need more whole nodes than the topology has are skipped, saying so.
+  auto two_types = [](const std::string& shape) {
+    auto l = enumerate_configs(spec_of(R"({"topologies": [{"base": "dgx_a100", "nodes": 2}],
+        "disaggregation": [true], "prefill_gpu": ["H100-SXM5-80GB"],
+        "decode_gpu": ["H200-SXM-141GB"], )" +
+                                       shape + "}"));
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    return l.ok() ? *l : SearchList{};
+  };
+  // 1 x TP4 H100 (one node) + 1 x TP8 H200 (one node).
+  EXPECT_EQ(two_types(R"("tensor_parallel": [8], "replicas": [2], "prefill_tensor_parallel": [4])")
+                .configs.size(),
+            1u);
+  // 3 x TP4 prefill need 12 GPUs (two nodes) and the TP4 decode replica a third node.
+  const SearchList m =
+      two_types(R"("tensor_parallel": [4], "replicas": [4], "prefill_share": [0.75])");
+  ASSERT_EQ(m.skipped.size(), 1u);
+  EXPECT_NE(m.skipped[0].reason.find("the pools take 2 + 1 whole nodes"), std::string::npos)
+      << m.skipped[0].reason;
+}
+
 TEST(SearchSpace, ShardsPartitionTheList) {
   PlanSpec p = spec_of(R"({"topologies": ["dgx_a100"], "tensor_parallel": [1, 2, 4],
                            "replicas": [1, 2], "max_num_seqs": [16, 64]})");
@@ -100,6 +156,9 @@ TEST(PlanSpecParse, ErrorsNameThePath) {
   bad("{" + sc + R"("slo": {"ttft_p99": 1}, "search": {"topologies": ["dgx_a100"],
       "replicas": "lots"}})",
       "/search/replicas");
+  bad("{" + sc + R"("slo": {"ttft_p99": 1}, "search": {"topologies": ["dgx_a100"],
+      "disaggregation": [true], "decode_gpu": ["H100-SXM5-80GB", "B300"]}})",
+      "/search/decode_gpu/1: unknown GPU type \"B300\"");
 }
 
 TEST(Prune, SeventyBFp16OnOneGpuIsAMemoryPrune) {

@@ -40,8 +40,9 @@ TEST(PriceTable, PowerIsLinearInTheBusyFractionAndEnergyIsPerOutputToken) {
   EXPECT_DOUBLE_EQ(gpu_power_watts(e, -1), 100);
   // 8 GPUs at 400 W = 3,200 W; 1,000 tokens/s: 3.2 J per token, 3.2e6 J per million tokens
   // = 0.888... kWh.
-  EXPECT_DOUBLE_EQ(energy_kwh_per_million_tokens(e, 8, 0.5, 1000), 3200.0 / 1000 * 1e6 / 3.6e6);
-  EXPECT_EQ(energy_kwh_per_million_tokens(e, 8, 0.5, 0), 0);
+  EXPECT_DOUBLE_EQ(energy_kwh_per_million_tokens(8 * gpu_power_watts(e, 0.5), 1000),
+                   3200.0 / 1000 * 1e6 / 3.6e6);
+  EXPECT_EQ(energy_kwh_per_million_tokens(3200, 0), 0);
 }
 
 TEST(PriceTable, AMissingFileIsNotFound) {
