@@ -52,7 +52,11 @@ int serve_sim(const ServeOptions& o) {
   std::string layout = fmt::format("TP{}", sc->plan.tensor_parallel);
   if (sc->plan.data_parallel > 1) layout += fmt::format(" x DP{}", sc->plan.data_parallel);
   layout += fmt::format(" x PP{}", sc->plan.pipeline_parallel);
-  if (sc->plan.expert_parallel > 1) layout += fmt::format(" (EP{})", sc->plan.expert_parallel);
+  if (sc->plan.expert_parallel > 1)
+    layout += sc->plan.expert_tensor_parallel() > 1
+                  ? fmt::format(" (EP{} x expert TP{})", sc->plan.expert_parallel,
+                                sc->plan.expert_tensor_parallel())
+                  : fmt::format(" (EP{})", sc->plan.expert_parallel);
   const std::string banner =
       fmt::format("{} ({}) on {}, {} x {} replica(s), simulated at {}x; {}", model.name, sc->name,
                   sc->topology.name, layout, sc->plan.replicas, eo.speed, describe_limits(limits));

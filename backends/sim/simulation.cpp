@@ -113,6 +113,7 @@ OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, i
   if (sc.plan.data_parallel > 1) j["deployment"]["data_parallel"] = sc.plan.data_parallel;
   if (sc.plan.expert_parallel > 1) {
     j["deployment"]["expert_parallel"] = sc.plan.expert_parallel;
+    j["deployment"]["expert_tensor_parallel"] = sc.plan.expert_tensor_parallel();
     j["deployment"]["expert_load_skew"] = sc.workload.expert_load_skew;
   }
   int peak_blocks = 0;

@@ -41,9 +41,12 @@ struct SearchSpace {
   std::vector<int> tensor_parallel{1};
   std::vector<int> pipeline_parallel{1};
   // MoE layouts: attention DP groups per stage, and whether the experts spread over the stage
-  // (expert_parallel = tp x dp). Empty: the base scenario's layout.
+  // (expert_parallel = tp x dp / expert TP). Empty: the base scenario's layout.
   std::vector<int> data_parallel;
   std::vector<bool> expert_parallel;
+  // With expert parallelism: the GPUs each routed expert is split over (expert_parallel =
+  // tp x dp / this). Empty: 1 (whole experts per GPU).
+  std::vector<int> expert_tensor_parallel;
   // Disaggregated pools of their own shape (with disaggregation true): prefill and decode TP
   // degrees, and the share of the GPUs (replicas "fill") or replicas that prefill. Empty: the
   // classic half-and-half split at the configuration's TP.

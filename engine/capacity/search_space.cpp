@@ -73,7 +73,8 @@ std::string PlanConfig::key() const {
       fmt::format("{} {} tp{} pp{}", topology_label, gpu, tensor_parallel, pipeline_parallel);
   if (moe_set) {
     if (data_parallel > 1) k += fmt::format(" dp{}", data_parallel);
-    k += expert_parallel ? fmt::format(" ep{}", tensor_parallel * data_parallel) : " noep";
+    k += expert_parallel ? fmt::format(" ep{}", expert_groups()) : " noep";
+    if (expert_parallel && expert_tp > 1) k += fmt::format(" etp{}", expert_tp);
   }
   k += fmt::format(" x{}", replicas);
   if (!quantization.empty()) k += " " + quantization;
@@ -98,7 +99,7 @@ std::vector<std::string> PlanConfig::sets() const {
   if (moe_set) {
     s.push_back(fmt::format("deployment.parallel_strategy.data_parallel={}", data_parallel));
     s.push_back(fmt::format("deployment.parallel_strategy.expert_parallel={}",
-                            expert_parallel ? tensor_parallel * data_parallel : 1));
+                            expert_parallel ? expert_groups() : 1));
   }
   s.push_back(fmt::format("deployment.replicas={}", replicas));
   if (max_num_seqs > 0) s.push_back(fmt::format("scheduler.max_num_seqs={}", max_num_seqs));
@@ -135,7 +136,8 @@ Json PlanConfig::to_json() const {
             {"replicas", replicas}};
   if (moe_set) {
     j["data_parallel"] = data_parallel;
-    j["expert_parallel"] = expert_parallel ? tensor_parallel * data_parallel : 1;
+    j["expert_parallel"] = expert_parallel ? expert_groups() : 1;
+    if (expert_parallel && expert_tp > 1) j["expert_tensor_parallel"] = expert_tp;
   }
   if (!quantization.empty()) j["quantization"] = quantization;
   if (max_num_seqs > 0) j["max_num_seqs"] = max_num_seqs;
@@ -248,10 +250,17 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
     add(c, reason);
   };
   // MoE layouts (data_parallel, expert_parallel): the base scenario's unless listed.
-  const bool moe_set = !s.data_parallel.empty() || !s.expert_parallel.empty();
+  const bool moe_set =
+      !s.data_parallel.empty() || !s.expert_parallel.empty() || !s.expert_tensor_parallel.empty();
   const std::vector<int> dps = s.data_parallel.empty() ? std::vector<int>{1} : s.data_parallel;
-  const std::vector<bool> eps =
-      s.expert_parallel.empty() ? std::vector<bool>{false} : s.expert_parallel;
+  // (expert parallelism on, expert TP degree): the experts over tp x dp / etp groups.
+  std::vector<std::pair<bool, int>> eps;
+  for (bool on : s.expert_parallel.empty() ? std::vector<bool>{false} : s.expert_parallel) {
+    if (!on) eps.push_back({false, 1});
+    for (int etp :
+         s.expert_tensor_parallel.empty() ? std::vector<int>{1} : s.expert_tensor_parallel)
+      if (on) eps.push_back({true, etp});
+  }
 
   for (std::size_t ti = 0; ti < s.topologies.size(); ++ti) {
     for (const auto& gt : gpu_types) {
@@ -274,7 +283,7 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
       for (int tp : s.tensor_parallel) {
         for (int pp : s.pipeline_parallel)
           for (int dp : dps)
-            for (bool ep : eps) {
+            for (const auto& [ep, etp] : eps) {
               const int per_replica = tp * dp * pp;
               // Replica counts with, for each, why it cannot exist ("" when it can).
               // (replicas, why not, GPUs to fill: 0 for an explicit count)
@@ -318,6 +327,7 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
                             c.moe_set = moe_set;
                             c.data_parallel = dp;
                             c.expert_parallel = ep;
+                            c.expert_tp = etp;
                             c.replicas = r;
                             c.quantization = q;
                             c.max_num_seqs = ns;
@@ -329,8 +339,16 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
                             std::string reason = why;
                             if (reason.empty() && dp > 1 && !ep)
                               reason = "attention data parallelism needs expert parallelism";
-                            if (reason.empty() && ep && tp * dp < 2)
-                              reason = "expert parallelism needs more than one GPU per stage";
+                            if (reason.empty() && ep && (tp * dp) % etp != 0)
+                              reason = fmt::format(
+                                  "expert tensor parallelism {} does not divide the stage's {} "
+                                  "GPUs (TP{} x DP{})",
+                                  etp, tp * dp, tp, dp);
+                            if (reason.empty() && ep && tp * dp / etp < 2)
+                              reason = fmt::format(
+                                  "expert parallelism needs at least 2 expert groups; TP{} x "
+                                  "DP{} / expert TP{} is {}",
+                                  tp, dp, etp, tp * dp / etp);
                             if (dis && pools) {
                               for (int tpp : prefill_tps)
                                 for (int tpd : decode_tps)

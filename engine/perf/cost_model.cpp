@@ -158,34 +158,38 @@ void CostModel::add_layer(int layer, const BatchShape& b, double share, double l
 
 double CostModel::add_ep_moe(double tokens, double local_tokens, StageCost* c,
                              double* elem_bytes) const {
-  // Routed experts: experts / ep whole experts per GPU; the busiest GPU computes skew x the
-  // mean of tokens x top-k / ep rows (at most every token on each of its experts it may pick).
+  // Routed experts: experts / ep per expert group, each split over the group's etp GPUs; the
+  // busiest group computes skew x the mean of tokens x top-k / ep rows (at most every token on
+  // each of its experts it may pick), each of its GPUs 1 / etp of every row's expert FFN.
   const double h = m_.hidden, wb = model::weight_bytes_per_param(q_);
   const double ab = model::gemm_activation_bytes(q_), tp = p_.tensor_parallel;
-  const double ep = p_.expert_parallel, k = m_.experts_per_token, local = m_.experts / ep;
+  const double ep = p_.expert_parallel, etp = p_.expert_tensor_parallel();
+  const double k = m_.experts_per_token, local = m_.experts / ep, F = m_.expert_ffn;
   const double rows = std::min(tokens * k / ep * skew_, tokens * std::min(k, local));
   const double touched = std::min(local, rows);
   const double ep_params = m_.expert_params();
   double t = 0;
   if (rows > 0)
-    t += roof(2 * rows * ep_params,
+    t += roof(2 * rows * ep_params / etp,
               layer_.gemm_c * m_share(std::max(1.0, rows / std::max(1.0, touched))),
-              touched * ep_params * wb + rows * (h * ab + 3.0 * m_.expert_ffn * 2 + h * 2),
+              touched * ep_params / etp * wb + rows * (h * ab + 3.0 * F / etp * 2 + h * 2),
               layer_.gemm_m, c);
   // Shared experts and the router run where the attention does, over the group's tokens
   // (shared experts split over its TP ranks).
   const double T = local_tokens, sh = m_.shared_experts, router = h * m_.experts;
   t += roof(2 * T * sh * ep_params / tp + 2 * T * router, layer_.gemm_c * m_share(std::max(1.0, T)),
-            sh * ep_params / tp * wb + router * 2 +
-                T * sh * (h * ab + 3.0 * m_.expert_ffn / tp * 2 + h * 2),
+            sh * ep_params / tp * wb + router * 2 + T * sh * (h * ab + 3.0 * F / tp * 2 + h * 2),
             layer_.gemm_m, c);
-  *elem_bytes += rows * 2 * 3.0 * m_.expert_ffn + T * 2 * 3.0 * sh * m_.expert_ffn / tp;
+  *elem_bytes += rows * 2 * 3.0 * F / etp + T * 2 * 3.0 * sh * F / tp;
   // Dispatch (GEMM input precision) and combine (16-bit) of top-k copies of each token: a GPU
-  // sends its 1/tp of the group's tokens and receives its routed rows; (ep - 1) / ep of either
-  // crosses to another GPU.
-  const double remote = (ep - 1) / ep;
-  const double sent = T / tp * k * h * (ab + 2) * remote;
-  const double received = rows * h * (ab + 2) * remote;
+  // sends its 1/tp of the group's tokens once to the expert group that holds the expert, and
+  // receives 1 / etp of its group's routed rows; (ep - 1) / ep of either crosses to another
+  // group. With etp > 1 the group's GPUs then all-gather the rows and reduce-scatter the
+  // partial outputs: (etp - 1) / etp of the rows each way.
+  const double remote = (ep - 1) / ep, row_bytes = h * (ab + 2);
+  const double in_group = rows * row_bytes * (etp - 1) / etp;
+  const double sent = T / tp * k * row_bytes * remote + in_group;
+  const double received = rows / etp * row_bytes * remote + in_group;
   c->alltoalls += 2;
   c->alltoall_bytes += std::max(sent, received);
   return t;

@@ -47,16 +47,16 @@ Status check_divisibility(const model::ModelSpec& m, const ParallelPlan& p) {
     return invalid_argument("/parallel_strategy: " + m.name +
                             " is dense: data_parallel and expert_parallel apply to MoE models "
                             "(a dense model's data parallelism is `replicas`)");
-  if (ep > 1 && ep != g)
+  if (ep > 1 && g % ep != 0)
     return invalid_argument(
         "/parallel_strategy/expert_parallel: " + std::to_string(ep) +
-        " must be 1 or tensor_parallel x data_parallel = " + std::to_string(g) +
-        " (the experts are spread over every GPU of a stage; tensor-split experts with EP are "
-        "not modelled)");
+        " must be 1 or divide tensor_parallel x data_parallel = " + std::to_string(g) +
+        " (the stage's GPUs form expert_parallel groups, each splitting its experts over " +
+        "the group's GPUs)");
   if (dp > 1 && ep == 1)
     return invalid_argument("/parallel_strategy/data_parallel: attention data parallelism (" +
-                            std::to_string(dp) + ") needs expert_parallel = " + std::to_string(g) +
-                            " (tensor_parallel x data_parallel)");
+                            std::to_string(dp) + ") needs expert_parallel > 1 (a divisor of " +
+                            "tensor_parallel x data_parallel = " + std::to_string(g) + ")");
   if (ep > 1 && m.experts % ep != 0)
     return invalid_argument("/parallel_strategy/expert_parallel: " + std::to_string(ep) +
                             " does not divide the " + std::to_string(m.experts) + " experts of " +
@@ -97,16 +97,18 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   for (int l = 0; l < m.layers; ++l) max_layer = std::max(max_layer, m.layer_params(l));
   const double head_params =
       m.hidden + (m.tied_embeddings ? (pp > 1 ? m.embedding_params() : 0) : m.lm_head_params());
-  // With expert parallelism a GPU holds experts / ep whole routed experts of each MoE layer;
-  // the rest of the layer (attention, shared experts, router) is split over its TP group.
+  // With expert parallelism a GPU holds 1 / expert_tensor_parallel of experts / ep routed
+  // experts of each MoE layer (1 / gpus_per_stage of them in all); the rest of the layer
+  // (attention, shared experts, router) is split over its TP group.
   const int ep = p.expert_parallel, dp = p.data_parallel;
+  const double ep_gpus = static_cast<double>(ep) * p.expert_tensor_parallel();
   const double routed = m.is_moe() ? m.experts * m.expert_params() : 0.0;
   for (int s = 0; s < pp; ++s) {
     double layer_params = 0, expert_params = 0;
     for (int l = s * per_stage; l < (s + 1) * per_stage; ++l) {
       const bool ep_layer = ep > 1 && !m.is_dense_layer(l);
       layer_params += m.layer_params(l) - (ep_layer ? routed : 0.0);
-      if (ep_layer) expert_params += routed / ep;
+      if (ep_layer) expert_params += routed / ep_gpus;
     }
     // cpu_offload: layers stream from host memory; two layers are resident (double buffer).
     if (mem.cpu_offload) layer_params = std::min(layer_params, 2 * max_layer);

@@ -24,20 +24,26 @@ enum class Placement { kPacked, kStageMajor };
 // Mixture-of-experts layouts: attention data parallelism (data_parallel > 1) puts dp groups of
 // tensor_parallel GPUs side by side in each stage, each group attending over its own share of
 // the batch's sequences with its own KV cache; expert parallelism (expert_parallel > 1) spreads
-// the routed experts over every GPU of a stage (expert_parallel == tensor_parallel x
-// data_parallel: experts are not tensor-split), with an all-to-all dispatch and combine around
-// each MoE layer. Dense models keep both at 1.
+// the routed experts over the GPUs of a stage in expert_parallel groups, each expert split over
+// the tensor_parallel x data_parallel / expert_parallel GPUs of its group (expert tensor
+// parallelism, 1 when expert_parallel is every GPU of the stage), with an all-to-all dispatch
+// and combine around each MoE layer. Dense models keep both at 1.
 struct ParallelPlan {
   int tensor_parallel = 1;
   int pipeline_parallel = 1;
   int data_parallel = 1;    // attention DP groups per stage
-  int expert_parallel = 1;  // 1, or tensor_parallel x data_parallel
+  int expert_parallel = 1;  // 1, or a divisor of tensor_parallel x data_parallel
   // Sequences per micro-batch when pipelining (0 = no cap). Up to pipeline_parallel
   // micro-batches are in flight at once.
   int micro_batch = 0;
   int replicas = 1;
   Placement placement = Placement::kPacked;
   int gpus_per_stage() const { return tensor_parallel * data_parallel; }
+  // The GPUs each routed expert is split over: gpus_per_stage() / expert_parallel with expert
+  // parallelism, else tensor_parallel (experts sharded like a dense FFN).
+  int expert_tensor_parallel() const {
+    return expert_parallel > 1 ? gpus_per_stage() / expert_parallel : tensor_parallel;
+  }
   int gpus_per_replica() const { return gpus_per_stage() * pipeline_parallel; }
 };
 

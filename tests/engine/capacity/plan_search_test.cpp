@@ -3,6 +3,7 @@
 // shards partition it; the roofline bound is above what the simulation can reach.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "engine/capacity/plan_spec.h"
@@ -126,6 +127,28 @@ TEST(SearchSpace, PoolsOfTwoGpuTypesRebuildTheTopologyFromWholeNodes) {
   ASSERT_EQ(m.skipped.size(), 1u);
   EXPECT_NE(m.skipped[0].reason.find("the pools take 2 + 1 whole nodes"), std::string::npos)
       << m.skipped[0].reason;
+}
+
+// Expert TP splits each expert over that many GPUs: EP is the stage's GPUs / expert TP; a
+// degree that does not tile the stage, and attention DP without EP, are skipped with why.
+TEST(SearchSpace, ExpertTensorParallelSetsTheExpertGroups) {
+  PlanSpec p = spec_of(R"({"topologies": ["dgx_a100"], "tensor_parallel": [1],
+      "data_parallel": [8], "expert_parallel": [false, true],
+      "expert_tensor_parallel": [1, 2, 3], "replicas": [1]})");
+  auto l = enumerate_configs(p);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  ASSERT_EQ(l->configs.size(), 2u);
+  EXPECT_EQ(l->configs[0].key(), "dgx_a100 A100-SXM4-80GB tp1 pp1 dp8 ep8 x1");
+  EXPECT_EQ(l->configs[1].key(), "dgx_a100 A100-SXM4-80GB tp1 pp1 dp8 ep4 etp2 x1");
+  const auto sets = l->configs[1].sets();
+  EXPECT_NE(std::find(sets.begin(), sets.end(), "deployment.parallel_strategy.expert_parallel=4"),
+            sets.end());
+  EXPECT_EQ(l->configs[1].to_json()["expert_tensor_parallel"], 2);
+  ASSERT_EQ(l->skipped.size(), 2u);
+  EXPECT_NE(l->skipped[0].reason.find("needs expert parallelism"), std::string::npos);
+  EXPECT_NE(l->skipped[1].reason.find("expert tensor parallelism 3 does not divide the stage's 8"),
+            std::string::npos)
+      << l->skipped[1].reason;
 }
 
 TEST(SearchSpace, ShardsPartitionTheList) {

@@ -161,6 +161,51 @@ TEST(ExpertParallel, MemoryFitByHand) {
   EXPECT_GT(f->kv_tokens, 4 * t->kv_tokens);
 }
 
+// Expert tensor parallelism: Mixtral-8x7B's 8 experts over 16 GPUs (TP1 x DP16) as 8 expert
+// groups of 2 GPUs, each expert split in two. 64 decoding sequences, 4 per attention group.
+// The busiest group gets 64 x top-2 / 8 = 16 rows; each of its GPUs computes half of every
+// row's expert FFN, receives half the rows through the all-to-all (7/8 from other groups),
+// then all-gathers the other half and reduce-scatters the outputs.
+TEST(ExpertParallel, ExpertTensorParallelByHand) {
+  const model::ModelSpec m = get("mixtral-8x7b");
+  plan::ParallelPlan p = ep_plan(1, 16);
+  p.expert_parallel = 8;
+  EXPECT_EQ(p.expert_tensor_parallel(), 2);
+  Efficiency e;
+  e.layer_overhead_s = 0;
+  CostModel cm(m, model::Quantization::kBF16, h200(), p, e);
+  const StepCost c = cm.step(decode(64, 2048));
+  const double h = 4096, T = 4, rows = 16, row_bytes = h * (2 + 2);
+  const double in_group = rows * row_bytes / 2;
+  const double sent = T * 2 * row_bytes * 7 / 8 + in_group;
+  const double received = rows / 2 * row_bytes * 7 / 8 + in_group;
+  EXPECT_EQ(c.stages[0].alltoalls, 2 * 32);
+  EXPECT_DOUBLE_EQ(c.stages[0].alltoall_bytes, 32 * std::max(sent, received));
+  // FLOPs of one GPU: attention over its 4 sequences, half of 16 rows' expert FFNs, the router
+  // over 4 tokens; then the LM head over 4 sampled rows.
+  const double attn = 2 * T * m.qkv_params_per_layer() +
+                      2 * T * m.attention_out_params_per_layer() +
+                      2 * (T * 2048) * 32 * (128 + 128);
+  const double routed = 2 * rows * m.expert_params() / 2;
+  const double router = 2 * T * h * 8;
+  const double head = 2 * T * h * m.vocab;
+  EXPECT_NEAR(c.stages[0].flops, 32 * (attn + routed + router) + head, 1e-6 * c.stages[0].flops);
+  // Weights: each GPU holds half of one expert per layer (1/16 of the routed experts), the rest
+  // whole; with expert TP 1 (EP16) Mixtral cannot be laid out at all.
+  plan::MemoryOptions mem;
+  auto f = plan::check_plan(m, model::Quantization::kBF16, node_of(2), p, mem, 2048, 8192);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  const double routed_params = 32.0 * 8 * m.expert_params();
+  const double rest =
+      m.total_params() - routed_params - m.embedding_params() - m.lm_head_params() - m.hidden;
+  const double expect = 2 * (rest + routed_params / 16) + 2.0 * m.embedding_params() +
+                        2.0 * (m.hidden + m.lm_head_params());
+  EXPECT_NEAR(f->weight_bytes, expect, 1e-6 * expect);
+  p.expert_parallel = 16;
+  EXPECT_FALSE(
+      plan::check_plan(m, model::Quantization::kBF16, node_of(2), p, mem, 2048, 8192).ok());
+}
+
 TEST(ExpertParallel, BadLayoutsNameTheField) {
   plan::MemoryOptions mem;
   auto check = [&](const std::string& model, int tp, int dp, int ep) {
@@ -177,10 +222,12 @@ TEST(ExpertParallel, BadLayoutsNameTheField) {
       s.message().find("/parallel_strategy/expert_parallel: 16 does not divide the 8 experts"),
       std::string::npos)
       << s.message();
-  s = check("deepseek-v3", 2, 4, 4);  // EP must cover the stage
-  EXPECT_NE(s.message().find("must be 1 or tensor_parallel x data_parallel = 8"), std::string::npos)
+  s = check("deepseek-v3", 2, 4, 3);  // EP groups must tile the stage
+  EXPECT_NE(s.message().find("must be 1 or divide tensor_parallel x data_parallel = 8"),
+            std::string::npos)
       << s.message();
-  s = check("deepseek-v3", 1, 4, 1);  // attention DP without EP
+  EXPECT_TRUE(check("deepseek-v3", 2, 4, 4).ok());  // 4 expert groups of 2 GPUs
+  s = check("deepseek-v3", 1, 4, 1);                // attention DP without EP
   EXPECT_NE(s.message().find("/parallel_strategy/data_parallel"), std::string::npos) << s.message();
   s = check("llama-3-70b", 1, 1, 2);  // dense
   EXPECT_NE(s.message().find("is dense"), std::string::npos) << s.message();
