@@ -41,6 +41,8 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, 
   if (dep.contains("data_parallel"))
     layout += " x DP" + std::to_string(dep["data_parallel"].get<int>());
   layout += " x PP" + std::to_string(dep["pipeline_parallel"].get<int>());
+  if (dep.contains("context_parallel"))
+    layout += " (CP" + std::to_string(dep["context_parallel"].get<int>()) + ")";
   if (dep.contains("expert_parallel")) {
     const int etp = dep.value("expert_tensor_parallel", 1);
     layout += " (EP" + std::to_string(dep["expert_parallel"].get<int>()) +

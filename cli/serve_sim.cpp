@@ -52,6 +52,7 @@ int serve_sim(const ServeOptions& o) {
   std::string layout = fmt::format("TP{}", sc->plan.tensor_parallel);
   if (sc->plan.data_parallel > 1) layout += fmt::format(" x DP{}", sc->plan.data_parallel);
   layout += fmt::format(" x PP{}", sc->plan.pipeline_parallel);
+  if (sc->plan.context_parallel > 1) layout += fmt::format(" (CP{})", sc->plan.context_parallel);
   if (sc->plan.expert_parallel > 1)
     layout += sc->plan.expert_tensor_parallel() > 1
                   ? fmt::format(" (EP{} x expert TP{})", sc->plan.expert_parallel,

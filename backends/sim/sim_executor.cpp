@@ -78,7 +78,7 @@ SimExecutor::SimExecutor(SimPlatform* platform, Runtime* runtime, plan::ReplicaP
     for (size_t i = 0; i < dev[s].size(); ++i)
       if (topo.node_of(dev[s][i]) != topo.node_of(dev[s][i - i % st.tp_group]))
         st.tp_intra_node = false;
-    st.expert_parallel = rep_.placement.expert_parallel && dev[s].size() > 1;
+    st.all_to_all = rep_.placement.all_to_all && dev[s].size() > 1;
     if (s + 1 < dev.size()) {
       st.next_lead = platform->host_of(dev[s + 1].at(0));
       st.send_intra_node = topo.node_of(dev[s + 1][0]) == node;

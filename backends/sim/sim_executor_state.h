@@ -72,9 +72,9 @@ struct Stage {
   simgrid::s4u::Host* lead = nullptr;
   simgrid::s4u::Host* next_lead = nullptr;  // null for the last stage
   int tp_group = 1;
-  bool tp_intra_node = true;     // every TP group inside one node
-  bool ep_intra_node = true;     // the whole stage inside one node
-  bool expert_parallel = false;  // its MoE layers exchange tokens all-to-all
+  bool tp_intra_node = true;  // every TP group inside one node
+  bool ep_intra_node = true;  // the whole stage inside one node
+  bool all_to_all = false;    // its GPUs exchange all-to-all (expert or context parallelism)
   bool send_intra_node = true;
 
   // Transfers (sim_executor_transfers.h): how the stage's transfers are modelled.

@@ -41,7 +41,7 @@ void Transfers::lay_out(Stage& st) {
   const bool analytic = rep_.speedups.analytic_intra_node_collectives;
   st.ring_flows = tp > 1 && !(st.tp_intra_node && analytic);
   st.send_flow = st.next_lead != nullptr && !(st.send_intra_node && analytic);
-  st.a2a_flows = st.expert_parallel && !(st.ep_intra_node && analytic);
+  st.a2a_flows = st.all_to_all && !(st.ep_intra_node && analytic);
   if (st.ring_flows)
     for (int i = 0; i < n; ++i)
       st.ring.push_back(make_path(st.hosts[i], st.hosts[i - i % tp + (i % tp + 1) % tp]));
@@ -115,7 +115,7 @@ double Transfers::stage_analytic_s(const Stage& stage, Step* st, const perf::Sta
       }
     }
   }
-  if (stage.expert_parallel && c.alltoalls > 0) {
+  if (stage.all_to_all && c.alltoalls > 0) {
     const int g = static_cast<int>(stage.hosts.size());
     const int gpn = rep_.platform->topology().node.gpus;
     if (!stage.a2a_flows) {  // inside a node, on NVLink

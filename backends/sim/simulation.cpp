@@ -109,8 +109,9 @@ OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, i
                 {"weights_gb_per_gpu", p.fit.weight_bytes / 1e9}});
     j["deployment"]["pools"] = std::move(arr);
   }
-  // MoE layouts: written when used (a dense deployment's report is unchanged).
+  // MoE layouts and context parallelism: written when used.
   if (sc.plan.data_parallel > 1) j["deployment"]["data_parallel"] = sc.plan.data_parallel;
+  if (sc.plan.context_parallel > 1) j["deployment"]["context_parallel"] = sc.plan.context_parallel;
   if (sc.plan.expert_parallel > 1) {
     j["deployment"]["expert_parallel"] = sc.plan.expert_parallel;
     j["deployment"]["expert_tensor_parallel"] = sc.plan.expert_tensor_parallel();

@@ -114,6 +114,7 @@ void parse_search(const JsonReader& r, SearchSpace* s) {
   if (r.has("disaggregation")) s->disaggregation = bools(r, "disaggregation");
   if (r.has("data_parallel")) s->data_parallel = positive_ints(r, "data_parallel");
   if (r.has("expert_parallel")) s->expert_parallel = bools(r, "expert_parallel");
+  if (r.has("context_parallel")) s->context_parallel = positive_ints(r, "context_parallel");
   if (r.has("expert_tensor_parallel"))
     s->expert_tensor_parallel = positive_ints(r, "expert_tensor_parallel");
   if (r.has("prefill_tensor_parallel"))

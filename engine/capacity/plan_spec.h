@@ -47,6 +47,9 @@ struct SearchSpace {
   // With expert parallelism: the GPUs each routed expert is split over (expert_parallel =
   // tp x dp / this). Empty: 1 (whole experts per GPU).
   std::vector<int> expert_tensor_parallel;
+  // Context parallelism degrees (each sequence's KV over that many of a TP group's GPUs).
+  // Empty: the base scenario's.
+  std::vector<int> context_parallel;
   // Disaggregated pools of their own shape (with disaggregation true): prefill and decode TP
   // degrees, and the share of the GPUs (replicas "fill") or replicas that prefill. Empty: the
   // classic half-and-half split at the configuration's TP.

@@ -76,6 +76,7 @@ std::string PlanConfig::key() const {
     k += expert_parallel ? fmt::format(" ep{}", expert_groups()) : " noep";
     if (expert_parallel && expert_tp > 1) k += fmt::format(" etp{}", expert_tp);
   }
+  if (context_parallel > 0) k += fmt::format(" cp{}", context_parallel);
   k += fmt::format(" x{}", replicas);
   if (!quantization.empty()) k += " " + quantization;
   if (max_num_seqs > 0) k += fmt::format(" seqs{}", max_num_seqs);
@@ -101,6 +102,8 @@ std::vector<std::string> PlanConfig::sets() const {
     s.push_back(fmt::format("deployment.parallel_strategy.expert_parallel={}",
                             expert_parallel ? expert_groups() : 1));
   }
+  if (context_parallel > 0)
+    s.push_back(fmt::format("deployment.parallel_strategy.context_parallel={}", context_parallel));
   s.push_back(fmt::format("deployment.replicas={}", replicas));
   if (max_num_seqs > 0) s.push_back(fmt::format("scheduler.max_num_seqs={}", max_num_seqs));
   if (max_num_batched_tokens > 0)
@@ -139,6 +142,7 @@ Json PlanConfig::to_json() const {
     j["expert_parallel"] = expert_parallel ? expert_groups() : 1;
     if (expert_parallel && expert_tp > 1) j["expert_tensor_parallel"] = expert_tp;
   }
+  if (context_parallel > 0) j["context_parallel"] = context_parallel;
   if (!quantization.empty()) j["quantization"] = quantization;
   if (max_num_seqs > 0) j["max_num_seqs"] = max_num_seqs;
   if (max_num_batched_tokens > 0) j["max_num_batched_tokens"] = max_num_batched_tokens;
@@ -253,14 +257,16 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
   const bool moe_set =
       !s.data_parallel.empty() || !s.expert_parallel.empty() || !s.expert_tensor_parallel.empty();
   const std::vector<int> dps = s.data_parallel.empty() ? std::vector<int>{1} : s.data_parallel;
-  // (expert parallelism on, expert TP degree): the experts over tp x dp / etp groups.
-  std::vector<std::pair<bool, int>> eps;
-  for (bool on : s.expert_parallel.empty() ? std::vector<bool>{false} : s.expert_parallel) {
-    if (!on) eps.push_back({false, 1});
-    for (int etp :
-         s.expert_tensor_parallel.empty() ? std::vector<int>{1} : s.expert_tensor_parallel)
-      if (on) eps.push_back({true, etp});
-  }
+  // (expert parallelism on, expert TP degree, context parallelism): the experts over
+  // tp x dp / etp groups; cp 0 = the base scenario's.
+  std::vector<std::tuple<bool, int, int>> eps;
+  for (int cp : s.context_parallel.empty() ? std::vector<int>{0} : s.context_parallel)
+    for (bool on : s.expert_parallel.empty() ? std::vector<bool>{false} : s.expert_parallel) {
+      if (!on) eps.push_back({false, 1, cp});
+      for (int etp :
+           s.expert_tensor_parallel.empty() ? std::vector<int>{1} : s.expert_tensor_parallel)
+        if (on) eps.push_back({true, etp, cp});
+    }
 
   for (std::size_t ti = 0; ti < s.topologies.size(); ++ti) {
     for (const auto& gt : gpu_types) {
@@ -283,7 +289,7 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
       for (int tp : s.tensor_parallel) {
         for (int pp : s.pipeline_parallel)
           for (int dp : dps)
-            for (const auto& [ep, etp] : eps) {
+            for (const auto& [ep, etp, cp] : eps) {
               const int per_replica = tp * dp * pp;
               // Replica counts with, for each, why it cannot exist ("" when it can).
               // (replicas, why not, GPUs to fill: 0 for an explicit count)
@@ -328,6 +334,7 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
                             c.data_parallel = dp;
                             c.expert_parallel = ep;
                             c.expert_tp = etp;
+                            c.context_parallel = cp;
                             c.replicas = r;
                             c.quantization = q;
                             c.max_num_seqs = ns;
@@ -339,6 +346,10 @@ Result<SearchList> enumerate_configs(const PlanSpec& spec) {
                             std::string reason = why;
                             if (reason.empty() && dp > 1 && !ep)
                               reason = "attention data parallelism needs expert parallelism";
+                            if (reason.empty() && cp > 1 && tp % cp != 0)
+                              reason = fmt::format(
+                                  "context parallelism {} does not divide tensor_parallel {}", cp,
+                                  tp);
                             if (reason.empty() && ep && (tp * dp) % etp != 0)
                               reason = fmt::format(
                                   "expert tensor parallelism {} does not divide the stage's {} "

@@ -28,6 +28,7 @@ struct PlanConfig {
   bool expert_parallel = false;
   int expert_tp = 1;  // with expert_parallel: the GPUs each expert is split over
   int expert_groups() const { return tensor_parallel * data_parallel / expert_tp; }
+  int context_parallel = 0;        // 0 = the base scenario's
   std::string quantization;        // "" = the base scenario's
   int max_num_seqs = 0;            // 0 = the base scenario's
   int max_num_batched_tokens = 0;  // 0 = the base scenario's

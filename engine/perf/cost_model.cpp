@@ -52,8 +52,15 @@ CostModel::CostModel(model::ModelSpec m, model::Quantization q, plan::GpuSpec gp
   d.attn_width = hd + m_.rope_dim + hd;
   d.pair_bytes = eff_.attention_score_bytes + (m_.alibi ? eff_.alibi_bias_bytes : 0.0);
   d.step_pair_bytes = eff_.attention_unsharded_bytes * m_.heads;
+  // Context parallelism keeps 1/cp of each sequence's KV per GPU: it reads and writes that
+  // share; each GPU attends for the cp group's heads over its share (the same FLOPs), after
+  // gathering their queries (hd + rope wide per head) and before scattering their partial
+  // outputs (hd, plus the log-sum-exp in fp32 as two elements), 16-bit.
+  const double cp = p_.context_parallel;
   d.kv_elems =
-      mla ? m_.kv_elements_per_token_per_layer() : 2.0 * std::max(1.0, m_.kv_heads / tp) * hd;
+      (mla ? m_.kv_elements_per_token_per_layer() : 2.0 * std::max(1.0, m_.kv_heads / tp) * hd) /
+      cp;
+  d.cp_bytes = (cp - 1) * heads * (d.attn_width + 2) * 2;
   d.elem_width = 12 * h + fm * double(m_.ffn) / tp;
 }
 
@@ -121,6 +128,10 @@ void CostModel::add_layer(int layer, const BatchShape& b, double share, double l
                             T * d.heads * d.hd * 2 * 2 + pairs * d.heads * d.pair_bytes +
                             T * (T + 1) / 2 * d.step_pair_bytes;
   t += roof(attn_flops, d.attn_c * seq_share(b), attn_bytes, d.attn_m, c);
+  if (d.cp_bytes > 0) {
+    c->alltoalls += 2;
+    c->alltoall_bytes += T * d.cp_bytes;
+  }
   // 3. Attention output projection (row parallel).
   t += roof(2 * T * d.out_params / tp, gemm_c * wave_share(T, m_.hidden), d.out_w + T * d.out_act,
             d.gemm_m, c);

@@ -141,7 +141,10 @@ class CostModel {
     double pair_bytes;                  // score matrix (+ ALiBi bias) bytes per pair and head
     double step_pair_bytes;             // unsharded bytes per causal pair of the step's tokens
     double kv_elems;                    // KV elements per token per rank
-    double elem_width;                  // 12 h + 3 ffn / tp (norms, residuals, RoPE, SwiGLU)
+    // Context parallelism: bytes one GPU exchanges per token per layer (the query all-gather
+    // and the output reduce-scatter over the other cp - 1 GPUs); 0 without it.
+    double cp_bytes;
+    double elem_width;  // 12 h + 3 ffn / tp (norms, residuals, RoPE, SwiGLU)
   };
   LayerConsts layer_{};
 

@@ -19,6 +19,15 @@ std::string gb(double bytes) {
 // max_num_seqs, since only each sequence's last row goes through the LM head.
 constexpr double kLogitRows = 256;
 
+}  // namespace
+
+int kv_copies(const model::ModelSpec& m, int tp) {
+  if (m.kv_lora_rank > 0) return tp;
+  return m.kv_heads > 0 && tp > m.kv_heads ? tp / m.kv_heads : 1;
+}
+
+namespace {
+
 Status check_divisibility(const model::ModelSpec& m, const ParallelPlan& p) {
   const int tp = p.tensor_parallel, pp = p.pipeline_parallel;
   if (tp < 1 || pp < 1 || p.replicas < 1 || p.micro_batch < 0)
@@ -61,6 +70,23 @@ Status check_divisibility(const model::ModelSpec& m, const ParallelPlan& p) {
     return invalid_argument("/parallel_strategy/expert_parallel: " + std::to_string(ep) +
                             " does not divide the " + std::to_string(m.experts) + " experts of " +
                             m.name);
+  const int cp = p.context_parallel;
+  if (cp < 1) return invalid_argument("plan: context_parallel must be >= 1");
+  if (cp > 1) {
+    const std::string at = "/parallel_strategy/context_parallel: " + std::to_string(cp);
+    const int copies = kv_copies(m, tp);
+    if (dp > 1)
+      return invalid_argument(at + " with data_parallel " + std::to_string(dp) +
+                              ": context parallelism splits a TP group's KV; use one of them");
+    if (copies % cp != 0)
+      return invalid_argument(
+          at + " must divide the " + std::to_string(copies) + " copies of each token's KV that " +
+          "the TP" + std::to_string(tp) + " ranks hold (" +
+          (m.kv_lora_rank > 0
+               ? std::string("MLA's latent: one copy per rank")
+               : std::to_string(m.kv_heads) + " KV heads over " + std::to_string(tp) + " ranks") +
+          "); with no copies to spread there is nothing to split");
+  }
   if (m.layers % pp != 0)
     return invalid_argument(m.name + ": " + std::to_string(m.layers) +
                             " layers are not divisible by pipeline_parallel " + std::to_string(pp) +
@@ -135,10 +161,11 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   f.activation_bytes = tokens * 2.0 * (4.0 * m.hidden + qkv_out / tp + 2.0 * ffn_width / tp) +
                        std::min(tokens, kLogitRows) * 4.0 * m.vocab / tp;
 
-  // KV cache: this GPU's layers and KV heads.
+  // KV cache: this GPU's layers and KV heads, and its 1 / context_parallel of the tokens.
   const double kv_heads_per_gpu = std::max(1.0, static_cast<double>(m.kv_heads) / tp);
-  const double kv_elems = m.kv_lora_rank > 0 ? m.kv_elements_per_token_per_layer()
-                                             : 2.0 * kv_heads_per_gpu * m.head_dim;
+  const double kv_elems = (m.kv_lora_rank > 0 ? m.kv_elements_per_token_per_layer()
+                                              : 2.0 * kv_heads_per_gpu * m.head_dim) /
+                          p.context_parallel;
   f.kv_bytes_per_token =
       per_stage * kv_elems * mem.kv_bytes_per_element + mem.extra_kv_bytes_per_token;
   f.kv_bytes = std::max(0.0, f.usable_bytes - f.weight_bytes - f.activation_bytes);
@@ -152,6 +179,7 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   std::string shape = "TP" + std::to_string(tp) + " x PP" + std::to_string(pp);
   if (dp > 1) shape += " x DP" + std::to_string(dp);
   if (ep > 1) shape += ", EP" + std::to_string(ep);
+  if (p.context_parallel > 1) shape += ", CP" + std::to_string(p.context_parallel);
   const double need_kv = static_cast<double>(min_kv_tokens) * f.kv_bytes_per_token;
   if (f.weight_bytes > f.usable_bytes) {
     f.verdict = "does not fit: " + what + " needs " + gb(f.weight_bytes) + " of weights per GPU, " +

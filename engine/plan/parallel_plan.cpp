@@ -18,14 +18,15 @@ Result<std::vector<ReplicaPlacement>> place(const ParallelPlan& p, const Topolog
                                " GPUs per replica x " + std::to_string(p.replicas) +
                                " replicas = " + std::to_string(need) + ", topology " + t.name +
                                " has " + std::to_string(have));
-  if (p.data_parallel < 1 || p.expert_parallel < 1)
-    return invalid_argument("plan: data_parallel and expert_parallel must be >= 1");
+  if (p.data_parallel < 1 || p.expert_parallel < 1 || p.context_parallel < 1)
+    return invalid_argument(
+        "plan: data_parallel, expert_parallel and context_parallel must be >= 1");
   const int gpn = t.node.gpus, tp = p.gpus_per_stage();
   std::vector<ReplicaPlacement> out(static_cast<size_t>(p.replicas));
   for (int r = 0; r < p.replicas; ++r) {
     out[static_cast<size_t>(r)].replica = r;
     out[static_cast<size_t>(r)].tp_group = p.tensor_parallel;
-    out[static_cast<size_t>(r)].expert_parallel = p.expert_parallel > 1;
+    out[static_cast<size_t>(r)].all_to_all = p.expert_parallel > 1 || p.context_parallel > 1;
     out[static_cast<size_t>(r)].devices.resize(static_cast<size_t>(p.pipeline_parallel));
   }
   const bool stage_major = p.placement == Placement::kStageMajor;
@@ -59,6 +60,7 @@ void parse_deployment(const config::JsonReader& r, ParallelPlan* plan, MemoryOpt
     plan->pipeline_parallel = static_cast<int>(ps->positive_integer("pipeline_parallel", 1));
     plan->data_parallel = static_cast<int>(ps->positive_integer("data_parallel", 1));
     plan->expert_parallel = static_cast<int>(ps->positive_integer("expert_parallel", 1));
+    plan->context_parallel = static_cast<int>(ps->positive_integer("context_parallel", 1));
     plan->micro_batch = static_cast<int>(ps->non_negative_integer("micro_batch", 0));
     ps->finish();
   }

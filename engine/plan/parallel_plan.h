@@ -33,6 +33,11 @@ struct ParallelPlan {
   int pipeline_parallel = 1;
   int data_parallel = 1;    // attention DP groups per stage
   int expert_parallel = 1;  // 1, or a divisor of tensor_parallel x data_parallel
+  // Context parallelism over the KV cache: each sequence's KV spread over this many of a TP
+  // group's GPUs instead of copied on each (where the TP ranks hold the same KV: MLA's
+  // latent, or fewer KV heads than ranks). Attention runs on each GPU's share of the context
+  // for its group's heads, with a query all-gather and an output reduce-scatter per layer.
+  int context_parallel = 1;
   // Sequences per micro-batch when pipelining (0 = no cap). Up to pipeline_parallel
   // micro-batches are in flight at once.
   int micro_batch = 0;
@@ -64,8 +69,10 @@ struct MemoryOptions {
 struct ReplicaPlacement {
   ReplicaId replica = 0;
   std::vector<std::vector<DeviceId>> devices;
-  int tp_group = 0;              // 0: the whole stage is one TP group
-  bool expert_parallel = false;  // MoE layers exchange tokens all-to-all over each stage
+  int tp_group = 0;  // 0: the whole stage is one TP group
+  // The stage's GPUs exchange all-to-all: expert parallelism's dispatch and combine, context
+  // parallelism's query all-gather and output reduce-scatter.
+  bool all_to_all = false;
   std::vector<DeviceId> all() const;
 };
 
@@ -87,16 +94,22 @@ struct MemoryFit {
 };
 
 // Checks divisibility (heads and KV heads by TP, layers by PP, experts by EP), the MoE layout
-// (data_parallel and expert_parallel need experts; expert_parallel is 1 or tp x dp; dp > 1
-// needs expert_parallel), GPU counts and memory. With attention DP each group holds its own
+// (data_parallel and expert_parallel need experts; expert_parallel is 1 or divides tp x dp;
+// dp > 1 needs expert_parallel; context_parallel divides kv_copies and needs dp 1), GPU counts
+// and memory. With attention DP each group holds its own
 // sequences' KV: kv_tokens is dp x one group's capacity, and one sequence must fit in a group.
 // KV-head rule: tp <= kv_heads needs kv_heads % tp == 0 (each rank holds kv_heads / tp heads);
 // tp > kv_heads needs tp % kv_heads == 0 (each KV head is replicated on tp / kv_heads ranks).
-// MLA models keep the whole latent KV on every TP rank. Errors are Status (invalid_argument for
+// MLA models keep the whole latent KV on every TP rank; context_parallel spreads those copies
+// tokens instead (KV per GPU / context_parallel). Errors are Status (invalid_argument for
 // divisibility, failed_precondition for too few GPUs); a plan that does not fit in memory is a
 // MemoryFit with fits == false and a verdict saying why.
 // `max_batch_tokens` sizes the activation buffers; `min_kv_tokens` is what the KV cache must
 // hold at least (one sequence of the longest context the scenario uses).
+// How many TP ranks hold the same KV of a token: tp for MLA (the latent is whole on every
+// rank), tp / kv_heads when there are fewer KV heads than ranks, else 1.
+int kv_copies(const model::ModelSpec& m, int tp);
+
 Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, const Topology& t,
                              const ParallelPlan& p, const MemoryOptions& mem,
                              std::int64_t max_batch_tokens, std::int64_t min_kv_tokens);

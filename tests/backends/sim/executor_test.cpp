@@ -119,7 +119,7 @@ plan::ReplicaPlacement ep_placement(int first, int gpus) {
   for (int g = 0; g < gpus; ++g) d.push_back(first + g);
   plan::ReplicaPlacement p = placement({d});
   p.tp_group = 1;
-  p.expert_parallel = true;
+  p.all_to_all = true;
   return p;
 }
 

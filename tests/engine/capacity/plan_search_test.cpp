@@ -146,6 +146,19 @@ TEST(SearchSpace, ExpertTensorParallelSetsTheExpertGroups) {
   EXPECT_EQ(l->configs[1].to_json()["expert_tensor_parallel"], 2);
   ASSERT_EQ(l->skipped.size(), 2u);
   EXPECT_NE(l->skipped[0].reason.find("needs expert parallelism"), std::string::npos);
+  // Context parallelism is a dimension of its own: cp divides tp, else skipped.
+  auto c = enumerate_configs(spec_of(R"({"topologies": ["dgx_a100"], "tensor_parallel": [8],
+      "context_parallel": [1, 8, 3], "replicas": [1]})"));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->configs.size(), 2u);
+  EXPECT_EQ(c->configs[1].key(), "dgx_a100 A100-SXM4-80GB tp8 pp1 cp8 x1");
+  const auto cp_sets = c->configs[1].sets();
+  EXPECT_NE(
+      std::find(cp_sets.begin(), cp_sets.end(), "deployment.parallel_strategy.context_parallel=8"),
+      cp_sets.end());
+  ASSERT_EQ(c->skipped.size(), 1u);
+  EXPECT_NE(c->skipped[0].reason.find("context parallelism 3 does not divide tensor_parallel 8"),
+            std::string::npos);
   EXPECT_NE(l->skipped[1].reason.find("expert tensor parallelism 3 does not divide the stage's 8"),
             std::string::npos)
       << l->skipped[1].reason;

@@ -5,26 +5,12 @@
 #include "engine/model/model_spec.h"
 #include "engine/perf/cost_model.h"
 #include "engine/plan/parallel_plan.h"
+#include "tests/engine/perf/h200_fixtures.h"
 
 namespace prima::perf {
 namespace {
 
-model::ModelSpec get(const std::string& name) {
-  auto m = model::model_by_name(name);
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return *m;
-}
-
-plan::GpuSpec h200() {
-  plan::GpuSpec g;
-  g.name = "H200-SXM";
-  g.fp16_flops = g.bf16_flops = 989e12;
-  g.fp8_flops = 1979e12;
-  g.int8_ops = 1979e12;
-  g.hbm_bytes = 141e9;
-  g.hbm_bw_Bps = 4.8e12;
-  return g;
-}
+using namespace prima::perf::fixtures;  // NOLINT: the fixtures
 
 plan::ParallelPlan ep_plan(int tp, int dp) {
   plan::ParallelPlan p;
@@ -32,12 +18,6 @@ plan::ParallelPlan ep_plan(int tp, int dp) {
   p.data_parallel = dp;
   p.expert_parallel = tp * dp;
   return p;
-}
-
-BatchShape decode(int seqs, int context) {
-  BatchShape b;
-  for (int i = 0; i < seqs; ++i) b.add(1, context, false, true);
-  return b;
 }
 
 // DeepSeek-V3, DP8 x EP8 (tp 1), 64 decoding sequences in bf16: each GPU's group holds 8
@@ -114,21 +94,6 @@ TEST(ExpertParallel, AllToAllTimeByHand) {
   EXPECT_NEAR(cm.alltoall_time_s(bytes, 16, 8, nvlink, nic), expect, 1e-15);
   EXPECT_NEAR(expect, 18e-6 + 8 * 8e6 / 40e9, 1e-15);  // 1.618 ms
   EXPECT_DOUBLE_EQ(cm.alltoall_time_s(bytes, 1, 8, nvlink, nic), 0);
-}
-
-plan::Topology node_of(int nodes) {
-  plan::Topology t;
-  t.name = "h200x8";
-  t.gpu = h200();
-  t.nodes = nodes;
-  t.node.gpus = 8;
-  t.node.nvlink = {450e9, 1e-6};
-  t.node.pcie = {64e9, 1e-6};
-  t.node.nic = {50e9, 5e-6};
-  t.fabric.link = {50e9, 1e-6};
-  t.storage.type = "test";
-  t.storage.read_bandwidth_Bps = 10e9;
-  return t;
 }
 
 // Weights per GPU with EP: the routed experts spread 1/8 each, the rest (attention, dense
