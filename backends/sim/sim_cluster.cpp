@@ -21,14 +21,38 @@ cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl, i
   rs.num_kv_blocks = p ? p->kv_blocks : kv_blocks;
   if (p) rs.scheduler = p->scheduler;
   rs.devices = pl.devices;
-  if (!tier_specs.empty()) {
+  if (!sc->kv_tiers.empty()) {
+    // Each tier as this replica's pool sees it; shared tiers hold the blocks of every pool.
+    const plan::MemoryFit& f = p ? p->fit : fit;
     std::vector<std::shared_ptr<kv::KvTier>> tiers;
-    for (std::size_t i = 0; i < tier_specs.size(); ++i)
+    std::vector<double> read_s;
+    for (std::size_t i = 0; i < sc->kv_tiers.size(); ++i) {
+      kv::KvTierSpec spec = tier_spec(i, f, plan);
+      read_s.push_back(spec.seconds_per_block);
       tiers.push_back(shared_tiers[i] ? shared_tiers[i]
-                                      : std::make_shared<kv::KvTier>(tier_specs[i]));
-    rs.kv_tiers = std::make_shared<kv::KvTiers>(std::move(tiers));
+                                      : std::make_shared<kv::KvTier>(std::move(spec)));
+    }
+    rs.kv_tiers = std::make_shared<kv::KvTiers>(std::move(tiers), std::move(read_s));
   }
   return rs;
+}
+
+kv::KvTierSpec SimCluster::tier_spec(std::size_t i, const plan::MemoryFit& f,
+                                     const plan::ParallelPlan& p) const {
+  const scenario::KvTierConfig& t = sc->kv_tiers[i];
+  const double gpu_block_bytes = sc->scheduler.block_size * f.kv_bytes_per_token;
+  // The copies of a token's KV the group's ranks still hold (MLA's latent, replicated KV
+  // heads; context parallelism spreads them): a tier stores the block once.
+  const double copies = std::max(
+      1.0, static_cast<double>(plan::kv_copies(sc->model, p.tensor_parallel)) / p.context_parallel);
+  const int on_node = std::min(p.gpus_per_replica(), sc->topology.node.gpus);
+  kv::KvTierSpec spec;
+  spec.name = t.type;
+  spec.bytes_per_block = gpu_block_bytes * p.tensor_parallel * p.pipeline_parallel / copies;
+  spec.capacity_blocks = static_cast<std::int64_t>(t.capacity_bytes / spec.bytes_per_block);
+  spec.seconds_per_block =
+      gpu_block_bytes / scenario::tier_gpu_bandwidth_Bps(t, sc->topology, on_node);
+  return spec;
 }
 
 namespace {
@@ -187,21 +211,13 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   c->speedups = choose_speedups(asked, facts);
   if (c->speedups.lone_flows) c->platform->enable_lone_flows();
   c->kv_blocks = static_cast<int>(c->fit.kv_tokens / sc.scheduler.block_size);
-  // KV offload tiers: a block is block_size tokens of one DP group's GPUs (tp x pp), each GPU
-  // reading its share at the tier's bandwidth per GPU.
-  const double gpu_block_bytes = sc.scheduler.block_size * c->fit.kv_bytes_per_token;
-  const int group_gpus = sc.plan.tensor_parallel * sc.plan.pipeline_parallel;
-  const int on_node = std::min(sc.plan.gpus_per_replica(), sc.topology.node.gpus);
-  for (const scenario::KvTierConfig& t : sc.kv_tiers) {
-    kv::KvTierSpec spec;
-    spec.name = t.type;
-    spec.bytes_per_block = gpu_block_bytes * group_gpus;
-    spec.capacity_blocks = static_cast<std::int64_t>(t.capacity_bytes / spec.bytes_per_block);
-    spec.seconds_per_block =
-        gpu_block_bytes / scenario::tier_gpu_bandwidth_Bps(t, sc.topology, on_node);
-    c->tier_specs.push_back(spec);
-    c->shared_tiers.push_back(t.shared ? std::make_shared<kv::KvTier>(spec) : nullptr);
-  }
+  // KV offload tiers: a shared one (remote storage) counts blocks of the deployment's shape
+  // (with pools, the prefill pool's, which reads it most); the others are made per replica.
+  for (std::size_t i = 0; i < sc.kv_tiers.size(); ++i)
+    c->shared_tiers.push_back(sc.kv_tiers[i].shared
+                                  ? std::make_shared<kv::KvTier>(c->tier_spec(
+                                        i, c->fit, c->pools.empty() ? sc.plan : c->pools[0].plan))
+                                  : nullptr);
   // A replica whose weight shard is corrupted never starts (seed 004: the service does not
   // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
   for (std::size_t i = 0; i < c->placements.size(); ++i) {

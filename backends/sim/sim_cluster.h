@@ -54,7 +54,11 @@ struct SimCluster {
   // KV offload (scenario kv_offload): the tiers every replica shares (remote storage), and
   // the per-replica tiers' specs.
   std::vector<std::shared_ptr<kv::KvTier>> shared_tiers;  // by tier index; null if per replica
-  std::vector<kv::KvTierSpec> tier_specs;
+  // Tier `i` of the scenario's kv_offload for replicas of this memory fit and plan (a pool's
+  // or the deployment's): a block is block_size tokens of the replica's KV, its bytes counted
+  // once (not the copies TP ranks hold), each GPU reading its share at the tier's bandwidth.
+  kv::KvTierSpec tier_spec(std::size_t i, const plan::MemoryFit& f,
+                           const plan::ParallelPlan& p) const;
   // Disaggregated pools with their own layout and batch limits (disaggregation.prefill /
   // .decode): pools[0] prefill, pools[1] decode, and each placement's pool (pool_of, by
   // index into placements). Empty without them: every replica is the deployment's.

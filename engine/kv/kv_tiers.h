@@ -60,20 +60,27 @@ class KvTier {
   std::unordered_map<std::uint64_t, std::list<std::uint64_t>::iterator> pos_;
 };
 
-// One replica's tiers, fastest first (shared ones borrowed by shared_ptr).
+// One replica's tiers, fastest first (shared ones borrowed by shared_ptr), with what reading a
+// block of each back costs this replica (its GPUs' share of a block at their bandwidth; empty:
+// each tier's seconds_per_block).
 class KvTiers {
  public:
-  explicit KvTiers(std::vector<std::shared_ptr<KvTier>> tiers) : tiers_(std::move(tiers)) {}
+  explicit KvTiers(std::vector<std::shared_ptr<KvTier>> tiers, std::vector<double> read_s = {})
+      : tiers_(std::move(tiers)), read_s_(std::move(read_s)) {
+    for (std::size_t i = read_s_.size(); i < tiers_.size(); ++i)
+      read_s_.push_back(tiers_[i]->spec().seconds_per_block);
+  }
   bool empty() const { return tiers_.empty(); }
   const std::vector<std::shared_ptr<KvTier>>& tiers() const { return tiers_; }
   // The GPU evicted the cached block `hash`.
   void offload(std::uint64_t hash);
   // The first tier holding `hash` (read: counted as a hit, most recently used), or -1.
   int read(std::uint64_t hash);
-  double seconds_per_block(int tier) const { return tiers_[tier]->spec().seconds_per_block; }
+  double seconds_per_block(int tier) const { return read_s_[static_cast<std::size_t>(tier)]; }
 
  private:
   std::vector<std::shared_ptr<KvTier>> tiers_;
+  std::vector<double> read_s_;
 };
 
 }  // namespace prima::kv
