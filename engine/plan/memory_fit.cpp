@@ -85,7 +85,7 @@ Status check_divisibility(const model::ModelSpec& m, const ParallelPlan& p) {
           (m.kv_lora_rank > 0
                ? std::string("MLA's latent: one copy per rank")
                : std::to_string(m.kv_heads) + " KV heads over " + std::to_string(tp) + " ranks") +
-          "); with no copies to spread there is nothing to split");
+          ")" + (copies == 1 ? "; with one copy there is nothing to spread" : ""));
   }
   if (m.layers % pp != 0)
     return invalid_argument(m.name + ": " + std::to_string(m.layers) +
