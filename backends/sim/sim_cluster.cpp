@@ -25,14 +25,16 @@ cluster::ReplicaSetup SimCluster::make_setup(const plan::ReplicaPlacement& pl, i
     // Each tier as this replica's pool sees it; shared tiers hold the blocks of every pool.
     const plan::MemoryFit& f = p ? p->fit : fit;
     std::vector<std::shared_ptr<kv::KvTier>> tiers;
-    std::vector<double> read_s;
+    std::vector<double> read_s, write_s;
     for (std::size_t i = 0; i < sc->kv_tiers.size(); ++i) {
       kv::KvTierSpec spec = tier_spec(i, f, plan);
       read_s.push_back(spec.seconds_per_block);
+      write_s.push_back(spec.write_seconds_per_block);
       tiers.push_back(shared_tiers[i] ? shared_tiers[i]
                                       : std::make_shared<kv::KvTier>(std::move(spec)));
     }
-    rs.kv_tiers = std::make_shared<kv::KvTiers>(std::move(tiers), std::move(read_s));
+    rs.kv_tiers =
+        std::make_shared<kv::KvTiers>(std::move(tiers), std::move(read_s), std::move(write_s));
   }
   return rs;
 }
@@ -52,6 +54,8 @@ kv::KvTierSpec SimCluster::tier_spec(std::size_t i, const plan::MemoryFit& f,
   spec.capacity_blocks = static_cast<std::int64_t>(t.capacity_bytes / spec.bytes_per_block);
   spec.seconds_per_block =
       gpu_block_bytes / scenario::tier_gpu_bandwidth_Bps(t, sc->topology, on_node);
+  spec.write_seconds_per_block =
+      gpu_block_bytes / scenario::tier_gpu_write_bandwidth_Bps(t, sc->topology, on_node);
   return spec;
 }
 

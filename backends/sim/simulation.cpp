@@ -54,6 +54,7 @@ OJson kv_tier_section(const cluster::ServingEngine& eng) {
       u.capacity += tier->spec().capacity_blocks;
       u.stats.written += s.written;
       u.stats.read += s.read;
+      u.stats.late += s.late;
       u.stats.removed += s.removed;
       u.stats.stored += s.stored;
       u.written_bytes += s.written * tier->spec().bytes_per_block;
@@ -66,8 +67,10 @@ OJson kv_tier_section(const cluster::ServingEngine& eng) {
                           {"instances", u.instances},
                           {"capacity_blocks", u.capacity},
                           {"read_s_per_block", u.spec->seconds_per_block},
+                          {"write_s_per_block", u.spec->write_seconds_per_block},
                           {"written_blocks", u.stats.written},
                           {"read_blocks", u.stats.read},
+                          {"late_blocks", u.stats.late},
                           {"removed_blocks", u.stats.removed},
                           {"stored_blocks", u.stats.stored},
                           {"written_gb", u.written_bytes / 1e9},

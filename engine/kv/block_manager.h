@@ -76,6 +76,10 @@ class BlockManager {
   // KV offload tiers below the prefix cache (kv_tiers.h): evicted cached blocks go there, and
   // match_prefix reads the chain's next blocks back from them. Set before use.
   void set_tiers(std::shared_ptr<KvTiers> tiers) { tiers_ = std::move(tiers); }
+  // The engine's current time, for the tiers' write queues (the scheduler sets it per step).
+  void set_now(double now) {
+    if (tiers_) tiers_->set_now(now);
+  }
   const KvTiers* tiers() const { return tiers_.get(); }
   // Seconds of tier reads (blocks read back by match_prefix) not yet charged to a step;
   // returns them and resets.

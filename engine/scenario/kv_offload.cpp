@@ -23,6 +23,7 @@ std::vector<KvTierConfig> parse_kv_offload(const config::JsonReader& r) {
     c.capacity_bytes = t.bytes("capacity");
     if (!(c.capacity_bytes > 0)) t.fail("capacity", "expected a size > 0, e.g. \"200GB\"");
     c.bandwidth_Bps = t.bandwidth_Bps("bandwidth", 0);
+    c.write_bandwidth_Bps = t.bandwidth_Bps("write_bandwidth", 0);
     c.shared = t.boolean("shared", c.type == "remote");
     t.finish();
     if (!out.empty() && rank_of(c.type) <= rank_of(out.back().type))
@@ -42,6 +43,12 @@ double tier_gpu_bandwidth_Bps(const KvTierConfig& t, const plan::Topology& topo,
   if (t.type == "host") return topo.node.pcie.bandwidth_Bps;
   if (t.type == "nvme") return topo.storage.read_bandwidth_Bps / sharing;
   return std::min(topo.storage.read_bandwidth_Bps, topo.node.nic.bandwidth_Bps) / sharing;
+}
+
+double tier_gpu_write_bandwidth_Bps(const KvTierConfig& t, const plan::Topology& topo,
+                                    int gpus_per_node_of_replica) {
+  if (t.write_bandwidth_Bps > 0) return t.write_bandwidth_Bps;
+  return tier_gpu_bandwidth_Bps(t, topo, gpus_per_node_of_replica);
 }
 
 }  // namespace prima::scenario

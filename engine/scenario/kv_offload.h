@@ -13,14 +13,15 @@
 namespace prima::scenario {
 
 struct KvTierConfig {
-  std::string type;           // "host", "nvme", "remote"
-  double capacity_bytes = 0;  // per replica; a shared tier's total
-  double bandwidth_Bps = 0;   // read bandwidth a replica gets (0: from the topology)
-  bool shared = false;        // one store for every replica (remote storage)
+  std::string type;                // "host", "nvme", "remote"
+  double capacity_bytes = 0;       // per replica; a shared tier's total
+  double bandwidth_Bps = 0;        // read bandwidth a replica gets (0: from the topology)
+  double write_bandwidth_Bps = 0;  // write bandwidth a replica gets (0: the read bandwidth)
+  bool shared = false;             // one store for every replica (remote storage)
 };
 
-// Parses {"tiers": [{"type", "capacity", "bandwidth", "shared"}, ...]}. Throws ConfigError
-// naming the path: unknown type, a type twice, tiers out of order (host, nvme, remote).
+// Parses {"tiers": [{"type", "capacity", "bandwidth", "write_bandwidth", "shared"}, ...]}. Throws
+// ConfigError naming the path: unknown type, a type twice, tiers out of order (host, nvme, remote).
 std::vector<KvTierConfig> parse_kv_offload(const config::JsonReader& r);
 
 // The read bandwidth a replica's GPU gets from a tier: the given one, else host: the GPU's
@@ -29,5 +30,9 @@ std::vector<KvTierConfig> parse_kv_offload(const config::JsonReader& r);
 // same way. Bytes per GPU over this bandwidth is the read time of a block.
 double tier_gpu_bandwidth_Bps(const KvTierConfig& t, const plan::Topology& topo,
                               int gpus_per_node_of_replica);
+// The write bandwidth a replica's GPU gets into a tier: write_bandwidth when given, else the
+// read bandwidth (above).
+double tier_gpu_write_bandwidth_Bps(const KvTierConfig& t, const plan::Topology& topo,
+                                    int gpus_per_node_of_replica);
 
 }  // namespace prima::scenario

@@ -429,6 +429,7 @@ ScheduledStep Scheduler::schedule(Time now) {
 void Scheduler::schedule(Time now, ScheduledStep* out) {
   ScheduledStep& step = *out;
   step.clear();
+  kv_->set_now(now);
   Budget b;
   b.tokens = opts_.max_num_batched_tokens;
   b.seq_cap = opts_.max_seqs_per_step > 0 ? opts_.max_seqs_per_step : opts_.max_num_seqs;

@@ -64,6 +64,31 @@ TEST(KvOffload, TiersBringEvictedConversationsBackAndConserveTraffic) {
   EXPECT_FALSE(without.contains("kv_tiers"));
 }
 
+// Writes take the tier's write bandwidth: at 200 MB/s per GPU into host memory (against the
+// PCIe link's 64 GB/s) the evictions outrun the writes, lookups find blocks still being
+// written, and fewer prompt tokens come back than with the default.
+TEST(KvOffload, ASlowWriteBandwidthLeavesBlocksUnwrittenWhenTheyAreWanted) {
+  std::string failure;
+  const std::string path = source_path("scenarios/policies/multi_turn_kv_offload.json");
+  const json fast = simulate_report(path, &failure);
+  ASSERT_FALSE(fast.is_null()) << failure;
+  const json slow = simulate_report(
+      path + R"( --set 'kv_offload={"tiers": [{"type": "host", "capacity": "300GB",)"
+             R"( "write_bandwidth": "200MB/s"}, {"type": "nvme", "capacity": "4TB",)"
+             R"( "bandwidth": "6GB/s"}]}')",
+      &failure);
+  ASSERT_FALSE(slow.is_null()) << failure;
+  const json& f = fast["kv_tiers"]["tiers"][0];
+  const json& w = slow["kv_tiers"]["tiers"][0];
+  EXPECT_NEAR(w["write_s_per_block"].get<double>() / f["write_s_per_block"].get<double>(),
+              64e9 / 200e6, 1e-6);
+  EXPECT_GT(w["late_blocks"].get<std::int64_t>(), 10 * (f["late_blocks"].get<std::int64_t>() + 1));
+  EXPECT_LT(w["read_blocks"].get<std::int64_t>(), f["read_blocks"].get<std::int64_t>() / 2);
+  EXPECT_LT(slow["prefix_cache"]["hit_rate"].get<double>(),
+            fast["prefix_cache"]["hit_rate"].get<double>() - 0.05);
+  EXPECT_LT(slow["slo"]["attainment"].get<double>(), fast["slo"]["attainment"].get<double>());
+}
+
 TEST(KvOffload, BadSectionsNameThePath) {
   const std::string dir = temp_dir("kv_offload_bad");
   auto run = [&](const std::string& extra, const std::string& scheduler) {

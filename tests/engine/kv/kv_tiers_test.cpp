@@ -73,6 +73,38 @@ TEST(KvTiers, ASharedTierMeetsEveryReplicasBlocks) {
   EXPECT_EQ(b.read(1), 1);  // replica b reads what replica a offloaded
 }
 
+// Writes queue per replica and tier at the write time per block, from the time they are
+// asked; a block is readable once written, and a lookup before that is a late miss.
+TEST(KvTiers, WritesQueueAndBlocksAreReadableWhenWritten) {
+  KvTiers t({tier("host", 10, 1e-3)}, {}, {0.5});
+  EXPECT_EQ(t.write_seconds_per_block(0), 0.5);
+  t.set_now(0);
+  t.offload(1);  // readable at 0.5
+  t.offload(2);  // queued behind it: 1.0
+  t.set_now(0.4);
+  EXPECT_EQ(t.read(1), -1);
+  EXPECT_EQ(t.tiers()[0]->stats().late, 1);
+  t.set_now(0.6);
+  EXPECT_EQ(t.read(1), 0);
+  EXPECT_EQ(t.read(2), -1);
+  EXPECT_EQ(t.tiers()[0]->stats().late, 2);
+  t.set_now(2.0);
+  t.offload(3);  // the queue is idle: from now, readable at 2.5
+  EXPECT_EQ(t.read(2), 0);
+  EXPECT_EQ(t.read(3), -1);
+  t.set_now(2.5);
+  EXPECT_EQ(t.read(3), 0);
+  EXPECT_EQ(t.tiers()[0]->stats().read, 3);
+  expect_conserved(t);
+  // Another replica's queue into a shared tier is its own.
+  auto remote = tier("remote", 10, 1e-3);
+  KvTiers a({remote}, {}, {1.0}), b({remote}, {}, {1.0});
+  a.offload(7);
+  b.offload(8);
+  a.set_now(1.0);
+  EXPECT_EQ(a.read(8), 0);  // b's write finished at 1.0 too
+}
+
 Sequence seq(int prompt, std::uint64_t group) {
   return testing::seq(prompt, group, prompt);
 }
@@ -108,6 +140,34 @@ TEST(KvTiers, EvictedPrefixBlocksAreReadBackWithTheirTime) {
   Sequence d = seq(16, 1);
   EXPECT_EQ(kv.match_prefix(d), 12);
   EXPECT_EQ(tiers->tiers()[0]->stats().read, 3);  // no more tier reads
+}
+
+// The block manager passes the step's time to its tiers: blocks evicted at 0 into a tier that
+// writes one per second are written by 1, 2, 3 and 4 s, the chain's head last (the cache
+// evicts a released sequence's blocks tail first); a request at 1.5 s finds the head still
+// being written and reads nothing back, one at 10 s reads all three.
+TEST(KvTiers, ThePrefixCacheSeesOnlyWrittenBlocks) {
+  BlockManager kv(6, 4, 0.0);
+  kv.set_prefix_caching(true);
+  auto tiers =
+      std::make_shared<KvTiers>(std::vector<std::shared_ptr<KvTier>>{tier("host", 8, 1e-3)},
+                                std::vector<double>{}, std::vector<double>{1.0});
+  kv.set_tiers(tiers);
+  kv.set_now(0);
+  Sequence a = seq(16, 1);
+  compute(kv, a);
+  kv.release(a);
+  Sequence b = seq(24, 2);
+  compute(kv, b);  // evicts group 1's 4 blocks at 0 s
+  kv.release(b);
+  kv.set_now(1.5);
+  Sequence c = seq(16, 1);
+  EXPECT_EQ(kv.match_prefix(c), 0);
+  EXPECT_EQ(tiers->tiers()[0]->stats().late, 1);
+  kv.release(c);
+  kv.set_now(10);
+  Sequence d = seq(16, 1);
+  EXPECT_EQ(kv.match_prefix(d), 12);
 }
 
 }  // namespace
