@@ -442,24 +442,25 @@ double SimPlatform::current_speed(const sg4::Host* h) {
   return h->get_speed() * h->get_available_speed();
 }
 
+const SimPlatform::CachedRoute& SimPlatform::cached_route(const sg4::Host* a,
+                                                          const sg4::Host* b) const {
+  auto [it, fresh] = routes_.try_emplace({a, b});
+  if (fresh) a->route_to(b, it->second.links, &it->second.latency_s);
+  return it->second;
+}
+
 std::vector<sg4::Link*> SimPlatform::route(const sg4::Host* a, const sg4::Host* b) const {
-  std::vector<sg4::Link*> links;
-  double lat = 0;
-  a->route_to(b, links, &lat);
-  return links;
+  return cached_route(a, b).links;
 }
 
 double SimPlatform::route_latency(const sg4::Host* a, const sg4::Host* b) const {
-  std::vector<sg4::Link*> links;
-  double lat = 0;
-  a->route_to(b, links, &lat);
-  return lat;
+  return cached_route(a, b).latency_s;
 }
 
 std::string SimPlatform::first_failed_element(const sg4::Host* a, const sg4::Host* b) const {
   if (!a->is_on()) return "host " + a->get_name();
   if (!b->is_on()) return "host " + b->get_name();
-  for (auto* l : route(a, b))
+  for (auto* l : cached_route(a, b).links)
     if (!l->is_on()) return "link " + l->get_name();
   return "";
 }

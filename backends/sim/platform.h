@@ -109,7 +109,8 @@ class SimPlatform {
   static double current_speed(const simgrid::s4u::Host* h);
   // Fat-tree parameters used ("levels;down;up;count").
   const std::string& fat_tree_description() const { return fat_tree_desc_; }
-  // Sum of latencies and the links of the route between two hosts (for tests and messages).
+  // Sum of latencies and the links of the route between two hosts. Routes are static (a link
+  // that fails stays on its routes, off), so each pair's is computed once and kept.
   double route_latency(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
   std::vector<simgrid::s4u::Link*> route(const simgrid::s4u::Host* a,
                                          const simgrid::s4u::Host* b) const;
@@ -210,6 +211,20 @@ class SimPlatform {
   std::unordered_map<const simgrid::s4u::Link*, LatencyAdjustment> latency_adjustments_;
   LinkOccupancy occupancy_;
   mutable double next_comm_latency_ = 0;  // consumed by latency_factor_of
+  struct CachedRoute {
+    std::vector<simgrid::s4u::Link*> links;
+    double latency_s = 0;
+  };
+  struct HostPairHash {
+    std::size_t operator()(
+        const std::pair<const simgrid::s4u::Host*, const simgrid::s4u::Host*>& p) const {
+      return std::hash<const void*>()(p.first) * 31 + std::hash<const void*>()(p.second);
+    }
+  };
+  const CachedRoute& cached_route(const simgrid::s4u::Host* a, const simgrid::s4u::Host* b) const;
+  mutable std::unordered_map<std::pair<const simgrid::s4u::Host*, const simgrid::s4u::Host*>,
+                             CachedRoute, HostPairHash>
+      routes_;
 };
 
 // Fat-tree parameters for `leaves` leaves when the FabricSpec gives none: one level up to
