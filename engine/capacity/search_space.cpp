@@ -60,12 +60,10 @@ std::string speculative_label(const Json& s) {
 
 std::vector<std::pair<std::string, int>> PlanConfig::gpu_counts() const {
   if (!pools()) return {{gpu, gpus()}};
-  const int other = data_parallel * pipeline_parallel;
   const std::string& pg = prefill_gpu.empty() ? gpu : prefill_gpu;
   const std::string& dg = decode_gpu.empty() ? gpu : decode_gpu;
-  const int p = prefill_replicas() * prefill_tp * other, d = decode_replicas() * decode_tp * other;
-  if (pg == dg) return {{pg, p + d}};
-  return {{pg, p}, {dg, d}};
+  if (pg == dg) return {{pg, gpus()}};
+  return {{pg, prefill_gpus()}, {dg, decode_gpus()}};
 }
 
 std::string PlanConfig::key() const {

@@ -50,10 +50,15 @@ struct PlanConfig {
   std::vector<std::pair<std::string, int>> gpu_counts() const;
 
   int gpus() const {
-    if (pools())
-      return (prefill_replicas() * prefill_tp + decode_replicas() * decode_tp) * data_parallel *
-             pipeline_parallel;
+    if (pools()) return prefill_gpus() + decode_gpus();
     return tensor_parallel * data_parallel * pipeline_parallel * replicas;
+  }
+  // With pools of their own shape: each pool's GPUs.
+  int prefill_gpus() const {
+    return prefill_replicas() * prefill_tp * data_parallel * pipeline_parallel;
+  }
+  int decode_gpus() const {
+    return decode_replicas() * decode_tp * data_parallel * pipeline_parallel;
   }
   int prefill_replicas() const { return prefill_count > 0 ? prefill_count : replicas / 2; }
   int decode_replicas() const { return replicas - prefill_replicas(); }
