@@ -11,37 +11,29 @@
 #include <string>
 #include <vector>
 
-#include "engine/capacity/rate_search.h"
+#include "engine/capacity/probe_runner.h"
 #include "engine/config/json_reader.h"
 
 namespace prima::sim {
 
-struct ProbeJob {
-  std::uint64_t tag = 0;  // the caller's identity for the job
-  config::Json scenario;  // a scenario document (overrides already applied)
-  std::string file;       // names the scenario in messages
-  std::string base_dir;   // for relative paths inside it
-};
+using capacity::ProbeDone;
+using capacity::ProbeJob;
 
-struct ProbeDone {
-  std::uint64_t tag = 0;
-  capacity::ProbeMetrics metrics;
-};
-
-class ProbePool {
+// The planner's ProbeRunner on this machine's cores.
+class ProbePool : public capacity::ProbeRunner {
  public:
   explicit ProbePool(int jobs);
-  ~ProbePool();
+  ~ProbePool() override;
   ProbePool(const ProbePool&) = delete;
   ProbePool& operator=(const ProbePool&) = delete;
 
   int jobs() const { return jobs_; }
-  int running() const { return static_cast<int>(children_.size()); }
-  bool full() const { return running() >= jobs_; }
+  int running() const override { return static_cast<int>(children_.size()); }
+  bool full() const override { return running() >= jobs_; }
   // Forks a child for the job. An error (fork or pipe failed) is returned as Status.
-  Status start(const ProbeJob& job);
+  Status start(const ProbeJob& job) override;
   // Waits for at least one child to finish (nothing to wait for: returns empty).
-  std::vector<ProbeDone> wait();
+  std::vector<ProbeDone> wait() override;
   void kill_all();
 
  private:

@@ -1,9 +1,8 @@
 // PlanSpec: a capacity-planning request (`prima plan PLAN.json`), parsed strictly: the base
 // scenario (a path relative to the plan file, or an inline object), the SLO to hold (p99
-// bounds and an attainment target), the search space (topologies, GPU types, GPU caps,
-// TP x PP, replicas, quantization, batch limits, priority scheduling, disaggregation), the
-// rate search range and GPU-hour prices. Schema and semantics: docs/plan.md.
-// Plain values; thread-compatible.
+// bounds and an attainment target), the search space (the values of each dimension of the
+// table, dimension.h), the rate search range and GPU-hour prices. Schema and semantics:
+// docs/plan.md. Plain values; thread-compatible.
 #pragma once
 
 #include <map>
@@ -11,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/capacity/dimension.h"
 #include "engine/capacity/price_table.h"
 #include "engine/config/json_reader.h"
 #include "engine/core/status.h"
@@ -34,43 +34,6 @@ struct RateSearchSpec {
   double max_drain_s = 0;  // 0: 2 x probe_duration_s + 60 s
 };
 
-struct SearchSpace {
-  std::vector<config::Json> topologies;  // names or objects, as a scenario's "topology"
-  std::vector<std::string> gpu_types;    // empty: each topology's own GPU
-  std::vector<int> gpus;                 // caps on GPUs used; empty: the topology's count
-  std::vector<int> tensor_parallel{1};
-  std::vector<int> pipeline_parallel{1};
-  // MoE layouts: attention DP groups per stage, and whether the experts spread over the stage
-  // (expert_parallel = tp x dp / expert TP). Empty: the base scenario's layout.
-  std::vector<int> data_parallel;
-  std::vector<bool> expert_parallel;
-  // With expert parallelism: the GPUs each routed expert is split over (expert_parallel =
-  // tp x dp / this). Empty: 1 (whole experts per GPU).
-  std::vector<int> expert_tensor_parallel;
-  // Context parallelism degrees (each sequence's KV over that many of a TP group's GPUs).
-  // Empty: the base scenario's.
-  std::vector<int> context_parallel;
-  // Disaggregated pools of their own shape (with disaggregation true): prefill and decode TP
-  // degrees, and the share of the GPUs (replicas "fill") or replicas that prefill. Empty: the
-  // classic half-and-half split at the configuration's TP.
-  std::vector<int> prefill_tensor_parallel, decode_tensor_parallel;
-  std::vector<double> prefill_share;
-  // Each pool's GPU type (gpus.json names; with disaggregation true). Empty: the topology's.
-  // A configuration whose pools differ in type runs on the search topology rebuilt as whole
-  // nodes of each type, at most its node count in all.
-  std::vector<std::string> prefill_gpu, decode_gpu;
-  std::vector<int> replicas;                // empty with replicas_fill
-  bool replicas_fill = false;               // "fill": as many replicas as the GPUs hold
-  std::vector<std::string> quantization;    // empty: the base scenario's
-  std::vector<int> max_num_seqs;            // empty: the base scenario's
-  std::vector<int> max_num_batched_tokens;  // empty: the base scenario's
-  std::vector<bool> priority_scheduling;    // empty: the base scenario's
-  std::vector<bool> disaggregation{false};
-  // Speculative decoding settings to try: null (off) or a scenario "speculative" object;
-  // empty: the base scenario's.
-  std::vector<config::Json> speculative;
-};
-
 struct PlanSpec {
   std::string name;
   std::string file;      // the plan file (messages)
@@ -80,6 +43,9 @@ struct PlanSpec {
   config::Json scenario;
   std::string scenario_file, scenario_dir, scenario_path;
   PlanSlo slo;
+  // The dimensions searched (dimension.h; the built-in table unless a caller gives its own) and
+  // the values the plan lists for each.
+  std::shared_ptr<const DimensionTable> dimensions = builtin_dimensions();
   SearchSpace search;
   RateSearchSpec rate;
   // Dollars per GPU-hour by GPU name: the price table's, overridden by the plan's "prices".
@@ -104,6 +70,10 @@ void set_target_rate(PlanSpec* p, double rps);
 Result<PlanSpec> load_plan(const std::string& path);
 Result<PlanSpec> parse_plan(const config::Json& j, const std::string& file,
                             const std::string& base_dir);
+// The same over another table of dimensions (a search with dimensions of its own).
+Result<PlanSpec> parse_plan(const config::Json& j, const std::string& file,
+                            const std::string& base_dir,
+                            std::shared_ptr<const DimensionTable> dimensions);
 
 // The plan's SLO as JSON ({"ttft_p99_s", ..., "attainment"}).
 config::Json slo_json(const PlanSlo& s);

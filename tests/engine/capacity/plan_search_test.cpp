@@ -62,9 +62,9 @@ TEST(SearchSpace, EnumeratesInOrderAndExplainsSkips) {
   ASSERT_TRUE(l.ok()) << l.status().message();
   // tp1 x4, tp2 x2 (each colocated and disaggregated); tp8 does not fit the cap of 4.
   ASSERT_EQ(l->configs.size(), 4u);
-  EXPECT_EQ(l->configs[0].replicas, 4);
-  EXPECT_EQ(l->configs[2].replicas, 2);
-  EXPECT_TRUE(l->configs[3].disaggregation);
+  EXPECT_EQ(l->configs[0].replicas(), 4);
+  EXPECT_EQ(l->configs[2].replicas(), 2);
+  EXPECT_TRUE(l->configs[3].disaggregation());
   EXPECT_EQ(l->configs[3].prefill_replicas() + l->configs[3].decode_replicas(), 2);
   ASSERT_EQ(l->skipped.size(), 2u);
   EXPECT_NE(l->skipped[0].reason.find("needs 8 GPUs"), std::string::npos) << l->skipped[0].reason;

@@ -10,25 +10,25 @@
 #include <optional>
 #include <vector>
 
-#include "cli/plan_runner.h"
+#include "engine/capacity/plan_spec.h"
+#include "engine/capacity/searched.h"
 
-namespace prima::cli {
+namespace prima::capacity {
 
 // The configuration with the fewest GPUs among those that met the SLO at the target (null
 // when none did).
-const SearchedConfig* fewest_gpus(const capacity::PlanSpec& spec,
+const SearchedConfig* fewest_gpus(const PlanSpec& spec,
                                   const std::vector<SearchedConfig>& searched);
 
 // The winner with one replica fewer, when it has more than one (two for a disaggregated
 // one) and the space did not already hold that configuration.
-std::optional<capacity::PlanConfig> one_replica_fewer(const capacity::PlanConfig& winner,
-                                                      const std::vector<SearchedConfig>& searched);
+std::optional<PlanConfig> one_replica_fewer(const PlanConfig& winner,
+                                            const std::vector<SearchedConfig>& searched);
 
 // plan.json's "target" section. `fewer`: the one-replica-fewer check (searched at the
 // target), or null when there was none to make; `fewer_pruned`: why it was pruned instead
 // ("" if it was not).
-config::Json target_json(const capacity::PlanSpec& spec,
-                         const std::vector<SearchedConfig>& searched, const SearchedConfig* fewer,
-                         const std::string& fewer_pruned);
+config::Json target_json(const PlanSpec& spec, const std::vector<SearchedConfig>& searched,
+                         const SearchedConfig* fewer, const std::string& fewer_pruned);
 
-}  // namespace prima::cli
+}  // namespace prima::capacity

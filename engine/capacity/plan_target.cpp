@@ -1,6 +1,6 @@
 // `prima plan` with a target rate: the smallest and the cheapest configuration (see
 // plan_target.h).
-#include "cli/plan_target.h"
+#include "engine/capacity/plan_target.h"
 
 #include <fmt/format.h>
 
@@ -8,22 +8,22 @@
 #include <cmath>
 #include <tuple>
 
-#include "cli/plan_economics.h"
+#include "engine/capacity/plan_economics.h"
 #include "engine/capacity/rate_search.h"
 
-namespace prima::cli {
+namespace prima::capacity {
 namespace {
 
 using config::Json;
 
 // The metrics at the target (the first probe: the search's only rate).
-const capacity::ProbeMetrics& at_target(const SearchedConfig& s) {
+const ProbeMetrics& at_target(const SearchedConfig& s) {
   return s.probes.front().second;
 }
 
 // Configurations that met the SLO at the target, fewest GPUs first (then cost per hour,
 // goodput per GPU, key).
-std::vector<const SearchedConfig*> met_in_order(const capacity::PlanSpec& spec,
+std::vector<const SearchedConfig*> met_in_order(const PlanSpec& spec,
                                                 const std::vector<SearchedConfig>& searched) {
   std::vector<const SearchedConfig*> met;
   for (const auto& s : searched)
@@ -38,10 +38,10 @@ std::vector<const SearchedConfig*> met_in_order(const capacity::PlanSpec& spec,
   return met;
 }
 
-Json entry(const capacity::PlanSpec& spec, const SearchedConfig& s) {
-  const capacity::ProbeMetrics& m = at_target(s);
+Json entry(const PlanSpec& spec, const SearchedConfig& s) {
+  const ProbeMetrics& m = at_target(s);
   const double cost = cost_per_hour(spec, s.config);
-  const double d = capacity::slo_distance(spec.slo, m);
+  const double d = slo_distance(spec.slo, m);
   Json e = {{"key", s.config.key()},
             {"config", s.config.to_json()},
             {"gpus", s.config.gpus()},
@@ -55,24 +55,25 @@ Json entry(const capacity::PlanSpec& spec, const SearchedConfig& s) {
 
 }  // namespace
 
-const SearchedConfig* fewest_gpus(const capacity::PlanSpec& spec,
+const SearchedConfig* fewest_gpus(const PlanSpec& spec,
                                   const std::vector<SearchedConfig>& searched) {
   auto met = met_in_order(spec, searched);
   return met.empty() ? nullptr : met.front();
 }
 
-std::optional<capacity::PlanConfig> one_replica_fewer(const capacity::PlanConfig& winner,
-                                                      const std::vector<SearchedConfig>& searched) {
-  capacity::PlanConfig c = winner;
-  c.replicas -= 1;  // with pools of their own shape: one decode replica fewer
-  if (c.replicas < (c.disaggregation ? 2 : 1) || (c.pools() && c.decode_replicas() < 1))
+std::optional<PlanConfig> one_replica_fewer(const PlanConfig& winner,
+                                            const std::vector<SearchedConfig>& searched) {
+  PlanConfig c = winner;
+  c.values["replicas"] =
+      c.replicas() - 1;  // with pools of their own shape: one decode replica fewer
+  if (c.replicas() < (c.disaggregation() ? 2 : 1) || (c.pools() && c.decode_replicas() < 1))
     return std::nullopt;
   for (const auto& s : searched)
     if (s.config.key() == c.key()) return std::nullopt;  // the space had it: searched already
   return c;
 }
 
-Json target_json(const capacity::PlanSpec& spec, const std::vector<SearchedConfig>& searched,
+Json target_json(const PlanSpec& spec, const std::vector<SearchedConfig>& searched,
                  const SearchedConfig* fewer, const std::string& fewer_pruned) {
   const auto met = met_in_order(spec, searched);
   Json t = {{"rate_rps", spec.target_rps}, {"met", met.size()}};
@@ -103,15 +104,15 @@ Json target_json(const capacity::PlanSpec& spec, const std::vector<SearchedConfi
   Json mini = Json::object();
   if (fewer) {
     std::vector<std::string> why;
-    const capacity::ProbeMetrics& m = at_target(*fewer);
-    const bool ok = capacity::meets_slo(spec.slo, m, &why);
+    const ProbeMetrics& m = at_target(*fewer);
+    const bool ok = meets_slo(spec.slo, m, &why);
     mini = {{"checked", true}, {"key", fewer->config.key()}, {"gpus", fewer->config.gpus()},
             {"meets_slo", ok}, {"violations", why},          {"metrics", m.to_json()}};
   } else if (!fewer_pruned.empty()) {
     mini = {{"checked", true}, {"meets_slo", false}, {"pruned", fewer_pruned}};
   } else {
     mini = {{"checked", false},
-            {"reason", best.config.replicas > 1
+            {"reason", best.config.replicas() > 1
                            ? "the space holds the configuration with one replica fewer: it was "
                              "searched and did not meet the SLO"
                            : "one replica: no smaller deployment of this configuration"}};
@@ -120,4 +121,4 @@ Json target_json(const capacity::PlanSpec& spec, const std::vector<SearchedConfi
   return t;
 }
 
-}  // namespace prima::cli
+}  // namespace prima::capacity

@@ -1,9 +1,9 @@
 // Cost and energy of a configuration at an operating point (see plan_economics.h).
-#include "cli/plan_economics.h"
+#include "engine/capacity/plan_economics.h"
 
-namespace prima::cli {
+namespace prima::capacity {
 
-double cost_per_hour(const capacity::PlanSpec& spec, const capacity::PlanConfig& c) {
+double cost_per_hour(const PlanSpec& spec, const PlanConfig& c) {
   double cost = 0;
   for (const auto& [gpu, n] : c.gpu_counts()) {
     auto p = spec.prices.find(gpu);
@@ -19,8 +19,7 @@ namespace {
 // has no power entry or no busy fraction is known. Pools of two types draw at their own busy
 // fractions when the run measured them (the same total as the mean when the types agree,
 // since power is linear in the busy fraction).
-double power_watts(const capacity::PlanSpec& spec, const capacity::PlanConfig& c,
-                   const capacity::ProbeMetrics& m) {
+double power_watts(const PlanSpec& spec, const PlanConfig& c, const ProbeMetrics& m) {
   if (!m.ok || !(m.gpu_utilization > 0)) return -1;
   const auto counts = c.gpu_counts();
   const bool per_pool = counts.size() == 2 && m.pool_utilization.size() == 2;
@@ -29,15 +28,14 @@ double power_watts(const capacity::PlanSpec& spec, const capacity::PlanConfig& c
     auto e = spec.economics.gpus.find(counts[k].first);
     if (e == spec.economics.gpus.end()) return -1;
     const double u = per_pool ? m.pool_utilization[k] : m.gpu_utilization;
-    watts += counts[k].second * capacity::gpu_power_watts(e->second, u);
+    watts += counts[k].second * gpu_power_watts(e->second, u);
   }
   return watts;
 }
 
 }  // namespace
 
-nlohmann::json economics_json(const capacity::PlanSpec& spec, const capacity::PlanConfig& c,
-                              const capacity::ProbeMetrics& m) {
+nlohmann::json economics_json(const PlanSpec& spec, const PlanConfig& c, const ProbeMetrics& m) {
   using Json = nlohmann::json;
   Json out = {{"price_per_gpu_hour", nullptr},
               {"cost_per_million_tokens", nullptr},
@@ -57,9 +55,9 @@ nlohmann::json economics_json(const capacity::PlanSpec& spec, const capacity::Pl
     out["power_watts"] = watts;
     if (produced)
       out["energy_kwh_per_million_tokens"] =
-          capacity::energy_kwh_per_million_tokens(watts, m.output_tokens_per_s);
+          energy_kwh_per_million_tokens(watts, m.output_tokens_per_s);
   }
   return out;
 }
 
-}  // namespace prima::cli
+}  // namespace prima::capacity
