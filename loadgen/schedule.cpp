@@ -7,41 +7,10 @@
 #include <cmath>
 #include <map>
 
+#include "engine/core/virtual_runtime.h"
+
 namespace prima::loadgen {
 namespace {
-
-// A Runtime whose clock jumps to the next timer: drains a WorkloadDriver instantly.
-class VirtualRuntime : public Runtime {
- public:
-  Time now() const override { return now_; }
-  TimerId at(Time t, std::function<void()> fn) override {
-    TimerId id = next_++;
-    timers_.emplace(std::make_pair(t, id), std::move(fn));
-    return id;
-  }
-  void cancel(TimerId id) override {
-    for (auto it = timers_.begin(); it != timers_.end(); ++it)
-      if (it->first.second == id) {
-        timers_.erase(it);
-        return;
-      }
-  }
-  void post(std::function<void()> fn) override { at(now_, std::move(fn)); }
-  bool step() {
-    if (timers_.empty()) return false;
-    auto it = timers_.begin();
-    now_ = it->first.first;
-    auto fn = std::move(it->second);
-    timers_.erase(it);
-    fn();
-    return true;
-  }
-
- private:
-  Time now_ = 0;
-  TimerId next_ = 1;
-  std::map<std::pair<Time, TimerId>, std::function<void()>> timers_;
-};
 
 workload::LengthSpec length_spec(int len, double ratio) {
   if (ratio <= 0) return workload::LengthSpec::fixed(len);

@@ -100,6 +100,7 @@ struct Fixture {
   std::unique_ptr<kernels::ThreadPool> pool;
   std::unique_ptr<LlamaForward> fwd;
   int blocks_per_seq = 0;
+  int max_ctx = 0;  // the longest context measured (at most the model's)
 };
 
 constexpr int kBlockSize = 16;
@@ -141,74 +142,74 @@ double predict(const ProfileResult& r, const perf::Efficiency& e, const BatchSha
   return cm.step_time_s(b, none, none);
 }
 
-}  // namespace
-
-Result<ProfileResult> run_profile(const ProfileOptions& opts,
-                                  const std::function<void(const std::string&)>& progress) {
-  ProfileResult r;
-  Fixture fx;
+// The model's file, weights (repacked or not), a thread pool, a KV cache for 16 sequences
+// of the longest context measured (every page touched) and the forward pass over them.
+Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
   GgufOpenOptions go;
   go.manifest = opts.manifest;
-  auto f = GgufFile::open(opts.model_path, go);
-  if (!f.ok()) return f.status();
-  fx.file = std::move(*f);
-  auto cfg = read_llama_config(*fx.file);
-  if (!cfg.ok()) return cfg.status();
-  fx.cfg = *cfg;
-  auto w = LlamaWeights::bind(*fx.file, fx.cfg, ShardSpec{}, opts.repack);
-  if (!w.ok()) return w.status();
-  fx.w = std::move(*w);
-  r.model_file = opts.model_path;
-  r.repeats = opts.repeats;
-  r.threads = opts.threads > 0 ? opts.threads
-                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  fx.pool = std::make_unique<kernels::ThreadPool>(r.threads);
-  const int max_ctx = std::min(fx.cfg.context_length,
-                               *std::max_element(opts.contexts.begin(), opts.contexts.end()));
+  PRIMA_ASSIGN_OR_RETURN(fx->file, GgufFile::open(opts.model_path, go));
+  PRIMA_ASSIGN_OR_RETURN(fx->cfg, read_llama_config(*fx->file));
+  PRIMA_ASSIGN_OR_RETURN(fx->w, LlamaWeights::bind(*fx->file, fx->cfg, ShardSpec{}, opts.repack));
+  r->model_file = opts.model_path;
+  r->repeats = opts.repeats;
+  r->threads = opts.threads > 0
+                   ? opts.threads
+                   : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  fx->pool = std::make_unique<kernels::ThreadPool>(r->threads);
+  fx->max_ctx = std::min(fx->cfg.context_length,
+                         *std::max_element(opts.contexts.begin(), opts.contexts.end()));
   const int max_seqs = 16;
-  fx.blocks_per_seq = (std::max(max_ctx, 512) + kBlockSize - 1) / kBlockSize;
-  fx.kv = std::make_unique<KvStore>(fx.cfg.layers, max_seqs * fx.blocks_per_seq, kBlockSize,
-                                    fx.cfg.kv_heads, fx.cfg.head_dim);
+  fx->blocks_per_seq = (std::max(fx->max_ctx, 512) + kBlockSize - 1) / kBlockSize;
+  fx->kv = std::make_unique<KvStore>(fx->cfg.layers, max_seqs * fx->blocks_per_seq, kBlockSize,
+                                     fx->cfg.kv_heads, fx->cfg.head_dim);
   // Touch the whole cache (untouched pages would read as the shared zero page).
-  for (int l = 0; l < fx.kv->layers(); ++l) {
-    kernels::KvLayer L = fx.kv->layer(l);
-    const std::int64_t n = L.block_stride() * fx.kv->num_blocks();
+  for (int l = 0; l < fx->kv->layers(); ++l) {
+    kernels::KvLayer L = fx->kv->layer(l);
+    const std::int64_t n = L.block_stride() * fx->kv->num_blocks();
     std::fill(L.k, L.k + n, std::uint16_t(0x2e66));  // 0.1 in f16
     std::fill(L.v, L.v + n, std::uint16_t(0x2e66));
   }
-  fx.fwd = std::make_unique<LlamaForward>(fx.w.get(), fx.kv.get(), fx.pool.get());
+  fx->fwd = std::make_unique<LlamaForward>(fx->w.get(), fx->kv.get(), fx->pool.get());
+  return ok_status();
+}
 
+// The machine: CPU, kernels, read bandwidth over the model's size, int8 peak, the pool's
+// dispatch time, and the hardware spec the simulator uses for it.
+void measure_machine(const ProfileOptions& opts, const Fixture& fx, ProfileResult* r,
+                     const std::function<void(const std::string&)>& progress) {
   double mhz = 0;
-  r.cpu = cpu_model_name(&mhz);
-  r.isa = std::string(kernels::kernel_isa()) + (fx.w->repacked() ? "+packed" : "");
-  r.model = model_spec_of(*fx.file, fx.cfg);
+  r->cpu = cpu_model_name(&mhz);
+  r->isa = std::string(kernels::kernel_isa()) + (fx.w->repacked() ? "+packed" : "");
+  r->model = model_spec_of(*fx.file, fx.cfg);
   const auto weight_bytes = static_cast<std::int64_t>(fx.file->file_size());
-  r.mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats, weight_bytes);
+  r->mem_bw_Bps = measure_read_bandwidth(*fx.pool, opts.repeats, weight_bytes);
   // The matmuls multiply 8-bit quantized activations by 4/8-bit weights in int8 dot products:
   // one 512-bit VNNI instruction per cycle is 64 multiply-adds (128 ops), AVX-VNNI and AVX2
   // half that.
   const bool avx512 = std::string(kernels::kernel_isa()).find("avx512") != std::string::npos;
-  r.peak_flops = (mhz > 0 ? mhz * 1e6 : 2e9) * (avx512 ? 128.0 : 64.0) * r.threads;
-  r.dispatch_s = median_time(opts.repeats * 20, [&] {
-    fx.pool->parallel_for(r.threads, [](std::int64_t, std::int64_t, int) {});
+  r->peak_flops = (mhz > 0 ? mhz * 1e6 : 2e9) * (avx512 ? 128.0 : 64.0) * r->threads;
+  r->dispatch_s = median_time(opts.repeats * 20, [&] {
+    fx.pool->parallel_for(r->threads, [](std::int64_t, std::int64_t, int) {});
   });
-  progress("machine: " + r.cpu + ", " + std::to_string(r.threads) + " threads, kernels " + r.isa +
-           ", read bandwidth " + std::to_string(r.mem_bw_Bps / 1e9) + " GB/s over " +
+  progress("machine: " + r->cpu + ", " + std::to_string(r->threads) + " threads, kernels " +
+           r->isa + ", read bandwidth " + std::to_string(r->mem_bw_Bps / 1e9) + " GB/s over " +
            std::to_string(weight_bytes >> 20) + " MiB (the model file)");
-
-  r.hardware.name = opts.name.empty() ? "cpu:" + r.cpu : opts.name;
-  r.hardware.source =
+  r->hardware.name = opts.name.empty() ? "cpu:" + r->cpu : opts.name;
+  r->hardware.source =
       "prima profile: read bandwidth measured over the model's size; peak = cpu MHz x int8 "
       "dot-product ops per "
       "cycle (128 AVX-512 VNNI, else 64) x threads";
-  r.hardware.hbm_bytes = host_memory_bytes();
-  r.hardware.hbm_bw_Bps = r.mem_bw_Bps;
-  r.hardware.fp16_flops = r.peak_flops;
-  r.hardware.bf16_flops = r.peak_flops;
-  r.hardware.int8_ops = 2 * r.peak_flops;
+  r->hardware.hbm_bytes = host_memory_bytes();
+  r->hardware.hbm_bw_Bps = r->mem_bw_Bps;
+  r->hardware.fp16_flops = r->peak_flops;
+  r->hardware.bf16_flops = r->peak_flops;
+  r->hardware.int8_ops = 2 * r->peak_flops;
+}
 
-  // Operators: the linear layers of layer 0 and the LM head over batch sizes.
-  std::mt19937 rng(1);
+// The linear layers of layer 0 and the LM head, then norm, RoPE and SwiGLU, over batch sizes.
+void time_layer_operators(const ProfileOptions& opts, const Fixture& fx, std::mt19937* rng,
+                          ProfileResult* r,
+                          const std::function<void(const std::string&)>& progress) {
   std::uniform_real_distribution<float> U(-1, 1);
   const auto& L0 = fx.w->layer(0);
   const std::vector<std::pair<std::string, const kernels::WeightView*>> linears = {
@@ -217,7 +218,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
       {"ffn_down", &L0.down},  {"output", &fx.w->output()}};
   const int max_batch = *std::max_element(opts.batches.begin(), opts.batches.end());
   std::vector<float> x(std::size_t(max_batch) * std::max(fx.cfg.hidden, fx.cfg.ffn));
-  for (float& v : x) v = U(rng);
+  for (float& v : x) v = U(*rng);
   std::vector<float> y(std::size_t(max_batch) * fx.cfg.vocab);
   for (const auto& [name, wv] : linears) {
     for (int n : opts.batches) {
@@ -225,11 +226,10 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
       const double t =
           median_time(opts.repeats, [&] { kernels::matmul(*wv, x.data(), n, y.data(), *fx.pool); });
       const double bytes = double(kernels::row_bytes(wv->type, wv->cols)) * wv->rows;
-      r.ops.push_back({"matmul:" + name, n, 0, t, 2.0 * wv->rows * wv->cols * n, bytes});
+      r->ops.push_back({"matmul:" + name, n, 0, t, 2.0 * wv->rows * wv->cols * n, bytes});
     }
     progress("matmul " + name + " done");
   }
-  // Norm, RoPE, SwiGLU per batch size.
   std::vector<float> nw(fx.cfg.hidden, 1.0f), a(std::size_t(max_batch) * fx.cfg.ffn);
   for (int n : opts.batches) {
     double t = median_time(opts.repeats, [&] {
@@ -237,50 +237,58 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
         kernels::rms_norm(x.data() + std::size_t(i) * fx.cfg.hidden, nw.data(), fx.cfg.hidden,
                           fx.cfg.eps, a.data() + std::size_t(i) * fx.cfg.hidden);
     });
-    r.ops.push_back({"rms_norm", n, 0, t, 0, 8.0 * n * fx.cfg.hidden});
+    r->ops.push_back({"rms_norm", n, 0, t, 0, 8.0 * n * fx.cfg.hidden});
     t = median_time(opts.repeats, [&] {
       for (int i = 0; i < n; ++i)
         kernels::rope(a.data() + std::size_t(i) * fx.cfg.hidden, fx.cfg.heads, fx.cfg.head_dim,
                       fx.cfg.rot_dims, 100 + i, fx.cfg.freq_base);
     });
-    r.ops.push_back({"rope", n, 0, t, 0, 8.0 * n * fx.cfg.hidden});
+    r->ops.push_back({"rope", n, 0, t, 0, 8.0 * n * fx.cfg.hidden});
     t = median_time(opts.repeats, [&] {
       kernels::silu_mul(x.data(), a.data(), std::int64_t(n) * fx.cfg.ffn, a.data(), fx.cfg.ffn);
     });
-    r.ops.push_back({"silu_mul", n, 0, t, 0, 12.0 * n * fx.cfg.ffn});
+    r->ops.push_back({"silu_mul", n, 0, t, 0, 12.0 * n * fx.cfg.ffn});
   }
-  // Attention of layer 0 over contexts: one decode token, and a prefill chunk ending there.
+}
+
+// Attention of layer 0 over contexts: one decode token, and a prefill chunk ending there.
+void time_attention(const ProfileOptions& opts, const Fixture& fx, std::mt19937* rng,
+                    ProfileResult* r) {
+  std::uniform_real_distribution<float> U(-1, 1);
   const int qdim = fx.cfg.heads * fx.cfg.head_dim;
   std::vector<float> q(std::size_t(128) * qdim), out(q.size());
-  for (float& v : q) v = U(rng);
+  for (float& v : q) v = U(*rng);
   const float scale = 1.0f / std::sqrt(float(fx.cfg.head_dim));
   std::vector<int> table(fx.blocks_per_seq);
   for (int b = 0; b < fx.blocks_per_seq; ++b) table[b] = b;
   const double kv_token_bytes = 2.0 * 2 * fx.cfg.kv_heads * fx.cfg.head_dim;
   for (int c : opts.contexts) {
-    if (c > max_ctx) continue;
+    if (c > fx.max_ctx) continue;
     const kernels::KvLayer kvl = fx.kv->layer(0);
     double t = median_time(opts.repeats, [&] {
       kernels::attention(kvl, table.data(), c - 1, 1, q.data(), fx.cfg.heads, scale, out.data(),
                          *fx.pool);
     });
-    r.ops.push_back({"attention:decode", 1, c, t, 4.0 * c * qdim, kv_token_bytes * c});
+    r->ops.push_back({"attention:decode", 1, c, t, 4.0 * c * qdim, kv_token_bytes * c});
     const int n = std::min(c, 128);
     t = median_time(opts.repeats, [&] {
       kernels::attention(kvl, table.data(), c - n, n, q.data(), fx.cfg.heads, scale, out.data(),
                          *fx.pool);
     });
-    r.ops.push_back({"attention:prefill", n, c, t, 4.0 * qdim * (double(n) * c - n * (n - 1) / 2.0),
-                     kv_token_bytes * c});
+    r->ops.push_back({"attention:prefill", n, c, t,
+                      4.0 * qdim * (double(n) * c - n * (n - 1) / 2.0), kv_token_bytes * c});
   }
-  progress("operators done (" + std::to_string(r.ops.size()) + " timings)");
+}
 
-  // Whole forward steps.
-  struct Shape {
-    const char* kind;
-    int seqs, n, ctx;
-  };
-  std::vector<Shape> shapes = {
+struct StepShape {
+  const char* kind;
+  int seqs, n, ctx;
+};
+
+// The whole forward steps timed: decode at batch 1, 4, 8, 16 and short and long contexts,
+// prefill of 32-512 tokens (the first three are the profile's reference points).
+std::vector<StepShape> step_shapes(int max_ctx) {
+  std::vector<StepShape> shapes = {
       {"decode", 1, 1, 128}, {"prefill", 1, 256, 256}, {"decode", 1, 1, max_ctx}};
   const int long_ctx = std::min(1024, max_ctx);
   for (int b : {4, 8, 16}) {
@@ -289,8 +297,14 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   }
   for (int n : {32, 128, 512})
     if (n <= max_ctx) shapes.push_back({"prefill", 1, n, n});
+  return shapes;
+}
+
+Status time_steps(const ProfileOptions& opts, const Fixture& fx,
+                  const std::vector<StepShape>& shapes, ProfileResult* r,
+                  const std::function<void(const std::string&)>& progress) {
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const Shape& s = shapes[i];
+    const StepShape& s = shapes[i];
     StepInput st = make_step(fx, s.seqs, s.n, s.ctx);
     Status err;
     std::vector<float> logits;
@@ -300,41 +314,46 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
     });
     if (!err.ok()) return err;
     StepTiming sm{s.kind, s.seqs, s.seqs * s.n, s.ctx, t, 0, i < 3};
-    r.steps.push_back(sm);
+    r->steps.push_back(sm);
     progress(std::string("step ") + s.kind + " seqs=" + std::to_string(s.seqs) +
              " tokens=" + std::to_string(sm.tokens) + " ctx=" + std::to_string(s.ctx) + ": " +
              std::to_string(t * 1e3) + " ms");
   }
+  return ok_status();
+}
 
-  // Host sampling at the server's default (temperature 1, no top-k/top-p cut): its time per
-  // logit is the cost model's sampling_logit_s.
-  {
-    std::vector<float> logits(fx.cfg.vocab);
-    for (float& v : logits) v = 4 * U(rng);
-    SamplingParams sp;
-    sp.temperature = 1.0;
-    std::vector<std::pair<float, int>> scratch;
-    std::int64_t pos = 0;
-    const double t = median_time(opts.repeats * 20, [&] {
-      (void)sample_token(logits.data(), fx.cfg.vocab, sp, 1, ++pos, &scratch);
-    });
-    r.sampling_s = t;
-    progress("sampling (temperature 1): " + std::to_string(t * 1e6) + " us per token");
-  }
+// Host sampling at the server's default (temperature 1, no top-k/top-p cut): its time per
+// logit is the cost model's sampling_logit_s.
+void time_sampling(const ProfileOptions& opts, const Fixture& fx, std::mt19937* rng,
+                   ProfileResult* r, const std::function<void(const std::string&)>& progress) {
+  std::uniform_real_distribution<float> U(-1, 1);
+  std::vector<float> logits(fx.cfg.vocab);
+  for (float& v : logits) v = 4 * U(*rng);
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  std::vector<std::pair<float, int>> scratch;
+  std::int64_t pos = 0;
+  const double t = median_time(opts.repeats * 20, [&] {
+    (void)sample_token(logits.data(), fx.cfg.vocab, sp, 1, ++pos, &scratch);
+  });
+  r->sampling_s = t;
+  progress("sampling (temperature 1): " + std::to_string(t * 1e6) + " us per token");
+}
 
-  // Fit every measured step at once (Nelder-Mead on the mean squared log error): GEMM shares
-  // and the rows where the compute share halves, KV-read share, per-step and per-sequence
-  // costs. Kernel gaps come from the measured pool dispatch; sampling from its measurement.
+// Fits every measured step at once (Nelder-Mead on the mean squared log error): GEMM shares
+// and the rows where the compute share halves, KV-read share, per-step and per-sequence
+// costs. Kernel gaps come from the measured pool dispatch; sampling from its measurement.
+Status fit_steps(const Fixture& fx, const std::vector<StepShape>& shapes, ProfileResult* r) {
   perf::Efficiency e;
   e.step_overhead_s = 0;
   // Matmul and attention pool jobs per layer: QKV, attention, output, gate+up, down
   // (llama_forward.cpp; batches of several tokens add norm and conversion jobs).
-  e.layer_overhead_s = 5 * r.dispatch_s;
+  e.layer_overhead_s = 5 * r->dispatch_s;
   e.allreduce_latency_s = 0;
   e.p2p_latency_s = 0;
   e.sampling_logit_s = 0;  // the measured steps compute logits but do not sample
   std::vector<BatchShape> bs;
-  for (const Shape& s : shapes) bs.push_back(shape_of(make_step(fx, s.seqs, s.n, s.ctx)));
+  for (const StepShape& s : shapes) bs.push_back(shape_of(make_step(fx, s.seqs, s.n, s.ctx)));
   struct Param {
     double perf::Efficiency::*field;
     perf::FitBound bounds;
@@ -358,7 +377,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
     const perf::Efficiency f = with(x);
     double sum = 0;
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      const double l = std::log(predict(r, f, bs[i]) / r.steps[i].seconds);
+      const double l = std::log(predict(*r, f, bs[i]) / r->steps[i].seconds);
       sum += l * l;
     }
     return sum / shapes.size();
@@ -377,14 +396,33 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   if (!best.ok()) return best.status();
   e = with(best->x);
   e.elementwise_memory = e.gemm_memory;
-  e.sampling_logit_s = r.sampling_s / fx.cfg.vocab;
-  r.efficiency = e;
-  for (auto& s : r.steps) s.fitted = true;
+  e.sampling_logit_s = r->sampling_s / fx.cfg.vocab;
+  r->efficiency = e;
+  for (auto& s : r->steps) s.fitted = true;
   // The steps were timed without sampling; predict them the same way.
   perf::Efficiency no_sampling = e;
   no_sampling.sampling_logit_s = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i)
-    r.steps[i].predicted_s = predict(r, no_sampling, bs[i]);
+    r->steps[i].predicted_s = predict(*r, no_sampling, bs[i]);
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ProfileResult> run_profile(const ProfileOptions& opts,
+                                  const std::function<void(const std::string&)>& progress) {
+  ProfileResult r;
+  Fixture fx;
+  PRIMA_RETURN_IF_ERROR(open_fixture(opts, &r, &fx));
+  measure_machine(opts, fx, &r, progress);
+  std::mt19937 rng(1);  // the operands' values (they do not change the timings' meaning)
+  time_layer_operators(opts, fx, &rng, &r, progress);
+  time_attention(opts, fx, &rng, &r);
+  progress("operators done (" + std::to_string(r.ops.size()) + " timings)");
+  const std::vector<StepShape> shapes = step_shapes(fx.max_ctx);
+  PRIMA_RETURN_IF_ERROR(time_steps(opts, fx, shapes, &r, progress));
+  time_sampling(opts, fx, &rng, &r, progress);
+  PRIMA_RETURN_IF_ERROR(fit_steps(fx, shapes, &r));
   return r;
 }
 

@@ -100,25 +100,24 @@ SimPlatform::~SimPlatform() {
   ActivityDispatch::clear_retired();
 }
 
-void SimPlatform::build(const PlatformOptions& opt) {
+// The SimGrid engine with the flags every platform uses (the CM02 model with no cross-traffic
+// and no TCP window: flows share links by max-min fairness) and the caller's.
+void SimPlatform::start_engine(const std::vector<std::string>& extra_args) {
   std::vector<std::string> args = {"prima", "--cfg=network/model:CM02",
                                    "--cfg=network/crosstraffic:0", "--cfg=network/TCP-gamma:0",
                                    "--log=root.thres:critical"};
-  args.insert(args.end(), opt.extra_args.begin(), opt.extra_args.end());
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   int argc = static_cast<int>(args.size());
   engine_ = std::make_unique<sg4::Engine>(&argc, argv.data());
   ActivityDispatch::install();
+}
 
+// The topology's fat tree, or one sized for its nodes plus the storage leaf.
+FatTreeShape SimPlatform::fat_tree_shape() {
   const auto& t = topo_;
-  const int gpn = t.node.gpus;
-  nominal_speed_ = t.gpu.bf16_flops > 0 ? t.gpu.bf16_flops : t.gpu.fp16_flops;
-  std::vector<double> speeds;
-  for (double f : opt.pstates) speeds.push_back(nominal_speed_ * f);
-  if (speeds.empty()) speeds.push_back(nominal_speed_);
-
   FatTreeShape shape;
   if (t.fabric.levels > 0) {
     shape.levels = t.fabric.levels;
@@ -134,96 +133,87 @@ void SimPlatform::build(const PlatformOptions& opt) {
         " leaves; needs nodes + 1 (storage) = " + std::to_string(t.nodes + 1));
   fat_tree_desc_ = std::to_string(shape.levels) + ";" + fmt_list(shape.down) + ";" +
                    fmt_list(shape.up) + ";" + fmt_list(shape.count);
+  return shape;
+}
 
-  gpus_.assign(t.total_gpus(), nullptr);
-  nvlinks_.assign(t.total_gpus(), nullptr);
-  nics_.assign(t.nodes, nullptr);
-  pcies_.assign(t.nodes, nullptr);
-  host_infos_.resize(t.total_gpus() + 1);
+// A node: its GPUs, each behind its NVLink port, and a gateway to the fabric through the NIC
+// (and the PCIe path twice when RDMA is staged through host memory).
+SimPlatform::Leaf SimPlatform::node_zone(sg4::NetZone* parent, int node,
+                                         const std::vector<double>& speeds) {
+  const auto& t = topo_;
+  const int gpn = t.node.gpus;
+  auto* zone = sg4::create_star_zone("node" + std::to_string(node));
+  zone->set_parent(parent);
+  for (int l = 0; l < gpn; ++l) {
+    const DeviceId d = node * gpn + l;
+    auto* h = zone->create_host("gpu" + std::to_string(d), speeds);
+    host_infos_[d] = HostInfo{node, d};
+    h->set_data(&host_infos_[d]);
+    h->seal();
+    auto* nvl = zone->create_split_duplex_link("gpu" + std::to_string(d) + "_nvl",
+                                               t.node.nvlink.bandwidth_Bps);
+    nvl->set_latency(t.node.nvlink.latency_s)->seal();
+    zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr,
+                    {{nvl, sg4::LinkInRoute::Direction::UP}}, true);
+    gpus_[d] = h;
+    nvlinks_[d] = nvl;
+  }
+  auto* gw = zone->create_router("node" + std::to_string(node) + "_gw");
+  auto* nic = zone->create_split_duplex_link("node" + std::to_string(node) + "_nic",
+                                             t.node.nic.bandwidth_Bps);
+  nic->set_latency(t.node.nic.latency_s)->seal();
+  nics_[node] = nic;
+  std::vector<sg4::LinkInRoute> gw_route;
+  if (!t.settings.gpu_direct_rdma) {
+    // Staged through host memory: the PCIe path is crossed twice (GPU -> host, host -> NIC).
+    auto* pcie = zone->create_split_duplex_link("node" + std::to_string(node) + "_pcie",
+                                                t.node.pcie.bandwidth_Bps);
+    pcie->set_latency(t.node.pcie.latency_s)->seal();
+    pcies_[node] = pcie;
+    gw_route.emplace_back(pcie, sg4::LinkInRoute::Direction::UP);
+    gw_route.emplace_back(pcie, sg4::LinkInRoute::Direction::DOWN);
+  }
+  gw_route.emplace_back(nic, sg4::LinkInRoute::Direction::UP);
+  zone->add_route(gw, nullptr, nullptr, nullptr, gw_route, true);
+  zone->seal();
+  return {zone->get_netpoint(), gw};
+}
 
-  auto make_leaf = [&](sg4::NetZone* parent, const std::vector<unsigned long>&, unsigned long id)
-      -> std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> {
-    const int node = static_cast<int>(id);
-    if (node < t.nodes) {
-      auto* zone = sg4::create_star_zone("node" + std::to_string(node));
-      zone->set_parent(parent);
-      for (int l = 0; l < gpn; ++l) {
-        const DeviceId d = node * gpn + l;
-        auto* h = zone->create_host("gpu" + std::to_string(d), speeds);
-        host_infos_[d] = HostInfo{node, d};
-        h->set_data(&host_infos_[d]);
-        h->seal();
-        auto* nvl = zone->create_split_duplex_link("gpu" + std::to_string(d) + "_nvl",
-                                                   t.node.nvlink.bandwidth_Bps);
-        nvl->set_latency(t.node.nvlink.latency_s)->seal();
-        zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr,
-                        {{nvl, sg4::LinkInRoute::Direction::UP}}, true);
-        gpus_[d] = h;
-        nvlinks_[d] = nvl;
-      }
-      auto* gw = zone->create_router("node" + std::to_string(node) + "_gw");
-      auto* nic = zone->create_split_duplex_link("node" + std::to_string(node) + "_nic",
-                                                 t.node.nic.bandwidth_Bps);
-      nic->set_latency(t.node.nic.latency_s)->seal();
-      nics_[node] = nic;
-      std::vector<sg4::LinkInRoute> gw_route;
-      if (!t.settings.gpu_direct_rdma) {
-        // Staged through host memory: the PCIe path is crossed twice (GPU -> host, host -> NIC).
-        auto* pcie = zone->create_split_duplex_link("node" + std::to_string(node) + "_pcie",
-                                                    t.node.pcie.bandwidth_Bps);
-        pcie->set_latency(t.node.pcie.latency_s)->seal();
-        pcies_[node] = pcie;
-        gw_route.emplace_back(pcie, sg4::LinkInRoute::Direction::UP);
-        gw_route.emplace_back(pcie, sg4::LinkInRoute::Direction::DOWN);
-      }
-      gw_route.emplace_back(nic, sg4::LinkInRoute::Direction::UP);
-      zone->add_route(gw, nullptr, nullptr, nullptr, gw_route, true);
-      zone->seal();
-      return {zone->get_netpoint(), gw};
-    }
-    if (node == t.nodes) {
-      auto* zone = sg4::create_star_zone("storage");
-      zone->set_parent(parent);
-      storage_ = zone->create_host("storage", nominal_speed_);
-      host_infos_.back() = HostInfo{-1, -1};
-      storage_->set_data(&host_infos_.back());
-      storage_->seal();
-      double bw = t.storage.read_bandwidth_Bps > 0 ? t.storage.read_bandwidth_Bps
-                                                   : t.node.nic.bandwidth_Bps;
-      storage_link_ = zone->create_link("storage_link", bw);
-      storage_link_->set_latency(t.storage.latency_s)->seal();
-      zone->add_route(storage_->get_netpoint(), nullptr, nullptr, nullptr,
-                      {sg4::LinkInRoute(storage_link_)}, true);
-      auto* gw = zone->create_router("storage_gw");
-      zone->add_route(gw, nullptr, nullptr, nullptr, {}, true);
-      zone->seal();
-      return {zone->get_netpoint(), gw};
-    }
-    auto* zone = sg4::create_star_zone("spare" + std::to_string(node));
-    zone->set_parent(parent);
-    auto* gw = zone->create_router("spare" + std::to_string(node) + "_gw");
-    zone->add_route(gw, nullptr, nullptr, nullptr, {}, true);
-    zone->seal();
-    return {zone->get_netpoint(), gw};
-  };
+// The storage host behind its link (weights are read from it).
+SimPlatform::Leaf SimPlatform::storage_zone(sg4::NetZone* parent) {
+  const auto& t = topo_;
+  auto* zone = sg4::create_star_zone("storage");
+  zone->set_parent(parent);
+  storage_ = zone->create_host("storage", nominal_speed_);
+  host_infos_.back() = HostInfo{-1, -1};
+  storage_->set_data(&host_infos_.back());
+  storage_->seal();
+  double bw =
+      t.storage.read_bandwidth_Bps > 0 ? t.storage.read_bandwidth_Bps : t.node.nic.bandwidth_Bps;
+  storage_link_ = zone->create_link("storage_link", bw);
+  storage_link_->set_latency(t.storage.latency_s)->seal();
+  zone->add_route(storage_->get_netpoint(), nullptr, nullptr, nullptr,
+                  {sg4::LinkInRoute(storage_link_)}, true);
+  auto* gw = zone->create_router("storage_gw");
+  zone->add_route(gw, nullptr, nullptr, nullptr, {}, true);
+  zone->seal();
+  return {zone->get_netpoint(), gw};
+}
 
-  auto u = [](const std::vector<int>& v) { return std::vector<unsigned int>(v.begin(), v.end()); };
-  double fbw =
-      t.fabric.link.bandwidth_Bps > 0 ? t.fabric.link.bandwidth_Bps : t.node.nic.bandwidth_Bps;
-  auto* fabric = sg4::create_fatTree_zone(
-      "fabric", nullptr,
-      sg4::FatTreeParams(shape.levels, u(shape.down), u(shape.up), u(shape.count)),
-      sg4::ClusterCallbacks(make_leaf), fbw, t.fabric.link.latency_s,
-      sg4::Link::SharingPolicy::SPLITDUPLEX);
+// A leaf the fat tree has beyond the nodes and the storage: empty.
+SimPlatform::Leaf SimPlatform::spare_zone(sg4::NetZone* parent, int leaf) {
+  auto* zone = sg4::create_star_zone("spare" + std::to_string(leaf));
+  zone->set_parent(parent);
+  auto* gw = zone->create_router("spare" + std::to_string(leaf) + "_gw");
+  zone->add_route(gw, nullptr, nullptr, nullptr, {}, true);
+  zone->seal();
+  return {zone->get_netpoint(), gw};
+}
 
-  // Protocol and NUMA factors on inter-node (and storage) flows only.
-  network_model_ = fabric->get_network_model();
-  if (inter_node_bandwidth_factor(t.settings) != 1.0 ||
-      inter_node_latency_factor(t.settings) != 1.0)
-    install_factor_callbacks();
-  fabric->seal();
-  engine_->seal_platform();
-  // One platform per process: these static signals are connected once.
+// Links that change bandwidth or state are shared from then on (no exclusive-link shortcut);
+// a GPU host's speed or state change reaches the watchers of that GPU. One platform per
+// process: these static signals are connected once.
+void SimPlatform::watch_changes() {
   sg4::Link::on_bandwidth_change_cb([this](const sg4::Link& l) { mark_shared(&l); });
   sg4::Link::on_state_change_cb([this](const sg4::Link& l) { mark_shared(&l); });
   watchers_.resize(gpus_.size());
@@ -242,6 +232,46 @@ void SimPlatform::build(const PlatformOptions& opt) {
       for (HostWatcher* w : std::vector<HostWatcher*>(*ws))
         w->on_host_state_change(gpus_[h.get_data<HostInfo>()->device]);
   });
+}
+
+void SimPlatform::build(const PlatformOptions& opt) {
+  start_engine(opt.extra_args);
+  const auto& t = topo_;
+  nominal_speed_ = t.gpu.bf16_flops > 0 ? t.gpu.bf16_flops : t.gpu.fp16_flops;
+  std::vector<double> speeds;  // the GPU hosts' pstates
+  for (double f : opt.pstates) speeds.push_back(nominal_speed_ * f);
+  if (speeds.empty()) speeds.push_back(nominal_speed_);
+  const FatTreeShape shape = fat_tree_shape();
+  gpus_.assign(t.total_gpus(), nullptr);
+  nvlinks_.assign(t.total_gpus(), nullptr);
+  nics_.assign(t.nodes, nullptr);
+  pcies_.assign(t.nodes, nullptr);
+  host_infos_.resize(t.total_gpus() + 1);
+
+  // The fat tree's leaves: the nodes, then the storage, then spares.
+  auto leaf = [&](sg4::NetZone* parent, const std::vector<unsigned long>&, unsigned long id) {
+    const int n = static_cast<int>(id);
+    return n < t.nodes    ? node_zone(parent, n, speeds)
+           : n == t.nodes ? storage_zone(parent)
+                          : spare_zone(parent, n);
+  };
+  auto u = [](const std::vector<int>& v) { return std::vector<unsigned int>(v.begin(), v.end()); };
+  double fbw =
+      t.fabric.link.bandwidth_Bps > 0 ? t.fabric.link.bandwidth_Bps : t.node.nic.bandwidth_Bps;
+  auto* fabric = sg4::create_fatTree_zone(
+      "fabric", nullptr,
+      sg4::FatTreeParams(shape.levels, u(shape.down), u(shape.up), u(shape.count)),
+      sg4::ClusterCallbacks(leaf), fbw, t.fabric.link.latency_s,
+      sg4::Link::SharingPolicy::SPLITDUPLEX);
+
+  // Protocol and NUMA factors on inter-node (and storage) flows only.
+  network_model_ = fabric->get_network_model();
+  if (inter_node_bandwidth_factor(t.settings) != 1.0 ||
+      inter_node_latency_factor(t.settings) != 1.0)
+    install_factor_callbacks();
+  fabric->seal();
+  engine_->seal_platform();
+  watch_changes();
 }
 
 namespace {

@@ -32,14 +32,20 @@
 namespace simgrid::kernel::resource {
 class NetworkModelIntf;
 }
+namespace simgrid::kernel::routing {
+class NetPoint;
+}
 namespace simgrid::s4u {
 class Engine;
 class Host;
 class Link;
+class NetZone;
 class SplitDuplexLink;
 }  // namespace simgrid::s4u
 
 namespace prima::sim {
+
+struct FatTreeShape;
 
 // Inter-node protocol and path factors relative to the link figures of the topology (which
 // describe RDMA over GPUDirect on a NUMA-local NIC). Sources: seed 000's table (128 KB
@@ -184,7 +190,16 @@ class SimPlatform {
                            const std::vector<simgrid::s4u::Link*>& links) const;
 
   explicit SimPlatform(const plan::Topology& t);
+  // build(): the engine, the fat tree's shape, a zone per leaf (nodes, storage, spares), the
+  // fabric, and the change signals, in that order.
   void build(const PlatformOptions& opt);
+  using Leaf = std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*>;
+  void start_engine(const std::vector<std::string>& extra_args);
+  FatTreeShape fat_tree_shape();
+  Leaf node_zone(simgrid::s4u::NetZone* parent, int node, const std::vector<double>& speeds);
+  Leaf storage_zone(simgrid::s4u::NetZone* parent);
+  Leaf spare_zone(simgrid::s4u::NetZone* parent, int leaf);
+  void watch_changes();
 
   plan::Topology topo_;
   std::unique_ptr<simgrid::s4u::Engine> engine_;

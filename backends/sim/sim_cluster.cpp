@@ -146,26 +146,24 @@ Status build_pools(const scenario::Scenario& sc, SimCluster* c) {
   return ok_status();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& sc) {
-  auto c = std::make_unique<SimCluster>();
-  c->sc = &sc;
+// The replicas' places: the disaggregated pools on their own GPU types, or the deployment's
+// plan checked and placed on the topology.
+Status place_replicas(const scenario::Scenario& sc, SimCluster* c) {
   const bool pools = sc.cluster.disaggregation.pools_set();
   if (!sc.topology.node_gpus.empty() && !pools)
     return invalid_argument(sc.file + ": /topology/node_gpus: topology " + sc.topology.name +
                             " mixes GPU types; only disaggregated pools that name their \"gpu\" "
                             "run on the other types (docs/cluster.md)");
-  if (pools) {
-    PRIMA_RETURN_IF_ERROR(build_pools(sc, c.get()));
-  } else {
-    PRIMA_ASSIGN_OR_RETURN(c->fit, check_scenario_plan(sc));
-    PRIMA_ASSIGN_OR_RETURN(c->placements, plan::place(sc.plan, sc.topology));
-  }
-  SimOptions asked;
-  PRIMA_RETURN_IF_ERROR(config::to_status([&] { asked = read_sim_options(sc); }));
-  PRIMA_ASSIGN_OR_RETURN(c->platform, SimPlatform::create(sc.topology));
+  if (pools) return build_pools(sc, c);
+  PRIMA_ASSIGN_OR_RETURN(c->fit, check_scenario_plan(sc));
+  PRIMA_ASSIGN_OR_RETURN(c->placements, plan::place(sc.plan, sc.topology));
+  return ok_status();
+}
 
+// The scenario's cluster options, checked against the deployment. Autoscaling: every replica
+// the autoscaler may start needs its own GPUs; as many are placed as the topology holds
+// (capped at max_replicas), and the first sc.plan.replicas start up.
+Status take_cluster_options(const scenario::Scenario& sc, SimCluster* c) {
   c->copts = sc.cluster;
   cluster::ClusterOptions& copts = c->copts;
   if (copts.disaggregation.enabled() &&
@@ -176,41 +174,41 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
         "deployment's replicas ({})",
         sc.file, copts.disaggregation.prefill_replicas, copts.disaggregation.decode_replicas,
         sc.plan.replicas));
-  // Autoscaling: every replica the autoscaler may start needs its own GPUs. Place as many as
-  // the topology holds (capped at max_replicas); the first sc.plan.replicas start up.
-  if (copts.autoscaler.enabled) {
-    auto& as = copts.autoscaler;
-    const int fit_max = sc.topology.total_gpus() / std::max(1, sc.plan.gpus_per_replica());
-    if (as.max_replicas > fit_max) {
-      fmt::print(stderr,
-                 "{}: /autoscaler/max_replicas: {} replicas of {} GPUs do not fit on the {} "
-                 "GPUs of topology {}; capped at {}\n",
-                 sc.file, as.max_replicas, sc.plan.gpus_per_replica(), sc.topology.total_gpus(),
-                 sc.topology.name, fit_max);
-      c->max_capped_from = as.max_replicas;
-      as.max_replicas = fit_max;
-      as.min_replicas = std::min(as.min_replicas, fit_max);
-    }
-    plan::ParallelPlan all = sc.plan;
-    all.replicas = std::max(as.max_replicas, sc.plan.replicas);
-    PRIMA_ASSIGN_OR_RETURN(c->pool, plan::place(all, sc.topology));
-    c->placements.assign(c->pool.begin(), c->pool.begin() + sc.plan.replicas);
+  if (!copts.autoscaler.enabled) return ok_status();
+  auto& as = copts.autoscaler;
+  const int fit_max = sc.topology.total_gpus() / std::max(1, sc.plan.gpus_per_replica());
+  if (as.max_replicas > fit_max) {
+    fmt::print(stderr,
+               "{}: /autoscaler/max_replicas: {} replicas of {} GPUs do not fit on the {} "
+               "GPUs of topology {}; capped at {}\n",
+               sc.file, as.max_replicas, sc.plan.gpus_per_replica(), sc.topology.total_gpus(),
+               sc.topology.name, fit_max);
+    c->max_capped_from = as.max_replicas;
+    as.max_replicas = fit_max;
+    as.min_replicas = std::min(as.min_replicas, fit_max);
   }
+  plan::ParallelPlan all = sc.plan;
+  all.replicas = std::max(as.max_replicas, sc.plan.replicas);
+  PRIMA_ASSIGN_OR_RETURN(c->pool, plan::place(all, sc.topology));
+  c->placements.assign(c->pool.begin(), c->pool.begin() + sc.plan.replicas);
+  return ok_status();
+}
 
+// The runtime on the platform's clock, the fault timeline (none: no injector, and the fast
+// paths stay as they are; made before the executors and the fabric, which borrow it), the
+// cost model, the speed-ups that apply (sim_strategy.h; lone flows need the platform's link
+// occupancy before the executors are made), and the KV blocks and shared KV tiers.
+SimScenarioFacts make_runtime(const scenario::Scenario& sc, const SimOptions& asked,
+                              SimCluster* c) {
   c->rt = std::make_unique<SimRuntime>();
-  // The fault timeline (none: no injector, and the fast paths stay as they are). Created
-  // before the executors and the fabric, which borrow it.
   if (!sc.faults.empty())
     c->injector =
         std::make_unique<FaultInjector>(c->platform.get(), c->rt.get(), sc.faults, sc.env, sc.seed);
   c->cost = make_cost(sc, sc.plan, sc.topology.gpu);
-  std::vector<cluster::ReplicaSetup> setups;
-  // The speed-ups that apply (sim_strategy.h); lone flows need the platform's link occupancy
-  // before the executors are made.
   SimScenarioFacts facts;
   facts.fault_timeline = c->injector != nullptr;
-  facts.autoscaler = copts.autoscaler.enabled;
-  facts.disaggregation = copts.disaggregation.enabled();
+  facts.autoscaler = c->copts.autoscaler.enabled;
+  facts.disaggregation = c->copts.disaggregation.enabled();
   facts.lone_flow_platform = c->platform->supports_lone_flows();
   c->speedups = choose_speedups(asked, facts);
   if (c->speedups.lone_flows) c->platform->enable_lone_flows();
@@ -222,30 +220,45 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
                                   ? std::make_shared<kv::KvTier>(c->tier_spec(
                                         i, c->fit, c->pools.empty() ? sc.plan : c->pools[0].plan))
                                   : nullptr);
-  // A replica whose weight shard is corrupted never starts (seed 004: the service does not
-  // come up; the checksum names the shard). Its GPUs stay idle; the others serve.
+  return facts;
+}
+
+// Why replica `pl` cannot start ("" when it can): a weight shard corrupted on one of its GPUs
+// (seed 004: the service does not come up; the checksum names the shard).
+std::string load_error(const scenario::Scenario& sc, const plan::ReplicaPlacement& pl) {
+  for (const auto& f : sc.faults)
+    for (const auto& st : pl.devices)
+      for (DeviceId d : st)
+        if (f.type == faults::FaultType::kCorruptedShard && f.target.index == d)
+          return fmt::format(
+              "replica {} did not start: the weight shard of gpu {} failed its checksum (sha256 "
+              "mismatch; corrupted_shard fault)",
+              pl.replica, d);
+  return "";
+}
+
+// An executor for every replica that starts; one that does not keeps its GPUs idle.
+std::vector<cluster::ReplicaSetup> start_replicas(const scenario::Scenario& sc, SimCluster* c) {
+  std::vector<cluster::ReplicaSetup> setups;
   for (std::size_t i = 0; i < c->placements.size(); ++i) {
     const auto& pl = c->placements[i];
-    std::string bad;
-    for (const auto& f : sc.faults)
-      for (const auto& st : pl.devices)
-        for (DeviceId d : st)
-          if (bad.empty() && f.type == faults::FaultType::kCorruptedShard && f.target.index == d)
-            bad = fmt::format(
-                "replica {} did not start: the weight shard of gpu {} failed its "
-                "checksum (sha256 mismatch; corrupted_shard fault)",
-                pl.replica, d);
+    std::string bad = load_error(sc, pl);
     if (!bad.empty()) {
       fmt::print(stderr, "{}: {}\n", sc.file, bad);
       c->load_errors.push_back(std::move(bad));
       continue;
     }
     c->slot_of_replica.push_back(static_cast<int>(i));
-    setups.push_back(c->make_setup(pl, pools ? c->pool_of[i] : -1));
+    setups.push_back(c->make_setup(pl, c->pools.empty() ? -1 : c->pool_of[i]));
   }
+  return setups;
+}
 
+// The recorder over every GPU of the deployment (or its pools) and the serving engine.
+void make_engine(const scenario::Scenario& sc, const std::vector<cluster::ReplicaSetup>& setups,
+                 SimCluster* c) {
   int gpus = sc.plan.gpus_per_replica() * sc.plan.replicas;
-  if (pools) {
+  if (!c->pools.empty()) {
     gpus = 0;
     for (const auto& p : c->pools) gpus += p.plan.gpus_per_replica() * p.plan.replicas;
   }
@@ -255,63 +268,84 @@ Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& 
   eopts.scheduler.kv_bytes_per_token = c->fit.kv_bytes_per_token;  // per GPU: swap traffic
   eopts.routing = sc.routing;
   eopts.max_model_len = sc.max_model_len;
-  eopts.cluster = copts;
+  eopts.cluster = c->copts;
   eopts.use_cluster_router = true;
   eopts.kv_bytes_per_token = sc.model.kv_bytes_per_token(sc.memory.kv_bytes_per_element);
   c->engine =
       std::make_unique<cluster::ServingEngine>(c->rt.get(), eopts, setups, c->recorder.get());
+}
 
-  // Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut):
-  // autoscaling and failover reload weights from storage, disaggregation moves KV.
+// How the engine gets replicas at run time: the autoscaler takes a free placement (a fresh
+// executor; idle ones stay) and gives it back; every start (and failover's restart) loads the
+// weights, each GPU reading its shard from the storage host, all at once (they contend).
+cluster::ReplicaProvider replica_provider(SimCluster* cl) {
+  cluster::ReplicaProvider prov;
+  const bool autoscaler = cl->copts.autoscaler.enabled;
+  if (autoscaler)
+    prov.create = [cl](ReplicaId id) -> std::optional<cluster::ReplicaSetup> {
+      if (cl->free_slots.empty()) return std::nullopt;
+      const int slot = cl->free_slots.back();
+      cl->free_slots.pop_back();
+      if (static_cast<std::size_t>(id) >= cl->slot_of_replica.size())
+        cl->slot_of_replica.resize(id + 1, -1);
+      cl->slot_of_replica[id] = slot;
+      return cl->make_setup(cl->pool[slot]);
+    };
+  prov.load = [cl, weight_bytes = cl->fit.weight_bytes](
+                  ReplicaId id, const cluster::ReplicaSetup& rs, std::function<void(Status)> done) {
+    const double bytes =
+        cl->pools.empty()
+            ? weight_bytes
+            : cl->pools[static_cast<std::size_t>(
+                            cl->pool_of[static_cast<std::size_t>(cl->slot_of_replica[id])])]
+                  .fit.weight_bytes;
+    auto left = std::make_shared<int>(0);
+    auto first_error = std::make_shared<Status>();
+    for (const auto& st : rs.devices) *left += static_cast<int>(st.size());
+    if (*left == 0) return done(ok_status());
+    for (const auto& st : rs.devices)
+      for (DeviceId d : st)
+        cl->fabric->load_from_storage(d, bytes, [=](Status s) {
+          if (!s.ok() && first_error->ok()) *first_error = s;
+          if (--*left == 0) done(*first_error);
+        });
+  };
+  if (autoscaler)
+    prov.release = [cl](ReplicaId id, const cluster::ReplicaSetup&) {
+      cl->free_slots.push_back(cl->slot_of_replica[id]);
+    };
+  return prov;
+}
+
+// Only policies that move bytes get a fabric (it turns off the exclusive-link shortcut):
+// autoscaling and failover reload weights from storage, disaggregation moves KV.
+void connect_fabric(const SimScenarioFacts& facts, SimCluster* c) {
   if (facts.fabric()) {
     c->fabric = std::make_unique<SimFabric>(c->platform.get(), c->rt.get());
     if (c->injector) c->fabric->set_fault_injector(c->injector.get());
     c->engine->set_fabric(c->fabric.get());
   }
-  // Free placements (indices into pool).
   for (int i = static_cast<int>(c->pool.size()) - 1; i >= static_cast<int>(c->placements.size());
        --i)
-    c->free_slots.push_back(i);
-  if (c->fabric && (copts.autoscaler.enabled || c->injector)) {
-    SimCluster* cl = c.get();
-    cluster::ReplicaProvider prov;
-    if (copts.autoscaler.enabled)
-      prov.create = [cl](ReplicaId id) -> std::optional<cluster::ReplicaSetup> {
-        if (cl->free_slots.empty()) return std::nullopt;
-        const int slot = cl->free_slots.back();
-        cl->free_slots.pop_back();
-        if (static_cast<std::size_t>(id) >= cl->slot_of_replica.size())
-          cl->slot_of_replica.resize(id + 1, -1);
-        cl->slot_of_replica[id] = slot;
-        return cl->make_setup(cl->pool[slot]);  // a fresh executor (idle ones stay)
-      };
-    // Each GPU reads its weight shard from the storage host, all at once (they contend).
-    prov.load = [cl, weight_bytes = c->fit.weight_bytes](ReplicaId id,
-                                                         const cluster::ReplicaSetup& rs,
-                                                         std::function<void(Status)> done) {
-      const double bytes =
-          cl->pools.empty()
-              ? weight_bytes
-              : cl->pools[static_cast<std::size_t>(
-                              cl->pool_of[static_cast<std::size_t>(cl->slot_of_replica[id])])]
-                    .fit.weight_bytes;
-      auto left = std::make_shared<int>(0);
-      auto first_error = std::make_shared<Status>();
-      for (const auto& st : rs.devices) *left += static_cast<int>(st.size());
-      if (*left == 0) return done(ok_status());
-      for (const auto& st : rs.devices)
-        for (DeviceId d : st)
-          cl->fabric->load_from_storage(d, bytes, [=](Status s) {
-            if (!s.ok() && first_error->ok()) *first_error = s;
-            if (--*left == 0) done(*first_error);
-          });
-    };
-    if (copts.autoscaler.enabled)
-      prov.release = [cl](ReplicaId id, const cluster::ReplicaSetup&) {
-        cl->free_slots.push_back(cl->slot_of_replica[id]);
-      };
-    c->engine->set_replica_provider(std::move(prov));
-  }
+    c->free_slots.push_back(i);  // free placements (indices into pool)
+  if (c->fabric && (c->copts.autoscaler.enabled || c->injector))
+    c->engine->set_replica_provider(replica_provider(c));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SimCluster>> build_sim_cluster(const scenario::Scenario& sc) {
+  auto c = std::make_unique<SimCluster>();
+  c->sc = &sc;
+  PRIMA_RETURN_IF_ERROR(place_replicas(sc, c.get()));
+  SimOptions asked;
+  PRIMA_RETURN_IF_ERROR(config::to_status([&] { asked = read_sim_options(sc); }));
+  PRIMA_ASSIGN_OR_RETURN(c->platform, SimPlatform::create(sc.topology));
+  PRIMA_RETURN_IF_ERROR(take_cluster_options(sc, c.get()));
+  const SimScenarioFacts facts = make_runtime(sc, asked, c.get());
+  const std::vector<cluster::ReplicaSetup> setups = start_replicas(sc, c.get());
+  make_engine(sc, setups, c.get());
+  connect_fabric(facts, c.get());
   return c;
 }
 

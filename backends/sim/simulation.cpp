@@ -4,240 +4,193 @@
 
 #include <chrono>
 #include <cmath>
+#include <unordered_map>
 
 #include "backends/sim/sim_cluster.h"
-#include "engine/cluster/autoscaler.h"
-#include "engine/cluster/cluster_options.h"
-#include "engine/cluster/serving_engine.h"
-#include "engine/metrics/incidents.h"
-#include "engine/metrics/report.h"
-#include "engine/perf/calibration.h"
-#include "engine/perf/cost_model.h"
+#include "backends/sim/simulation_report.h"
 #include "engine/workload/workload.h"
 
 namespace prima::sim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using OJson = nlohmann::ordered_json;
 
-double gb(double bytes) {
-  return bytes / 1e9;
-}
+// One simulation, step by step: wire the engine's callbacks, sample once a simulated second,
+// post the workload's arrivals, run the platform, then account memory and build the report.
+class Run {
+ public:
+  Run(const scenario::Scenario& sc, const SimulationOptions& opts, Clock::time_point wall_start,
+      std::unique_ptr<workload::WorkloadDriver> driver, std::unique_ptr<SimCluster> cl)
+      : sc_(sc),
+        opts_(opts),
+        wall_start_(wall_start),
+        driver_(std::move(driver)),
+        cl_(std::move(cl)),
+        rt_(*cl_->rt),
+        engine_(*cl_->engine),
+        rec_(*cl_->recorder),
+        injector_(cl_->injector.get()),
+        closed_loop_(sc.workload.arrival.type == workload::ArrivalType::kClosedLoop) {}
 
-// KV offload tiers: per tier (a shared tier once), blocks and GB written, read back (hits),
-// removed and held at the end; written - removed = stored holds tier by tier.
-OJson kv_tier_section(const cluster::ServingEngine& eng) {
-  struct Sum {
-    const kv::KvTierSpec* spec = nullptr;  // the first instance's
-    int instances = 0;
-    std::int64_t capacity = 0;
-    kv::KvTierStats stats;
-    double written_bytes = 0, read_bytes = 0;
-  };
-  std::vector<const kv::KvTier*> seen;
-  std::vector<Sum> by_index;
-  std::int64_t tier_hit_tokens = 0;
-  for (const auto& r : eng.replicas()) {
-    tier_hit_tokens += r->kv().tier_hit_tokens();
-    const kv::KvTiers* t = r->kv().tiers();
-    if (t == nullptr) continue;
-    for (std::size_t i = 0; i < t->tiers().size(); ++i) {
-      const kv::KvTier* tier = t->tiers()[i].get();
-      if (std::find(seen.begin(), seen.end(), tier) != seen.end()) continue;  // shared
-      seen.push_back(tier);
-      if (by_index.size() <= i) by_index.resize(i + 1);
-      Sum& u = by_index[i];
-      const kv::KvTierStats& s = tier->stats();
-      if (!u.spec) u.spec = &tier->spec();
-      ++u.instances;
-      u.capacity += tier->spec().capacity_blocks;
-      u.stats.written += s.written;
-      u.stats.read += s.read;
-      u.stats.late += s.late;
-      u.stats.removed += s.removed;
-      u.stats.stored += s.stored;
-      u.written_bytes += s.written * tier->spec().bytes_per_block;
-      u.read_bytes += s.read * tier->spec().bytes_per_block;
+  Result<SimulationOutput> run() {
+    start_engine();
+    start_sampler();
+    PRIMA_RETURN_IF_ERROR(start_arrivals());
+    cl_->platform->run();
+    note_peak_memory();
+    return output();
+  }
+
+ private:
+  double wall_s() const {
+    return std::chrono::duration<double>(Clock::now() - wall_start_).count();
+  }
+
+  // The engine and the fault injector start; a request that ends hands its spec back to a
+  // closed-loop driver and, once the driver is done, may finish the run.
+  void start_engine() {
+    if (opts_.on_token)
+      engine_.on_token = [this](const Sequence& s) { opts_.on_token(s, rt_.now()); };
+    engine_.start();
+    if (injector_) injector_->start();
+    if (injector_) rec_.set_extra_columns(injector_->timeline_columns());
+    engine_.on_end = [this](const Sequence& s) {
+      if (closed_loop_) {
+        auto it = specs_.find(s.req.id);
+        if (it != specs_.end()) {
+          driver_->on_finished(it->second, rt_.now());
+          specs_.erase(it);
+        }
+      }
+      // Nothing to finish before the driver is done: its last arrival (or, closed loop, the
+      // on_finished just above) makes it done, and an arrival posts maybe_finish itself.
+      if (driver_->done()) rt_.post([this] { maybe_finish(); });
+    };
+  }
+
+  // The fault injector's timeline columns for the interval since the last sample.
+  std::vector<std::string> fault_columns(Time t) {
+    std::vector<std::string> v;
+    if (injector_) v = injector_->sample_timeline(t, std::max(1e-9, t - last_sample_));
+    last_sample_ = t;
+    return v;
+  }
+
+  // Ends the run once the workload is done and nothing is left in the system: the last sample,
+  // and the fault windows past the last request end here.
+  void maybe_finish() {
+    if (finished_ || !driver_->done() || engine_.in_system() > 0) return;
+    finished_ = true;
+    rt_.cancel(sampler_);
+    engine_.stop();
+    auto st = engine_.state();
+    rec_.note_replicas_loading(st.replicas_loading);
+    const Time t = std::ceil(rt_.now() > 0 ? rt_.now() : 1);
+    rec_.sample(t, st.running, st.waiting, st.replicas_up, st.kv_usage, fault_columns(rt_.now()));
+    if (injector_) injector_->stop();
+  }
+
+  // Once a simulated second: the timeline, the KV means, the drain limit and the progress.
+  void start_sampler() {
+    sampler_ = rt_.at(1.0, [this] { tick(); });
+  }
+  void tick() {
+    auto st = engine_.state();
+    rec_.note_replicas_loading(st.replicas_loading);
+    ++samples_;
+    kv_usage_sum_ += st.kv_usage;
+    double frag = 0;
+    for (const auto& r : engine_.replicas())
+      frag += r->kv().internal_fragmentation(r->scheduler().tokens_in_kv());
+    fragmentation_sum_ += engine_.replicas().empty() ? 0 : frag / engine_.replicas().size();
+    rec_.sample(rt_.now(), st.running, st.waiting, st.replicas_up, st.kv_usage,
+                fault_columns(rt_.now()));
+    const double limit = sc_.duration_s + sc_.max_drain_s;
+    if (rt_.now() >= limit && engine_.in_system() > 0) {
+      finished_ = true;
+      engine_.stop();
+      if (injector_) injector_->stop();
+      engine_.fail_all(fmt::format("still in the system at the drain limit ({:.0f} s)", limit));
+      return;
     }
+    if (opts_.progress && wall_s() - last_progress_ >= opts_.progress_every_wall_s) {
+      last_progress_ = wall_s();
+      opts_.progress(Progress{rt_.now(), sc_.duration_s, last_progress_, rec_.submitted(),
+                              rec_.submitted() - engine_.in_system(), engine_.in_system()});
+    }
+    sampler_ = rt_.at(rt_.now() + 1.0, [this] { tick(); });
   }
-  OJson tiers = OJson::array();
-  for (const Sum& u : by_index)
-    tiers.push_back(OJson{{"tier", u.spec->name},
-                          {"instances", u.instances},
-                          {"capacity_blocks", u.capacity},
-                          {"read_s_per_block", u.spec->seconds_per_block},
-                          {"write_s_per_block", u.spec->write_seconds_per_block},
-                          {"written_blocks", u.stats.written},
-                          {"read_blocks", u.stats.read},
-                          {"late_blocks", u.stats.late},
-                          {"removed_blocks", u.stats.removed},
-                          {"stored_blocks", u.stats.stored},
-                          {"written_gb", u.written_bytes / 1e9},
-                          {"read_gb", u.read_bytes / 1e9}});
-  return OJson{{"hit_tokens", tier_hit_tokens}, {"tiers", std::move(tiers)}};
-}
 
-OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, int kv_blocks,
-                     const std::vector<SimCluster::Pool>& pools, const cluster::ServingEngine& eng,
-                     double kv_usage_mean, double fragmentation_mean) {
-  OJson j;
-  j["model"] = OJson{{"name", sc.model.name},
-                     {"quantization", model::quantization_name(sc.quantization)},
-                     {"params_b", sc.model.total_params() / 1e9}};
-  j["topology"] = OJson{{"name", sc.topology.name},
-                        {"nodes", sc.topology.nodes},
-                        {"gpus_per_node", sc.topology.node.gpus},
-                        {"gpu", sc.topology.gpu.name}};
-  j["deployment"] = OJson{{"tensor_parallel", sc.plan.tensor_parallel},
-                          {"pipeline_parallel", sc.plan.pipeline_parallel},
-                          {"micro_batch", sc.plan.micro_batch},
-                          {"replicas", sc.plan.replicas}};
-  if (sc.plan.placement == plan::Placement::kStageMajor)
-    j["deployment"]["placement"] = "stage_major";  // packed (the default) is not written
-  // Disaggregated pools with their own layout and batch limits.
-  if (!pools.empty()) {
-    OJson arr = OJson::array();
-    for (const auto& p : pools)
-      arr.push_back(
-          OJson{{"role", p.role},
-                {"gpu", p.gpu.name},
-                {"replicas", p.plan.replicas},
-                {"tensor_parallel", p.plan.tensor_parallel},
-                {"pipeline_parallel", p.plan.pipeline_parallel},
-                {"gpus", p.plan.gpus_per_replica() * p.plan.replicas},
-                {"max_num_seqs", p.scheduler->max_num_seqs},
-                {"max_num_batched_tokens", p.scheduler->max_num_batched_tokens},
-                {"kv_tokens_per_replica", std::int64_t(p.kv_blocks) * sc.scheduler.block_size},
-                {"weights_gb_per_gpu", p.fit.weight_bytes / 1e9}});
-    j["deployment"]["pools"] = std::move(arr);
+  // The workload's arrivals become engine requests on the simulated clock.
+  Status start_arrivals() {
+    PRIMA_RETURN_IF_ERROR(driver_->start(&rt_, [this](const workload::RequestSpec& spec) {
+      Request r;
+      r.arrival_s = rt_.now();
+      r.prompt_tokens = spec.prompt_tokens;
+      // Traces hold rows with 0 generated tokens (prefill-only calls): they end with the first
+      // token, as a server answering max_tokens=1 would.
+      r.max_output_tokens = std::max(1, spec.output_tokens);
+      r.priority = spec.priority;
+      r.sla_s = spec.sla_s;
+      r.user = spec.user;
+      r.prefix_group = spec.prefix_group;
+      r.prefix_tokens = spec.prefix_tokens;
+      r.prefix_hashes = spec.prefix_hashes;
+      r.prefix_hash_tokens = spec.prefix_hash_tokens;
+      r.id = next_id_++;
+      if (closed_loop_) specs_.emplace(r.id, spec);  // before submit: it may end at once
+      engine_.submit(std::move(r));
+      rt_.post([this] { maybe_finish(); });
+    }));
+    rt_.post([this] { maybe_finish(); });
+    return ok_status();
   }
-  // MoE layouts and context parallelism: written when used.
-  if (sc.plan.data_parallel > 1) j["deployment"]["data_parallel"] = sc.plan.data_parallel;
-  if (sc.plan.context_parallel > 1) j["deployment"]["context_parallel"] = sc.plan.context_parallel;
-  if (sc.plan.expert_parallel > 1) {
-    j["deployment"]["expert_parallel"] = sc.plan.expert_parallel;
-    j["deployment"]["expert_tensor_parallel"] = sc.plan.expert_tensor_parallel();
-    j["deployment"]["expert_load_skew"] = sc.workload.expert_load_skew;
-  }
-  int peak_blocks = 0;
-  double usage_peak = 0;
-  for (const auto& r : eng.replicas()) {
-    peak_blocks = std::max(peak_blocks, r->kv().peak_used_blocks());
-    usage_peak = std::max(usage_peak,
-                          double(r->kv().peak_used_blocks()) / std::max(1, r->kv().num_blocks()));
-  }
-  j["kv_cache"] = OJson{{"block_size", sc.scheduler.block_size},
-                        {"blocks_per_replica", kv_blocks},
-                        {"tokens_per_replica", std::int64_t(kv_blocks) * sc.scheduler.block_size},
-                        {"peak_used_blocks", peak_blocks},
-                        {"peak_usage", usage_peak}};
-  // Prefix cache, KV memory and scheduler counters, summed over replicas.
-  std::int64_t lookups = 0, hits = 0, hit_tokens = 0, lookup_tokens = 0, evictions = 0,
-               compactions = 0, swap_outs = 0, swap_ins = 0, prio_preempt = 0, batches = 0;
-  for (const auto& r : eng.replicas()) {
-    const auto& kv = r->kv();
-    lookups += kv.prefix_lookups();
-    hits += kv.prefix_hits();
-    hit_tokens += kv.prefix_hit_tokens();
-    lookup_tokens += kv.prefix_lookup_tokens();
-    evictions += kv.evictions();
-    compactions += kv.compactions();
-    const auto& sch = r->scheduler();
-    swap_outs += sch.swap_outs();
-    swap_ins += sch.swap_ins();
-    prio_preempt += sch.priority_preemptions();
-    batches += sch.batches_formed();
-  }
-  j["kv_cache"]["usage_mean"] = kv_usage_mean;
-  j["kv_cache"]["internal_fragmentation_mean"] = fragmentation_mean;
-  j["kv_cache"]["compactions"] = compactions;
-  j["prefix_cache"] =
-      OJson{{"enabled", sc.scheduler.enable_prefix_caching},
-            {"lookups", lookups},
-            {"hits", hits},
-            {"hit_tokens", hit_tokens},
-            {"hit_rate", lookup_tokens > 0 ? double(hit_tokens) / lookup_tokens : 0.0},
-            {"evictions", evictions}};
-  if (!sc.kv_tiers.empty()) j["kv_tiers"] = kv_tier_section(eng);
-  j["scheduler"] = OJson{{"priority_preemptions", prio_preempt},
-                         {"swap_outs", swap_outs},
-                         {"swap_ins", swap_ins},
-                         {"batches_formed", batches}};
-  j["memory_per_gpu_gb"] = OJson{{"hbm", gb(fit.hbm_bytes)},
-                                 {"usable", gb(fit.usable_bytes)},
-                                 {"weights", gb(fit.weight_bytes)},
-                                 {"activations", gb(fit.activation_bytes)},
-                                 {"kv_cache", gb(fit.kv_bytes)}};
-  return j;
-}
 
-// Report sections of the cluster policies that are on (none by default).
-void cluster_sections(const cluster::ClusterOptions& co, const cluster::ServingEngine& eng,
-                      const metrics::Recorder& rec, int max_capped_from, OJson* j) {
-  const auto& c = eng.counters();
-  if (co.autoscaler.enabled) {
-    OJson a{
-        {"scale_ups", c.scale_ups},
-        {"scale_downs", c.scale_downs},
-        {"replicas_min_seen", c.replicas_min_seen},
-        {"replicas_max_seen", c.replicas_max_seen},
-        {"load_failures", c.load_failures},
-        {"gpu_seconds_provisioned", eng.provisioned_gpu_seconds()},
-        {"utilization_of_provisioned", eng.provisioned_gpu_seconds() > 0
-                                           ? rec.busy_gpu_seconds() / eng.provisioned_gpu_seconds()
-                                           : 0.0},
-        {"min_replicas", co.autoscaler.min_replicas},
-        {"max_replicas", co.autoscaler.max_replicas}};
-    if (max_capped_from > 0) a["max_replicas_requested"] = max_capped_from;
-    (*j)["autoscaler"] = a;
+  // Memory: weights and activations are fixed; the KV cache counts at its peak use.
+  void note_peak_memory() {
+    const plan::MemoryFit& fit = cl_->fit;
+    double kv_peak = 0;
+    for (const auto& r : engine_.replicas())
+      kv_peak = std::max(kv_peak, double(r->kv().peak_used_blocks()) / std::max(1, cl_->kv_blocks));
+    if (fit.hbm_bytes > 0)
+      rec_.note_memory_fraction((fit.weight_bytes + fit.activation_bytes + kv_peak * fit.kv_bytes) /
+                                fit.hbm_bytes);
   }
-  if (co.disaggregation.enabled())
-    (*j)["disaggregation"] = OJson{{"prefill_replicas", co.disaggregation.prefill_replicas},
-                                   {"decode_replicas", co.disaggregation.decode_replicas},
-                                   {"handoffs", c.handoffs},
-                                   {"handoff_retries", c.handoff_retries},
-                                   {"handoff_failures", c.handoff_failures},
-                                   {"handoff_gb", gb(c.handoff_bytes)}};
-  if (co.response_cache.enabled) {
-    const auto& rc = eng.response_cache();
-    (*j)["response_cache"] =
-        OJson{{"lookups", rc.lookups()},
-              {"hits", rc.hits()},
-              {"hit_rate", rc.lookups() > 0 ? double(rc.hits()) / double(rc.lookups()) : 0.0}};
-  }
-  if (co.warmup.requests > 0)
-    (*j)["warmup"] = OJson{{"requests", c.warmup_requests}, {"completed", c.warmup_completed}};
-}
 
-// Health checks and failover: what the engine did about failures (always present).
-OJson failover_section(const cluster::ClusterOptions& co, const cluster::ServingEngine& eng) {
-  const auto& c = eng.counters();
-  OJson f{{"health_checks", co.health.enabled},
-          {"step_failures", c.step_failures},
-          {"replica_failures", c.replica_failures},
-          {"replica_recoveries", c.replica_recoveries},
-          {"probes", c.probes},
-          {"probes_failed", c.probes_failed},
-          {"reroutes", c.reroutes},
-          {"retries_exhausted", c.retries_exhausted},
-          {"migrations", c.migrations}};
-  if (co.health.min_available > 0) {
-    f["min_available"] = co.health.min_available;
-    f["below_min_available_s"] = eng.below_min_available_seconds();
+  SimulationOutput output() {
+    SimulationOutput out;
+    out.fit = cl_->fit;
+    out.wall_seconds = wall_s();
+    RunTotals t;
+    t.simulated_s = rt_.now();
+    t.wall_s = out.wall_seconds;
+    t.kv_usage_mean = samples_ ? kv_usage_sum_ / samples_ : 0.0;
+    t.fragmentation_mean = samples_ ? fragmentation_sum_ / samples_ : 0.0;
+    out.report = build_simulation_report(sc_, *cl_, t);
+    out.recorder = std::move(cl_->recorder);
+    return out;
   }
-  return f;
-}
 
-std::vector<metrics::FaultWindow> fault_windows(const scenario::Scenario& sc) {
-  std::vector<metrics::FaultWindow> w;
-  for (std::size_t i = 0; i < sc.faults.size(); ++i) {
-    const auto& f = sc.faults[i];
-    w.push_back({f.label(static_cast<int>(i)), faults::fault_type_name(f.type), f.target.describe(),
-                 f.start_s, f.end_s});
-  }
-  return w;
-}
+  const scenario::Scenario& sc_;
+  const SimulationOptions& opts_;
+  const Clock::time_point wall_start_;
+  std::unique_ptr<workload::WorkloadDriver> driver_;
+  std::unique_ptr<SimCluster> cl_;
+  SimRuntime& rt_;
+  cluster::ServingEngine& engine_;
+  metrics::Recorder& rec_;
+  FaultInjector* injector_;
+  const bool closed_loop_;
+  // Closed-loop workloads need each request's spec back when it ends.
+  std::unordered_map<RequestId, workload::RequestSpec> specs_;
+  RequestId next_id_ = 1;
+  bool finished_ = false;
+  TimerId sampler_ = kNoTimer;
+  Time last_sample_ = 0;
+  double last_progress_ = 0;
+  double kv_usage_sum_ = 0, fragmentation_sum_ = 0;
+  int samples_ = 0;
+};
 
 }  // namespace
 
@@ -259,175 +212,9 @@ Result<plan::MemoryFit> check_scenario_plan(const scenario::Scenario& sc) {
 Result<SimulationOutput> run_simulation(const scenario::Scenario& sc,
                                         const SimulationOptions& opts) {
   const auto wall_start = Clock::now();
-  auto wall_s = [&] { return std::chrono::duration<double>(Clock::now() - wall_start).count(); };
-
   PRIMA_ASSIGN_OR_RETURN(auto driver, workload::make_workload(sc.workload, sc.seed, sc.duration_s));
   PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<SimCluster> cl, build_sim_cluster(sc));
-  const plan::MemoryFit& fit = cl->fit;
-  const cluster::ClusterOptions& copts = cl->copts;
-  const int kv_blocks = cl->kv_blocks;
-  const int max_capped_from = cl->max_capped_from;
-  SimRuntime& rt = *cl->rt;
-  FaultInjector* injector = cl->injector.get();
-  cluster::ServingEngine& engine = *cl->engine;
-  metrics::Recorder& rec = *cl->recorder;
-  SimulationOutput out;
-  out.fit = fit;
-  if (opts.on_token) engine.on_token = [&](const Sequence& s) { opts.on_token(s, rt.now()); };
-  engine.start();
-  if (injector) injector->start();
-
-  // Closed-loop workloads need each request's spec back when it ends.
-  std::unordered_map<RequestId, workload::RequestSpec> specs;
-  const bool closed_loop = sc.workload.arrival.type == workload::ArrivalType::kClosedLoop;
-  RequestId next_id = 1;
-  bool finished = false;
-  TimerId sampler = kNoTimer;
-  double last_progress = 0;
-
-  if (injector) rec.set_extra_columns(injector->timeline_columns());
-  Time last_sample = 0;
-  auto fault_columns = [&](Time t) {
-    std::vector<std::string> v;
-    if (injector) v = injector->sample_timeline(t, std::max(1e-9, t - last_sample));
-    last_sample = t;
-    return v;
-  };
-  auto maybe_finish = [&] {
-    if (finished || !driver->done() || engine.in_system() > 0) return;
-    finished = true;
-    rt.cancel(sampler);
-    engine.stop();
-    auto st = engine.state();
-    rec.note_replicas_loading(st.replicas_loading);
-    const Time t = std::ceil(rt.now() > 0 ? rt.now() : 1);
-    rec.sample(t, st.running, st.waiting, st.replicas_up, st.kv_usage, fault_columns(rt.now()));
-    if (injector) injector->stop();  // fault windows past the last request end here
-  };
-  engine.on_end = [&](const Sequence& s) {
-    if (closed_loop) {
-      auto it = specs.find(s.req.id);
-      if (it != specs.end()) {
-        driver->on_finished(it->second, rt.now());
-        specs.erase(it);
-      }
-    }
-    // Nothing to finish before the driver is done: its last arrival (or, closed loop, the
-    // on_finished just above) makes it done, and an arrival posts maybe_finish itself.
-    if (driver->done()) rt.post(maybe_finish);
-  };
-
-  double kv_usage_sum = 0, fragmentation_sum = 0;
-  int samples = 0;
-  std::function<void()> tick = [&] {
-    auto st = engine.state();
-    rec.note_replicas_loading(st.replicas_loading);
-    ++samples;
-    kv_usage_sum += st.kv_usage;
-    double frag = 0;
-    for (const auto& r : engine.replicas())
-      frag += r->kv().internal_fragmentation(r->scheduler().tokens_in_kv());
-    fragmentation_sum += engine.replicas().empty() ? 0 : frag / engine.replicas().size();
-    rec.sample(rt.now(), st.running, st.waiting, st.replicas_up, st.kv_usage,
-               fault_columns(rt.now()));
-    const double limit = sc.duration_s + sc.max_drain_s;
-    if (rt.now() >= limit && engine.in_system() > 0) {
-      finished = true;
-      engine.stop();
-      if (injector) injector->stop();
-      engine.fail_all(fmt::format("still in the system at the drain limit ({:.0f} s)", limit));
-      return;
-    }
-    if (opts.progress && wall_s() - last_progress >= opts.progress_every_wall_s) {
-      last_progress = wall_s();
-      opts.progress(Progress{rt.now(), sc.duration_s, last_progress, rec.submitted(),
-                             rec.submitted() - engine.in_system(), engine.in_system()});
-    }
-    sampler = rt.at(rt.now() + 1.0, tick);
-  };
-  sampler = rt.at(1.0, tick);
-
-  PRIMA_RETURN_IF_ERROR(driver->start(&rt, [&](const workload::RequestSpec& spec) {
-    Request r;
-    r.arrival_s = rt.now();
-    r.prompt_tokens = spec.prompt_tokens;
-    // Traces hold rows with 0 generated tokens (prefill-only calls): they end with the first
-    // token, as a server answering max_tokens=1 would.
-    r.max_output_tokens = std::max(1, spec.output_tokens);
-    r.priority = spec.priority;
-    r.sla_s = spec.sla_s;
-    r.user = spec.user;
-    r.prefix_group = spec.prefix_group;
-    r.prefix_tokens = spec.prefix_tokens;
-    r.prefix_hashes = spec.prefix_hashes;
-    r.prefix_hash_tokens = spec.prefix_hash_tokens;
-    r.id = next_id++;
-    if (closed_loop) specs.emplace(r.id, spec);  // before submit: it may end at once
-    engine.submit(std::move(r));
-    rt.post(maybe_finish);
-  }));
-  rt.post(maybe_finish);
-
-  cl->platform->run();
-
-  // Memory: weights and activations are fixed; the KV cache counts at its peak use.
-  double kv_peak = 0;
-  for (const auto& r : engine.replicas())
-    kv_peak = std::max(kv_peak, double(r->kv().peak_used_blocks()) / std::max(1, kv_blocks));
-  if (fit.hbm_bytes > 0)
-    rec.note_memory_fraction((fit.weight_bytes + fit.activation_bytes + kv_peak * fit.kv_bytes) /
-                             fit.hbm_bytes);
-
-  out.wall_seconds = wall_s();
-  metrics::ReportInputs in;
-  in.scenario = sc.name;
-  in.seed = sc.seed;
-  in.simulated_seconds = rt.now();
-  in.slo = {sc.slo.ttft_s, sc.slo.tpot_s, sc.slo.e2e_s};
-  in.gpus = rec.gpus();
-  in.gpu_hbm_bytes = sc.topology.gpu.hbm_bytes;
-  in.wall_seconds = out.wall_seconds;
-  in.fidelity = OJson::parse(
-      perf::fidelity_to_json(perf::resolve(sc.calibration, sc.topology.gpu.name).fidelity).dump());
-  in.extra =
-      extra_sections(sc, fit, kv_blocks, cl->pools, engine, samples ? kv_usage_sum / samples : 0.0,
-                     samples ? fragmentation_sum / samples : 0.0);
-  cluster_sections(copts, engine, rec, max_capped_from, &in.extra);
-  in.extra["failover"] = failover_section(copts, engine);
-  if (!cl->load_errors.empty()) in.extra["load_errors"] = cl->load_errors;
-  in.extra["incidents"] = metrics::incidents_json(rec, fault_windows(sc), rt.now());
-  std::vector<plan::ReplicaPlacement> placements = cl->placements;
-  if (copts.autoscaler.enabled) {
-    placements = cl->pool;  // every GPU a replica may have used
-    in.gpus = static_cast<int>(cl->pool.size()) * sc.plan.gpus_per_replica();
-  }
-  for (const auto& pl : placements)
-    for (std::size_t s = 0; s < pl.devices.size(); ++s)
-      for (DeviceId d : pl.devices[s])
-        in.gpu_labels.push_back({d, sc.topology.node_of(d), pl.replica, static_cast<int>(s)});
-  out.report = metrics::build_report(rec, in);
-  if (!cl->pools.empty()) {
-    // Each pool's mean busy fraction (its GPUs' busy seconds over its GPU-seconds), for the
-    // planner's power model of pools on two GPU types.
-    const auto& busy = rec.device_busy_seconds();
-    const double T = in.simulated_seconds > 0 ? in.simulated_seconds : 1;
-    auto& pools = out.report["deployment"]["pools"];
-    for (std::size_t k = 0; k < cl->pools.size() && k < pools.size(); ++k) {
-      double b = 0;
-      int n = 0;
-      for (std::size_t i = 0; i < cl->placements.size(); ++i) {
-        if (cl->pool_of[i] != static_cast<int>(k)) continue;
-        for (const auto& stage : cl->placements[i].devices)
-          for (DeviceId d : stage) {
-            b += static_cast<std::size_t>(d) < busy.size() ? busy[d] : 0.0;
-            ++n;
-          }
-      }
-      pools[k]["utilization_mean"] = n > 0 ? b / (n * T) : 0.0;
-    }
-  }
-  out.recorder = std::move(cl->recorder);
-  return out;
+  return Run(sc, opts, wall_start, std::move(driver), std::move(cl)).run();
 }
 
 }  // namespace prima::sim

@@ -27,7 +27,7 @@ struct SimulationOptions {
   std::function<void(const Progress&)> progress;
   double progress_every_wall_s = 1.0;
   // Called at every output token a request produces, with the simulated time (never when
-  // null; setting it costs the engine its count-only fast path). For per-token gaps (ITL).
+  // null). For per-token gaps (ITL).
   std::function<void(const Sequence&, Time)> on_token;
 };
 

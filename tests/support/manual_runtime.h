@@ -5,33 +5,15 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <utility>
 
+#include "engine/core/virtual_runtime.h"
 #include "engine/runtime.h"
 
 namespace prima::testing {
 
-class ManualRuntime : public Runtime {
- public:
-  Time now() const override { return now_; }
-  TimerId at(Time t, std::function<void()> fn) override;
-  void cancel(TimerId id) override;
-  void post(std::function<void()> fn) override { at(now_, std::move(fn)); }
-
-  // Fires every timer due at or before t (in order), then sets the clock to t.
-  void advance_to(Time t);
-  // Fires timers until none is left or `max_events` fired; returns how many fired.
-  int run_until_idle(int max_events = 1000000);
-  std::size_t pending() const { return timers_.size(); }
-
- private:
-  bool fire_next(Time limit);
-  Time now_ = 0;
-  TimerId next_id_ = 1;
-  std::map<std::pair<Time, TimerId>, std::function<void()>> timers_;
-  std::map<TimerId, Time> when_;
-};
+// The manual clock of the tests is the engine's VirtualRuntime (engine/core/virtual_runtime.h).
+using ManualRuntime = VirtualRuntime;
 
 // Runs every step in `step_time(plan)` seconds of manual time.
 class ManualExecutor : public Executor {
