@@ -88,7 +88,7 @@ Result<FitSpace> parse_fit(const std::string& fit, const std::vector<std::string
 
 Status CalibrateOptions::validate() const {
   if (auto s = parse_sets(sets); !s.ok()) return s.status();
-  if (fit) {
+  if (fit && !engine_points) {
     if (gpu.empty())
       return invalid_argument("--fit needs --gpu: a profile is fitted for one GPU type");
     if (!out) return invalid_argument("--fit needs --out FILE: the profile to write");
@@ -98,6 +98,29 @@ Status CalibrateOptions::validate() const {
   }
   if (write_fidelity && (gpu.empty() || !out))
     return invalid_argument("--write-fidelity needs --gpu and --out");
+  if (fit && !engine_points) {
+    // A fit moves one axis: the hardware profile or the engine's terms.
+    const FitSpace space = parse_fit(*fit, bounds).value();
+    for (const auto* f : space.fields)
+      if (f->axis != space.fields.front()->axis)
+        return invalid_argument(fmt::format(
+            "--fit {}: {} is a {} term and {} an {} term: fit one axis at a time (the hardware "
+            "profile, or the engine's terms)",
+            *fit, space.fields.front()->name, perf::axis_name(space.fields.front()->axis), f->name,
+            perf::axis_name(f->axis)));
+  }
+  if (engine_points && fit && *fit != "default") {
+    auto space = parse_fit(*fit, bounds);
+    if (!space.ok()) return space.status();
+    for (const auto* f : space->fields)
+      if (f->axis != perf::Axis::kEngine)
+        return invalid_argument(std::string("--fit: ") + f->name +
+                                " is a hardware term: an engine fit moves the engine's terms, "
+                                "with the hardware profiles fixed");
+  }
+  if (cv && !engine_points)
+    return invalid_argument("--cv cross-validates an engine fit: give --engine-points FILE");
+  if (threads < 1) return invalid_argument(fmt::format("--threads {}: expected >= 1", threads));
   return ok_status();
 }
 
@@ -134,7 +157,16 @@ po::options_description calibrate_flags() {
        "fit: random starting points besides the profile")
       ("out", po::value<std::string>(), "fit: profile file to write")
       ("write-fidelity", "with --gpu and --out: write the profile with its error on the points")
-      ("json", "print JSON instead of a table");
+      ("json", "print JSON instead of a table")
+      ("engine", po::value<std::string>(),
+       "the engine of the step points (a built-in name or a profile file); with "
+       "--engine-points, the engine profile to start from")
+      ("engine-points", po::value<std::string>(),
+       "FILE: published measurements of a serving engine (data/calibration/engines/); "
+       "predicts them with the analytic run, --fit fits the engine's terms, --cv "
+       "cross-validates by source")
+      ("cv", "with --engine-points: leave one source out, fit on the rest, predict it")
+      ("threads", po::value<int>()->default_value(2), "engine calibration: runs in parallel");
   // clang-format on
   return opts;
 }
@@ -155,6 +187,10 @@ CalibrateOptions calibrate_options(const po::variables_map& vm) {
   get_flag(vm, {"out"}, &o.out);
   o.write_fidelity = vm.count("write-fidelity") > 0;
   o.json = vm.count("json") > 0;
+  get_flag(vm, {"engine"}, &o.engine);
+  get_flag(vm, {"engine-points"}, &o.engine_points);
+  o.cv = vm.count("cv") > 0;
+  get_flag(vm, {"threads"}, &o.threads);
   return o;
 }
 

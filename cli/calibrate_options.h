@@ -35,6 +35,14 @@ struct CalibrateOptions {
   std::optional<std::string> out;      // --out: the profile to write
   bool write_fidelity = false;
   bool json = false;
+  // The engine whose terms the step points are predicted with (a name or a profile file);
+  // default: the one the points name (splitwise-2023 for the Splitwise set).
+  std::optional<std::string> engine;
+  // --engine-points FILE: calibrate an engine on published measurements of it
+  // (data/calibration/engines/*.json, cli/calibrate_engine.h) instead of the step points.
+  std::optional<std::string> engine_points;
+  bool cv = false;  // --cv: leave-one-source-out cross-validation of the engine fit
+  int threads = 2;  // --threads: engine calibration runs in parallel
 
   Status validate() const;
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "cli/calibrate_engine.h"
 #include "cli/calibrate_fit.h"
 #include "cli/calibrate_options.h"
 #include "cli/commands.h"
@@ -21,6 +22,7 @@
 #include "engine/config/json_reader.h"
 #include "engine/perf/calibration.h"
 #include "engine/perf/calibration_set.h"
+#include "engine/perf/engine_profile.h"
 
 namespace po = boost::program_options;
 
@@ -82,13 +84,35 @@ Result<std::vector<perf::CalibrationPoint>> load_points(const CalibrateOptions& 
 // The parameters each GPU of the points is predicted with: --profile for its GPU, else the
 // built-in profile, else the default shares; then the --set overrides.
 struct Profiles {
-  std::map<std::string, perf::Efficiency> base;
+  std::map<std::string, perf::Efficiency> base;     // both axes: the hardware with the engine
   std::map<std::string, perf::Profile> profile_of;  // GPUs that have a profile
+  perf::EngineProfile engine;                       // the engine the step points measured
 };
+
+// --engine, else the engine the step points name (they must agree).
+Result<perf::EngineProfile> steps_engine(const CalibrateOptions& o,
+                                         const std::vector<perf::CalibrationPoint>& points) {
+  if (o.engine) {
+    if (const perf::EngineProfile* e = perf::builtin_engine(*o.engine)) return *e;
+    auto e = perf::load_engine_profile_file(*o.engine);
+    if (!e.ok()) return invalid_argument("--engine: " + e.status().message());
+    return *e;
+  }
+  std::string name;
+  for (const auto& p : points) {
+    if (p.kind != perf::CalibrationPoint::kStep) continue;
+    if (!name.empty() && p.engine != name)
+      return invalid_argument("the step points measure two engines (" + name + ", " + p.engine +
+                              "): give --engine or --sources");
+    name = p.engine;
+  }
+  return *perf::builtin_engine(name.empty() ? "splitwise-2023" : name);
+}
 
 Result<Profiles> load_profiles(const CalibrateOptions& o,
                                const std::vector<perf::CalibrationPoint>& points) {
   Profiles pr;
+  PRIMA_ASSIGN_OR_RETURN(pr.engine, steps_engine(o, points));
   for (const auto& p : points) {
     if (pr.base.count(p.gpu.name)) continue;
     const perf::Profile* bp = o.roofline ? nullptr : perf::builtin_profile(p.gpu.name);
@@ -100,6 +124,7 @@ Result<Profiles> load_profiles(const CalibrateOptions& o,
     pr.base[prof.name] = prof.efficiency;
     pr.profile_of[prof.name] = prof;
   }
+  for (auto& [name, e] : pr.base) e = perf::merge_axes(e, pr.engine, name);
   const std::vector<ParamValue> sets = o.overrides();
   for (auto& [name, e] : pr.base) {
     for (const auto& [f, v] : sets) e.*(f->member) = v;
@@ -109,8 +134,22 @@ Result<Profiles> load_profiles(const CalibrateOptions& o,
   return pr;
 }
 
+// --out after fitting engine terms: the engine profile with the GPU's fitted terms.
+Status write_engine(const CalibrateOptions& o, const Profiles& pr) {
+  perf::EngineProfile e = pr.engine;
+  e.per_gpu[o.gpu] = pr.base.at(o.gpu);
+  std::ofstream f(*o.out);
+  if (!(f << perf::engine_profile_to_json(e).dump(1) << "\n"))
+    return internal_error("cannot write " + *o.out);
+  std::fprintf(stderr, "wrote %s\n", o.out->c_str());
+  return ok_status();
+}
+
 // --out: the GPU's profile with its parameters and its error on the points ("fidelity").
 Status write_profile(const CalibrateOptions& o, const Profiles& pr, const perf::Evaluation& ev) {
+  const FitSpace space = o.fit_space();
+  if (!space.fields.empty() && space.fields.front()->axis == perf::Axis::kEngine)
+    return write_engine(o, pr);
   perf::Profile fitted = pr.profile_of.count(o.gpu) ? pr.profile_of.at(o.gpu) : perf::Profile{};
   fitted.name = o.gpu;
   fitted.efficiency = pr.base.at(o.gpu);
@@ -167,6 +206,7 @@ void print_evaluation(const CalibrateOptions& o, const perf::Evaluation& ev) {
 
 // Predicts (after fitting, with --fit) and prints the points; the exit code.
 int run_calibrate(const CalibrateOptions& o) {
+  if (o.engine_points) return run_engine_calibration(o);
   auto points = load_points(o);
   if (!points.ok()) return bad(points.status().message());
   auto profiles = load_profiles(o, *points);

@@ -131,7 +131,8 @@ int write_twin(const ProfileOptions& o, const real::ProfileResult& r) {
   if (scen_out.empty()) return kExitOk;
   const std::string scen_dir = fs::path(scen_out).parent_path().string();
   auto sc = real::profile_scenario(r, topology, default_server_limits(r.model),
-                                   path_from(o.out, scen_dir), scen_out);
+                                   path_from(o.out, scen_dir),
+                                   path_from(real::engine_path_for(o.out), scen_dir), scen_out);
   if (!sc.ok()) {
     std::fprintf(stderr, "prima profile: --scenario-out %s: %s\n", scen_out.c_str(),
                  sc.status().message().c_str());
@@ -155,12 +156,14 @@ int profile_machine(const ProfileOptions& o) {
     std::fprintf(stderr, "profile: %s\n", line.c_str());
   });
   if (!r.ok()) return fail_with("prima profile", r.status());
-  if (!write_json(o.out, real::profile_to_json(*r))) {
+  const std::string engine_out = real::engine_path_for(o.out);
+  if (!write_json(o.out, real::profile_to_json(*r)) ||
+      !write_json(engine_out, real::engine_to_json(*r))) {
     std::fprintf(stderr, "prima profile: cannot write %s\n", o.out.c_str());
     return kExitFailure;
   }
   print_profile(*r);
-  std::printf("wrote %s\n", o.out.c_str());
+  std::printf("wrote %s (the hardware) and %s (the engine)\n", o.out.c_str(), engine_out.c_str());
   return write_twin(o, *r);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 
 #include "backends/sim/request_timings.h"
 #include "cli/commands.h"
@@ -210,6 +211,81 @@ int fit_runs(const ReplayOptions& o, const perf::Efficiency& start, const replay
   }
   // With one run the objective Nelder–Mead reached is the run's own (as always reported).
   if (n_runs == 1) runs->front().fit.fitted_objective = res->f;
+  return kExitOk;
+}
+
+}  // namespace prima::cli
+
+namespace prima::cli {
+namespace {
+
+// The relative errors of the figures a comparison holds, by metric name.
+void collect_errors(const replay::Comparison& c, std::vector<double>* all,
+                    std::map<std::string, std::vector<double>>* by) {
+  for (int m = 0; m < replay::kNumMetrics; ++m)
+    for (const auto& sc : c.metrics[m].stats)
+      if (std::isfinite(sc.error)) {
+        all->push_back(sc.error);
+        (*by)[replay::metric_name(static_cast<replay::Metric>(m))].push_back(sc.error);
+      }
+}
+
+perf::ErrorSummary summary_of(std::vector<double> errors) {
+  perf::Fidelity f;
+  perf::summarize_errors(errors, &f);
+  perf::ErrorSummary s;
+  s.points = f.points;
+  s.median_abs_error = f.median_abs_error;
+  s.max_abs_error = f.max_abs_error;
+  return s;
+}
+
+}  // namespace
+
+int engine_from_fit(const ReplayOptions& o, const perf::Efficiency& start,
+                    const replay::FitParams& params, const std::vector<ReplayRun>& runs,
+                    perf::EngineProfile* out) {
+  const scenario::Scenario& sc = runs.front().scenario;
+  const std::string gpu = sc.topology.gpu.name;
+  perf::EngineProfile e = sc.calibration.engine ? *sc.calibration.engine : perf::EngineProfile{};
+  perf::Efficiency fitted = start;
+  replay::set_params(&fitted, params, runs.front().fit.fitted);
+  e.name = e.name + " (fitted by prima replay)";
+  e.source = "prima replay --fit: " + run_list(runs) + " on " + sc.name;
+  e.per_gpu[gpu] = fitted;
+  e.fidelity.clear();
+  perf::EngineFidelity f;
+  std::vector<double> in;
+  std::map<std::string, std::vector<double>> unused;
+  for (const ReplayRun& r : runs) {
+    collect_errors(r.fit.comparison, &in, &unused);
+    f.sources.push_back(r.measured.file);
+  }
+  f.in_sample = summary_of(in);
+  if (runs.size() > 1) {
+    // Leave one run out: fit to the others, replay the one left out.
+    std::vector<double> all;
+    std::map<std::string, std::vector<double>> by;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      std::vector<ReplayRun> others;
+      others.reserve(runs.size());
+      for (std::size_t k = 0; k < runs.size(); ++k)
+        if (k != i) others.push_back(runs[k]);
+      ReplayOptions quiet = o;
+      quiet.quiet = true;
+      if (int rc = fit_runs(quiet, start, params, &others); rc != kExitOk) return rc;
+      auto sim = sim::simulate_request_timings_in_child(
+          with_params(runs[i], start, params, others.front().fit.fitted), false);
+      if (!sim.ok()) return replay_failed(sim.status());
+      collect_errors(
+          replay::compare(runs[i].measured_samples, replay::simulated_samples(sim->requests)), &all,
+          &by);
+    }
+    f.out_of_sample = summary_of(all);
+    for (auto& [m, v] : by) f.out_of_sample_by_metric[m] = summary_of(v);
+  }
+  e.fidelity[gpu] = f;
+  *out = e;
   return kExitOk;
 }
 

@@ -12,6 +12,7 @@
 #include "cli/replay_runner.h"
 #include "engine/core/status.h"
 #include "engine/perf/calibration.h"
+#include "engine/perf/engine_profile.h"
 #include "engine/replay/compare.h"
 #include "engine/replay/fit_params.h"
 #include "engine/replay/measured.h"
@@ -44,5 +45,14 @@ Status check_reproduced(const replay::MeasuredRun& m,
 // that run's fitted replay, figures and objective. Returns the exit code.
 int fit_runs(const ReplayOptions& o, const perf::Efficiency& start, const replay::FitParams& params,
              std::vector<ReplayRun>* runs);
+
+// The engine profile a fit makes (DIR/engine.json, `prima replay --fit`): the scenario's
+// engine with the fitted runs' GPU terms, its in-sample error (the joint fit's figures) and,
+// with two runs or more, its out-of-sample error: each run replayed with a fit to the others
+// (leave one run out), pooled and per metric. Name the file in a scenario's "engine".
+// Returns the exit code; *out is the profile.
+int engine_from_fit(const ReplayOptions& o, const perf::Efficiency& start,
+                    const replay::FitParams& params, const std::vector<ReplayRun>& runs,
+                    perf::EngineProfile* out);
 
 }  // namespace prima::cli

@@ -147,6 +147,13 @@ int run_replay(const ReplayOptions& o) {
                                perf::profile_to_json(runs.front().fit.profile).dump(2) + "\n");
         !st.ok())
       return replay_failed(internal_error(st.message()));
+    perf::EngineProfile engine;
+    if (int rc = engine_from_fit(o, resolved.efficiency, params, runs, &engine); rc != kExitOk)
+      return rc;
+    if (Status st = write_text(out_dir + "/engine.json",
+                               perf::engine_profile_to_json(engine).dump(2) + "\n");
+        !st.ok())
+      return replay_failed(internal_error(st.message()));
   }
   nlohmann::ordered_json json;
   if (joint) {

@@ -62,6 +62,9 @@ struct BatchShape {
   // Sum over every computed token of the number of keys it attends to (causal):
   // for a chunk of n tokens ending at context c: n*c - n*(n-1)/2.
   double attended_pairs = 0;
+  // Sum over sequences of the causal pairs within the step's own chunk (n (n + 1) / 2 for a
+  // chunk of n tokens): the score matrix an unfused kernel builds over the new tokens.
+  double chunk_pairs = 0;
   // Sum over sequences of the context read from the KV cache (c per sequence per layer).
   double kv_tokens_read = 0;
   // KV bytes moved between GPU and host memory for this step (swap preemption): sequences
@@ -89,9 +92,11 @@ struct BatchShape {
     const double c = context_len;
     if (num_tokens == 1) {
       attended_pairs += c;  // n c - n (n - 1) / 2 with n = 1, exactly
+      chunk_pairs += 1;
     } else {
       const double n = num_tokens;
       attended_pairs += n * c - n * (n - 1) / 2;
+      chunk_pairs += n * (n + 1) / 2;
     }
     kv_tokens_read += c;
   }

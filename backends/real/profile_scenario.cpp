@@ -73,7 +73,7 @@ Json single_device_topology(const ProfileResult& r, const std::string& name) {
 
 Result<Json> profile_scenario(const ProfileResult& r, const Json& topology,
                               const ServedLimits& limits, const std::string& calibration_path,
-                              const std::string& scenario_path) {
+                              const std::string& engine_path, const std::string& scenario_path) {
   const std::filesystem::path path(scenario_path);
   const std::string name = path.stem().string();
   const std::string dir = path.parent_path().empty() ? "." : path.parent_path().string();
@@ -116,7 +116,8 @@ Result<Json> profile_scenario(const ProfileResult& r, const Json& topology,
           {"median", std::max(1, output_max / 4)},
           {"sigma", 0.5},
           {"max", output_max}}}}},
-      {"calibration", calibration_path}};
+      {"calibration", calibration_path},
+      {"engine", engine_path}};
 
   // The device's memory is the whole host memory: use the share of it that holds the weights,
   // the activation buffers and exactly the real server's KV blocks (half a token of slack

@@ -37,12 +37,14 @@ config::Json single_device_topology(const ProfileResult& r, const std::string& n
 // cache is sized to limits.kv_blocks through deployment.gpu_memory_utilization, since the
 // device's memory is the whole host memory), "calibration": `calibration_path` (as written
 // into the file: relative to the scenario's directory, or absolute; the file must exist), and
-// a closed-loop workload of limits.max_num_seqs users with prompts and outputs that fit
+// "engine": engine_path (the engine terms prima profile fitted: engine_to_json, written the same
+// way), a closed-loop workload of limits.max_num_seqs users with prompts and outputs that fit
 // max_model_len. Its name is the stem of `scenario_path`, where it will be written.
 // Errors: the scenario does not parse, or the KV cache cannot be sized to limits.kv_blocks.
 Result<config::Json> profile_scenario(const ProfileResult& r, const config::Json& topology,
                                       const ServedLimits& limits,
                                       const std::string& calibration_path,
+                                      const std::string& engine_path,
                                       const std::string& scenario_path);
 
 }  // namespace prima::real

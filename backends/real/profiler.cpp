@@ -19,6 +19,7 @@
 #include "backends/real/sampler.h"
 #include "engine/metrics/summary.h"
 #include "engine/perf/cost_model.h"
+#include "engine/perf/engine_profile.h"
 #include "engine/perf/fit.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/matmul.h"
@@ -501,6 +502,24 @@ nlohmann::json profile_to_json(const ProfileResult& r) {
                        {"operators", ops},
                        {"steps", steps}};
   return j;
+}
+
+nlohmann::json engine_to_json(const ProfileResult& r) {
+  perf::EngineProfile e = *perf::builtin_engine("prima-cpu");
+  e.description = "prima's CPU backend on " + r.cpu + " (" + std::to_string(r.threads) +
+                  " threads, kernels " + r.isa + "): the engine terms prima profile fitted there";
+  e.source = "prima profile: " + r.model_file;
+  e.per_gpu[r.hardware.name] = r.efficiency;
+  e.fidelity.clear();
+  return perf::engine_profile_to_json(e);
+}
+
+std::string engine_path_for(const std::string& profile_path) {
+  const std::string ext = ".json";
+  if (profile_path.size() > ext.size() &&
+      profile_path.compare(profile_path.size() - ext.size(), ext.size(), ext) == 0)
+    return profile_path.substr(0, profile_path.size() - ext.size()) + ".engine.json";
+  return profile_path + ".engine.json";
 }
 
 }  // namespace prima::real

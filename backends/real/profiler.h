@@ -97,4 +97,13 @@ perf::Profile to_profile(const ProfileResult& r);
 // "calibration", by perf::load_calibration_file.
 nlohmann::json profile_to_json(const ProfileResult& r);
 
+// The engine terms of the same fit (the host's per-step and per-sequence costs, the thread
+// pool's kernel gaps, host sampling) as an engine profile: the built-in prima-cpu with this
+// machine's terms for its device (perf::engine_profile_to_json). `prima profile` writes it
+// beside the hardware profile (FILE.engine.json); a scenario names it as its "engine".
+nlohmann::json engine_to_json(const ProfileResult& r);
+// Where `prima profile --out FILE` writes the engine: FILE with ".json" replaced by
+// ".engine.json" (or ".engine.json" appended).
+std::string engine_path_for(const std::string& profile_path);
+
 }  // namespace prima::real

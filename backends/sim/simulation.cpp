@@ -124,20 +124,7 @@ class Run {
   // The workload's arrivals become engine requests on the simulated clock.
   Status start_arrivals() {
     PRIMA_RETURN_IF_ERROR(driver_->start(&rt_, [this](const workload::RequestSpec& spec) {
-      Request r;
-      r.arrival_s = rt_.now();
-      r.prompt_tokens = spec.prompt_tokens;
-      // Traces hold rows with 0 generated tokens (prefill-only calls): they end with the first
-      // token, as a server answering max_tokens=1 would.
-      r.max_output_tokens = std::max(1, spec.output_tokens);
-      r.priority = spec.priority;
-      r.sla_s = spec.sla_s;
-      r.user = spec.user;
-      r.prefix_group = spec.prefix_group;
-      r.prefix_tokens = spec.prefix_tokens;
-      r.prefix_hashes = spec.prefix_hashes;
-      r.prefix_hash_tokens = spec.prefix_hash_tokens;
-      r.id = next_id_++;
+      Request r = workload::to_request(spec, rt_.now(), next_id_++);
       if (closed_loop_) specs_.emplace(r.id, spec);  // before submit: it may end at once
       engine_.submit(std::move(r));
       rt_.post([this] { maybe_finish(); });

@@ -9,6 +9,7 @@
 #include "engine/metrics/incidents.h"
 #include "engine/metrics/report.h"
 #include "engine/perf/calibration.h"
+#include "engine/perf/engine_profile.h"
 
 namespace prima::sim {
 namespace {
@@ -268,8 +269,10 @@ OJson build_simulation_report(const scenario::Scenario& sc, const SimCluster& cl
   in.gpus = rec.gpus();
   in.gpu_hbm_bytes = sc.topology.gpu.hbm_bytes;
   in.wall_seconds = t.wall_s;
-  in.fidelity = OJson::parse(
-      perf::fidelity_to_json(perf::resolve(sc.calibration, sc.topology.gpu.name).fidelity).dump());
+  const perf::RunFacts facts = scenario::run_facts(sc);
+  in.fidelity = OJson::parse(perf::trust_json(perf::resolve(sc.calibration, sc.topology.gpu.name),
+                                              sc.topology.gpu.name, &facts)
+                                 .dump());
   in.extra = extra_sections(sc, cl.fit, cl.kv_blocks, cl.pools, engine, t.kv_usage_mean,
                             t.fragmentation_mean);
   cluster_sections(cl.copts, engine, rec, cl.max_capped_from, &in.extra);

@@ -88,7 +88,8 @@ for run in "${FIT_RUNS[@]}"; do FIT_ARGS+=(--measured "$OUT/$run.jsonl"); done
 rm -rf "$OUT/fit"
 "$PRIMA" replay "${FIT_ARGS[@]}" --scenario "$OUT/cpu_scenario.json" --fit \
   --fit-params "$FIT_PARAMS" --out "$OUT/fit" >/dev/null 2>"$OUT/fit.log"
-replay_all fitted --set "calibration=\"$PWD/$OUT/fit/profile.json\""
+replay_all fitted --set "calibration=\"$PWD/$OUT/fit/profile.json\"" \
+  --set "engine=\"$PWD/$OUT/fit/engine.json\""
 
 python3 - "$OUT" "$REPEATS" "${FIT_RUNS[@]}" <<'PY'
 import json, sys, statistics as st

@@ -8,6 +8,7 @@
 #include "engine/capacity/dimension.h"
 #include "engine/capacity/search_space.h"
 #include "engine/model/model_spec.h"
+#include "engine/perf/engine_profile.h"
 #include "engine/scenario/speculative.h"
 
 namespace prima::capacity {
@@ -105,6 +106,20 @@ std::string speculative_label(const Json& s) {
                      s.value("acceptance_rate", 0.0));
 }
 
+// The serving engine (topologies/engines/): its terms, scheduler defaults and KV sizing.
+Dimension engines() {
+  return scalar_dimension(
+      "engines", "serving engines (built-in engine profiles: vllm, trtllm, sglang, ...)",
+      [](const config::JsonReader& r, const std::string& key) {
+        const auto names = perf::builtin_engine_names();
+        return listed_values(r, key, "engine names (" + join_names(names) + ")",
+                             [&](const Json& e) {
+                               return e.is_string() && perf::builtin_engine(e.get<std::string>());
+                             });
+      },
+      value_text, "engine", 13);
+}
+
 void add_serving_dimensions(std::vector<Dimension>* t) {
   t->push_back(quantization());
   t->push_back(batch_limit("max_num_seqs", "the scheduler's cap on running sequences", "seqs", 8));
@@ -113,6 +128,7 @@ void add_serving_dimensions(std::vector<Dimension>* t) {
   t->push_back(priority_scheduling());
   t->push_back(disaggregation_dimension());
   t->push_back(speculative());
+  t->push_back(engines());
 }
 
 }  // namespace prima::capacity

@@ -154,7 +154,7 @@ Json pruned_json(const PlanSpec& spec, const std::vector<PrunedConfig>& pruned) 
 }
 
 // Where the cost and energy figures come from, for the GPUs of the search.
-Json economics_sources(const PlanSpec& spec, const std::map<std::string, perf::Fidelity>& gpus) {
+Json economics_sources(const PlanSpec& spec, const std::map<std::string, config::Json>& gpus) {
   Json econ = {{"price_table", spec.economics.file}, {"gpus", Json::object()}};
   for (const auto& [gpu, f] : gpus) {
     auto e = spec.economics.gpus.find(gpu);
@@ -176,8 +176,8 @@ Json economics_sources(const PlanSpec& spec, const std::map<std::string, perf::F
 
 Json build_plan_json(const PlanSpec& spec, const std::vector<SearchedConfig>& searched,
                      const std::vector<PrunedConfig>& pruned,
-                     const std::map<std::string, perf::Fidelity>& fidelity,
-                     std::int64_t simulations, double wall_s, std::size_t total_configs) {
+                     const std::map<std::string, config::Json>& fidelity, std::int64_t simulations,
+                     double wall_s, std::size_t total_configs) {
   Json ranked = Json::array(), failed = Json::array();
   std::vector<std::pair<double, Json>> failed_sorted;
   for (const auto& s : searched) {
@@ -195,7 +195,7 @@ Json build_plan_json(const PlanSpec& spec, const std::vector<SearchedConfig>& se
   j["scenario"] = spec.scenario_path.empty() ? Json("inline") : Json(spec.scenario_path);
   j["slo"] = slo_json(spec.slo);
   Json fid = Json::object();
-  for (const auto& [gpu, f] : fidelity) fid[gpu] = perf::fidelity_to_json(f);
+  for (const auto& [gpu, f] : fidelity) fid[gpu] = f;
   j["fidelity"] = fid;
   j["economics"] = economics_sources(spec, fidelity);
   j["rate"] = {{"min_rps", spec.rate.min_rps},

@@ -14,10 +14,10 @@
 namespace prima::capacity {
 
 // `fidelity`: how far the cost model can be trusted on each GPU type of the space
-// (perf::resolve of the base scenario's calibration), by GPU name.
+// (perf::trust_json of the base scenario's hardware and engine), by GPU name.
 config::Json build_plan_json(const PlanSpec& spec, const std::vector<SearchedConfig>& searched,
                              const std::vector<PrunedConfig>& pruned,
-                             const std::map<std::string, perf::Fidelity>& fidelity,
+                             const std::map<std::string, config::Json>& fidelity,
                              std::int64_t simulations, double wall_s, std::size_t total_configs);
 
 }  // namespace prima::capacity

@@ -10,6 +10,7 @@
 #include "engine/capacity/plan_json.h"
 #include "engine/capacity/plan_target.h"
 #include "engine/capacity/prune.h"
+#include "engine/perf/engine_profile.h"
 #include "engine/scenario/scenario.h"
 
 namespace fs = std::filesystem;
@@ -48,14 +49,31 @@ Result<perf::Calibration> check_base_scenario(const PlanSpec& spec) {
 // The fidelity of every GPU type the space uses, and a price for each.
 Status note_gpus(const PlanSpec& spec, const perf::Calibration& calibration, const SearchList& list,
                  Screened* s) {
+  // By GPU with the base scenario's engine; a configuration of another engine (the engines
+  // dimension) under "<engine> on <gpu>".
   auto note = [&](const PlanConfig& c) {
+    perf::Calibration cal = calibration;
+    std::string prefix;
+    if (c.value("engines").is_string()) {
+      const std::string name = c.value("engines").get<std::string>();
+      if (const perf::EngineProfile* e = perf::builtin_engine(name)) {
+        cal.engine = std::shared_ptr<const perf::EngineProfile>(e, [](auto*) {});
+        if (!calibration.engine || calibration.engine->name != name) prefix = name + " on ";
+      }
+    }
     for (const auto& [gpu, n] : c.gpu_counts())
-      s->fidelity.emplace(gpu, perf::resolve(calibration, gpu).fidelity);
+      if (!s->fidelity.count(prefix + gpu))
+        s->fidelity.emplace(prefix + gpu, perf::trust_json(perf::resolve(cal, gpu), gpu, nullptr));
   };
   for (const auto& c : list.configs) note(c);
   for (const auto& k : list.skipped) note(k.config);
   std::vector<std::string> gpus;
-  for (const auto& [gpu, f] : s->fidelity) gpus.push_back(gpu);
+  for (const auto& c : list.configs)
+    for (const auto& [gpu, n] : c.gpu_counts()) gpus.push_back(gpu);
+  for (const auto& k : list.skipped)
+    for (const auto& [gpu, n] : k.config.gpu_counts()) gpus.push_back(gpu);
+  std::sort(gpus.begin(), gpus.end());
+  gpus.erase(std::unique(gpus.begin(), gpus.end()), gpus.end());
   return check_economics(spec, gpus);
 }
 

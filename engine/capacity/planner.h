@@ -34,7 +34,7 @@ struct PlannerOptions {
 struct Screened {
   std::vector<SearchedConfig> to_search;
   std::vector<PrunedConfig> pruned;
-  std::map<std::string, perf::Fidelity> fidelity;
+  std::map<std::string, config::Json> fidelity;  // perf::trust_json of each GPU type
   std::size_t total_configs = 0;
 };
 

@@ -85,6 +85,23 @@ std::vector<Entry> build_catalog() {
   c.push_back({"llama-3-70b",
                dense("Llama-3-70B", "meta-llama/Meta-Llama-3-70B config.json (70.6B parameters)",
                      80, 8192, 64, 8, 28672, 128256, 8192)});
+  // Llama 3.1: Llama 3's shapes with a 128k context (rope scaling changes no cost).
+  c.push_back({"llama-3.1-8b",
+               dense("Llama-3.1-8B",
+                     "meta-llama/Llama-3.1-8B config.json (8.03B parameters, 131072 context)", 32,
+                     4096, 32, 8, 14336, 128256, 131072)});
+  c.push_back({"llama-3.1-70b",
+               dense("Llama-3.1-70B",
+                     "meta-llama/Llama-3.1-70B config.json (70.6B parameters, 131072 context)", 80,
+                     8192, 64, 8, 28672, 128256, 131072)});
+  c.push_back({"llama-3.1-405b",
+               dense("Llama-3.1-405B",
+                     "meta-llama/Llama-3.1-405B config.json (126 layers, hidden 16384, 128 "
+                     "heads, 8 KV heads, FFN 53248; 405B parameters)",
+                     126, 16384, 128, 8, 53248, 128256, 131072)});
+  c.push_back(
+      {"mistral-7b", dense("Mistral-7B", "mistralai/Mistral-7B-v0.3 config.json (7.25B parameters)",
+                           32, 4096, 32, 8, 14336, 32768, 32768)});
   c.push_back({"smollm2-135m",
                dense("SmolLM2-135M",
                      "HuggingFaceTB/SmolLM2-135M config.json (tied embeddings, 135M parameters)",

@@ -11,6 +11,7 @@
 #include "engine/config/embedded.h"
 #include "engine/config/json_parse.h"
 #include "engine/metrics/summary.h"
+#include "engine/perf/engine_profile.h"
 
 namespace prima::perf {
 namespace {
@@ -18,50 +19,62 @@ namespace {
 using E = Efficiency;
 using F = EfficiencyField;
 
+constexpr Axis H = Axis::kHardware;
+constexpr Axis N = Axis::kEngine;
+
 constexpr F kFields[] = {
-    {"gemm_compute", &E::gemm_compute, F::kShare, "GEMM: share of tensor peak at large M"},
-    {"gemm_m_half", &E::gemm_m_half, F::kCount, "GEMM: rows at which the compute share halves"},
+    {"gemm_compute", &E::gemm_compute, F::kShare, "GEMM: share of tensor peak at large M", H},
+    {"gemm_m_half", &E::gemm_m_half, F::kCount, "GEMM: rows at which the compute share halves", H},
     {"gemm_tile", &E::gemm_tile, F::kCount,
-     "GEMM: output tile edge for wave quantization (0: off; needs the GPU's sms)"},
-    {"gemm_memory", &E::gemm_memory, F::kShare, "GEMM: share of HBM bandwidth streaming weights"},
+     "GEMM: output tile edge for wave quantization (0: off; needs the GPU's sms)", H},
+    {"gemm_memory", &E::gemm_memory, F::kShare, "GEMM: share of HBM bandwidth streaming weights",
+     H},
+    {"gemm_latency_s", &E::gemm_latency_s, F::kSeconds,
+     "GEMM: fixed time of each kernel (ramp-up and tail)", H},
     {"attention_compute", &E::attention_compute, F::kShare,
-     "prefill attention: share of 16-bit peak at long context"},
+     "prefill attention (fused kernel): share of 16-bit peak at long context", H},
     {"attention_seq_half", &E::attention_seq_half, F::kCount,
-     "prefill attention: context at which the share halves"},
+     "prefill attention (fused kernel): context at which the share halves", H},
     {"attention_score_bytes", &E::attention_score_bytes, F::kCount,
-     "prefill attention: score-matrix bytes per attended pair and head (0: fused kernel)"},
+     "prefill attention: score-matrix bytes per attended pair and head (0: fused kernel)", N},
     {"alibi_bias_bytes", &E::alibi_bias_bytes, F::kCount,
-     "prefill attention of ALiBi models: bias bytes per attended pair and head (0: in-kernel)"},
+     "prefill attention of ALiBi models: bias bytes per attended pair and head (0: in-kernel)", N},
     {"attention_unsharded_bytes", &E::attention_unsharded_bytes, F::kCount,
-     "prefill attention: bytes per attended pair and model head that TP does not divide"},
+     "prefill attention: bytes per attended pair and model head that TP does not divide", N},
     {"attention_memory", &E::attention_memory, F::kShare,
-     "decode attention: share of HBM bandwidth reading the KV cache"},
+     "decode attention: share of HBM bandwidth reading the KV cache", H},
     {"elementwise_memory", &E::elementwise_memory, F::kShare,
-     "norms, RoPE, activations, sampling: share of HBM bandwidth"},
+     "norms, RoPE, activations, sampling: share of HBM bandwidth", H},
     {"allreduce_bandwidth", &E::allreduce_bandwidth, F::kShare,
-     "ring all-reduce (Simple): share of link bandwidth"},
-    {"allreduce_latency_s", &E::allreduce_latency_s, F::kSeconds, "ring all-reduce: per hop"},
+     "ring all-reduce (Simple): share of link bandwidth", H},
+    {"allreduce_latency_s", &E::allreduce_latency_s, F::kSeconds, "ring all-reduce: per hop", H},
     {"allreduce_base_s", &E::allreduce_base_s, F::kSeconds,
-     "ring all-reduce (Simple): per collective"},
+     "ring all-reduce (Simple): per collective", H},
     {"allreduce_ll_bandwidth", &E::allreduce_ll_bandwidth, F::kOptionalShare,
-     "ring all-reduce, low-latency protocol: share of link bandwidth (0: off)"},
+     "ring all-reduce, low-latency protocol: share of link bandwidth (0: off)", H},
     {"allreduce_ll_latency_s", &E::allreduce_ll_latency_s, F::kSeconds,
-     "ring all-reduce, low-latency protocol: per hop"},
+     "ring all-reduce, low-latency protocol: per hop", H},
     {"nvls_bandwidth", &E::nvls_bandwidth, F::kOptionalShare,
-     "NVLS all-reduce: share of link bandwidth (0: no NVLS)"},
-    {"nvls_latency_s", &E::nvls_latency_s, F::kSeconds, "NVLS all-reduce: per collective"},
+     "NVLS all-reduce: share of link bandwidth (0: no NVLS)", H},
+    {"nvls_latency_s", &E::nvls_latency_s, F::kSeconds, "NVLS all-reduce: per collective", H},
     {"oneshot_latency_s", &E::oneshot_latency_s, F::kSeconds,
-     "one-shot all-reduce: per collective (0: off)"},
+     "one-shot (custom) all-reduce kernel: per collective", H},
     {"oneshot_max_bytes", &E::oneshot_max_bytes, F::kCount,
-     "one-shot all-reduce: largest buffer it takes"},
-    {"p2p_latency_s", &E::p2p_latency_s, F::kSeconds, "pipeline send: per message"},
-    {"step_overhead_s", &E::step_overhead_s, F::kSeconds, "per step: scheduling and launch"},
-    {"seq_overhead_s", &E::seq_overhead_s, F::kSeconds, "per sequence in a step: host work"},
-    {"layer_overhead_s", &E::layer_overhead_s, F::kSeconds, "per layer: GPU kernel gaps"},
+     "one-shot (custom) all-reduce: largest buffer the engine sends through it (0: NCCL only)", N},
+    {"p2p_latency_s", &E::p2p_latency_s, F::kSeconds, "pipeline send: per message", H},
+    {"step_overhead_s", &E::step_overhead_s, F::kSeconds, "per step: scheduling and launch", N},
+    {"seq_overhead_s", &E::seq_overhead_s, F::kSeconds, "per sequence in a step: host work", N},
+    {"rank_overhead_s", &E::rank_overhead_s, F::kSeconds,
+     "per step and GPU of a stage beyond the first: handing the step to each TP worker", N},
+    {"layer_overhead_s", &E::layer_overhead_s, F::kSeconds, "per layer: GPU kernel gaps", N},
     {"layer_launch_s", &E::layer_launch_s, F::kSeconds,
-     "per layer: host launch time, the least a layer takes"},
+     "per layer: host launch time, the least a layer takes (eager steps)", N},
     {"sampling_logit_s", &E::sampling_logit_s, F::kSeconds,
-     "host sampling: per sampled row and vocabulary entry"},
+     "host sampling: per sampled row and vocabulary entry", N},
+    {"graph_max_tokens", &E::graph_max_tokens, F::kCount,
+     "CUDA graphs: the largest step (tokens) that replays a graph (0: none)", N},
+    {"graph_layer_overhead_s", &E::graph_layer_overhead_s, F::kSeconds,
+     "CUDA graphs: per layer kernel gaps inside a graph", N},
 };
 
 void read_field(const config::JsonReader& r, const F& f, Efficiency* e) {
@@ -83,8 +96,19 @@ void read_field(const config::JsonReader& r, const F& f, Efficiency* e) {
   }
 }
 
+// The hardware terms of an object; an engine term is an error saying which axis owns it.
 Efficiency parse_efficiency(const config::JsonReader& r, Efficiency e) {
-  for (const F& f : kFields) read_field(r, f, &e);
+  for (const F& f : kFields) {
+    if (f.axis == Axis::kHardware) {
+      read_field(r, f, &e);
+    } else if (r.has(f.name)) {
+      r.fail(f.name, std::string(f.name) +
+                         " is an engine term (the engine axis owns it): set it in the engine "
+                         "profile (a scenario's \"engine\", e.g. {\"base\": \"vllm\", "
+                         "\"terms\": {\"" +
+                         f.name + "\": ...}}; topologies/engines/), not with the hardware");
+    }
+  }
   r.string("source", "");
   r.finish();
   return e;
@@ -107,6 +131,10 @@ Fidelity parse_fidelity(const config::JsonReader& r) {
 
 std::span<const EfficiencyField> efficiency_fields() {
   return kFields;
+}
+
+const char* axis_name(Axis a) {
+  return a == Axis::kHardware ? "hardware" : "engine";
 }
 
 const EfficiencyField* find_efficiency_field(const std::string& name) {
@@ -235,7 +263,8 @@ Result<Profile> load_profile_file(const std::string& path) {
 
 config::Json efficiency_to_json(const Efficiency& e) {
   config::Json j = config::Json::object();
-  for (const F& f : kFields) j[f.name] = e.*f.member;
+  for (const F& f : kFields)
+    if (f.axis == Axis::kHardware) j[f.name] = e.*f.member;
   return j;
 }
 
@@ -304,7 +333,9 @@ std::vector<std::string> builtin_profile_names() {
   return v;
 }
 
-Resolved resolve(const Calibration& c, const std::string& gpu_name) {
+namespace {
+
+Resolved resolve_hardware(const Calibration& c, const std::string& gpu_name) {
   Resolved r;
   const bool named = c.per_gpu.count(gpu_name) > 0;
   if (named || c.has_defaults) {
@@ -325,6 +356,20 @@ Resolved resolve(const Calibration& c, const std::string& gpu_name) {
     return r;
   }
   r.fidelity.source = "datasheet peaks and default efficiency shares";
+  return r;
+}
+
+}  // namespace
+
+Resolved resolve(const Calibration& c, const std::string& gpu_name) {
+  Resolved r = resolve_hardware(c, gpu_name);
+  r.engine = c.engine;
+  if (!r.engine) {
+    const EngineProfile* e = builtin_engine(c.roofline_only ? kRooflineEngine : kDefaultEngine);
+    if (!e) e = builtin_engine(kRooflineEngine);
+    r.engine = std::shared_ptr<const EngineProfile>(e, [](const EngineProfile*) {});
+  }
+  r.efficiency = merge_axes(r.efficiency, *r.engine, gpu_name);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -26,6 +27,9 @@ struct Efficiency {
   // a time; the last wave's idle SMs cost time (GpuSpec::sms; 0 = not modelled).
   double gemm_tile = 0;
   double gemm_memory = 0.85;
+  // Fixed time of each GEMM kernel (ramp-up and tail that no share of peak describes): a small
+  // GEMM never takes less.
+  double gemm_latency_s = 0;
   // Attention. Prefill: share of the 16-bit peak at context n is attention_compute * n / (n +
   // attention_seq_half); a kernel that materialises the score matrix (not fused, not
   // FlashAttention) also moves attention_score_bytes per attended pair and head. Decode:
@@ -36,11 +40,10 @@ struct Efficiency {
   // ALiBi models (ModelSpec::alibi): bias bytes read per attended pair and head by a kernel
   // that takes the bias as a materialized tensor (0: ALiBi applied in the kernel).
   double alibi_bias_bytes = 0;
-  // Score traffic that tensor parallelism does not divide, over the step's tokens as one
-  // causal sequence: bytes per pair of the step's T tokens (T(T+1)/2) and model head that every
-  // rank moves whatever its share of the heads. Measured engines whose prefill grows with n^2
-  // alike at TP 2, 4 and 8, and whose batched prefill costs what one prompt of all its tokens
-  // does, show it. 0: attention fully sharded, per sequence.
+  // Score traffic that tensor parallelism does not divide: bytes per causal pair within each
+  // sequence's chunk (n(n+1)/2 for a chunk of n tokens) and model head that every rank moves
+  // whatever its share of the heads. Measured engines whose prefill grows with n^2 alike at
+  // TP 2, 4 and 8 show it. 0: attention fully sharded.
   double attention_unsharded_bytes = 0;
   double attention_memory = 0.75;
   double elementwise_memory = 0.6;  // norms, RoPE, activations, residuals, sampling passes
@@ -59,10 +62,23 @@ struct Efficiency {
   // Fixed and per-item costs of a step.
   double step_overhead_s = 1.5e-3;  // per step: scheduling, launch of the step
   double seq_overhead_s = 0;        // per sequence in the step: host work (schedule, inputs)
+  double rank_overhead_s = 0;       // per step and GPU of a stage beyond the first: the host
+                                    // handing the step to each TP worker
   double layer_overhead_s = 10e-6;  // per layer, GPU side (kernel gaps)
   double layer_launch_s = 0;        // per layer, host side: a layer never takes less
   double sampling_logit_s = 0;      // per sampled row and vocabulary entry (host sampling)
+  // CUDA graphs: a step of at most graph_max_tokens tokens replays a captured graph, so its
+  // layers pay no host launch floor and graph_layer_overhead_s of kernel gaps instead of
+  // layer_overhead_s (0 tokens: the engine captures no graphs).
+  double graph_max_tokens = 0;
+  double graph_layer_overhead_s = 0;
 };
+
+// Which of the two axes of data owns a parameter: the hardware (what the silicon and its links
+// do, fitted to microbenchmarks; topologies/profiles/) or the serving engine (what the software
+// adds: host and launch costs, kernel choices, which all-reduce it uses; topologies/engines/).
+enum class Axis { kHardware, kEngine };
+const char* axis_name(Axis a);
 
 // One parameter of Efficiency, by name: what the JSON key is, where the value lives, and its
 // kind, which sets how it is read and what is physical.
@@ -77,6 +93,7 @@ struct EfficiencyField {
   double Efficiency::*member;
   Kind kind;
   const char* what;  // one line: what it is (docs, --help, fit output)
+  Axis axis;
 };
 std::span<const EfficiencyField> efficiency_fields();
 const EfficiencyField* find_efficiency_field(const std::string& name);
@@ -113,6 +130,8 @@ struct Profile {
   std::optional<config::Json> gpu;  // the topology GPU object, when the profile carries one
 };
 
+struct EngineProfile;  // engine_profile.h
+
 struct Calibration {
   Efficiency defaults;
   bool has_defaults = false;                  // "defaults" given (else the built-in shares)
@@ -120,6 +139,9 @@ struct Calibration {
   std::map<std::string, Fidelity> fidelity;   // by GpuSpec::name, from profiles
   std::string source;                         // the file, or "inline"
   bool roofline_only = false;  // "calibration": "roofline": default shares, no built-in profile
+  // The serving engine (a scenario's "engine"); null: the default engine (kDefaultEngine), or
+  // under roofline_only the uncalibrated one (kRooflineEngine).
+  std::shared_ptr<const EngineProfile> engine;
   const Efficiency& for_gpu(const std::string& gpu) const;
 };
 
@@ -131,7 +153,7 @@ Result<Calibration> load_calibration_file(const std::string& path);
 Profile parse_profile(const config::JsonReader& r);
 Result<Profile> load_profile_file(const std::string& path);
 config::Json profile_to_json(const Profile& p);
-config::Json efficiency_to_json(const Efficiency& e);
+config::Json efficiency_to_json(const Efficiency& e);  // the hardware terms
 config::Json fidelity_to_json(const Fidelity& f);
 
 // The profiles built into the binary (topologies/profiles/*.json), by GPU name; nullptr when
@@ -139,12 +161,14 @@ config::Json fidelity_to_json(const Fidelity& f);
 const Profile* builtin_profile(const std::string& gpu_name);
 std::vector<std::string> builtin_profile_names();
 
-// The parameters a run uses for `gpu_name` and how far to trust them: the scenario's own
-// calibration when it names that GPU or gives defaults, else the built-in profile for that
-// GPU, else the default shares ("roofline only, uncalibrated").
+// The parameters a run uses for `gpu_name` and how far to trust them. Hardware: the
+// scenario's own calibration when it names that GPU or gives defaults, else the built-in
+// profile for that GPU, else the default shares ("roofline only, uncalibrated"). Engine: the
+// scenario's engine (engine_profile.h) on that GPU. `efficiency` has both axes.
 struct Resolved {
   Efficiency efficiency;
-  Fidelity fidelity;
+  Fidelity fidelity;  // the hardware profile's fit to microbenchmarks
+  std::shared_ptr<const EngineProfile> engine;
 };
 Resolved resolve(const Calibration& scenario_calibration, const std::string& gpu_name);
 

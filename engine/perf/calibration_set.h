@@ -16,7 +16,7 @@
 namespace prima::perf {
 
 struct CalibrationPoint {
-  enum Kind { kStep, kAllreduce, kGemm, kStream };
+  enum Kind { kStep, kAllreduce, kGemm, kStream, kAttention };
   std::string id;      // e.g. "S1 llama-2-70b H100 TP8 prefill 2048 tok"
   std::string source;  // its row in ../shared/data/published-calibration.md
   Kind kind = kStep;
@@ -27,14 +27,19 @@ struct CalibrationPoint {
   model::Quantization quantization = model::Quantization::kFP16;
   int tensor_parallel = 1;
   bool prefill = true;
+  std::string engine = "splitwise-2023";  // the serving engine measured (its terms are used)
   int batch = 1;
   int tokens = 0;   // prefill: prompt tokens per sequence
   int context = 0;  // decode: context per sequence
   // kAllreduce
   int ranks = 0;
-  double bytes = 0;  // also kStream: bytes moved (read + write)
+  bool oneshot = false;  // a custom one-shot kernel (vLLM's, TensorRT-LLM's), not NCCL
+  double bytes = 0;      // also kStream: bytes moved (read + write)
   // kGemm: an M x K by K x N GEMM in `quantization`
   double m = 0, n = 0, k = 0;
+  // kAttention: a fused prefill attention kernel over `batch` sequences of `tokens`
+  int heads = 0, head_dim = 0;
+  bool causal = true;
   double measured_s = 0;
 };
 
@@ -42,7 +47,8 @@ struct CalibrationPoint {
 // the point and the key.
 Result<std::vector<CalibrationPoint>> load_calibration_points(const std::string& path);
 
-// The cost model's prediction of one point with parameters e.
+// The cost model's prediction of one point with parameters e (both axes: a step point is the
+// hardware with the engine that was measured; the microbenchmarks use only hardware terms).
 double predict_point(const CalibrationPoint& p, const Efficiency& e);
 
 struct PointResult {

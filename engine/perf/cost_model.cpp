@@ -126,8 +126,11 @@ void CostModel::add_layer(int layer, const BatchShape& b, double share, double l
   const double attn_flops = 2 * pairs * d.heads * d.attn_width;
   const double attn_bytes = kv_read * d.kv_elems * kv_bytes_ + T * d.kv_elems * kv_bytes_ +
                             T * d.heads * d.hd * 2 * 2 + pairs * d.heads * d.pair_bytes +
-                            T * (T + 1) / 2 * d.step_pair_bytes;
-  t += roof(attn_flops, d.attn_c * seq_share(b), attn_bytes, d.attn_m, c);
+                            b.chunk_pairs * share * d.step_pair_bytes;
+  // A kernel that materialises the score matrix (an engine without fused attention) runs QK^T
+  // and PV as batched GEMMs, at the GEMM share; a fused kernel at the attention shares.
+  const double attn_c = eff_.attention_score_bytes > 0 ? d.gemm_c : d.attn_c * seq_share(b);
+  t += roof(attn_flops, attn_c, attn_bytes, d.attn_m, c);
   if (d.cp_bytes > 0) {
     c->alltoalls += 2;
     c->alltoall_bytes += T * d.cp_bytes;
@@ -162,9 +165,15 @@ void CostModel::add_layer(int layer, const BatchShape& b, double share, double l
     elem_width = 12 * h + 3 * ffn_act_width / tp;
   }
   t += roof(0, 1, T * 2 * elem_width + elem_bytes, d.elem_m, c);
+  // Each of the layer's four GEMMs (QKV, output, gate/up, down) has its fixed kernel time.
+  t += 4 * eff_.gemm_latency_s;
   // A layer takes its GPU time plus kernel gaps, and with its all-reduces never less than
-  // the host needs to launch it (launch-bound steps without CUDA graphs).
-  c->compute_s += std::max(t + eff_.layer_overhead_s, eff_.layer_launch_s - layer_comm_s);
+  // the host needs to launch it (launch-bound steps without CUDA graphs). A step a CUDA graph
+  // covers replays its kernels with no launch floor and the graph's own gaps.
+  if (eff_.graph_max_tokens > 0 && b.tokens() <= eff_.graph_max_tokens)
+    c->compute_s += t + eff_.graph_layer_overhead_s;
+  else
+    c->compute_s += std::max(t + eff_.layer_overhead_s, eff_.layer_launch_s - layer_comm_s);
 }
 
 double CostModel::add_ep_moe(double tokens, double local_tokens, StageCost* c,
@@ -211,7 +220,21 @@ double CostModel::gemm_time_s(double m, double n, double k) const {
   const double bytes = n * k * model::weight_bytes_per_param(q_) +
                        m * (k * model::gemm_activation_bytes(q_) + n * 2);
   return roof(2 * m * n * k, layer_.gemm_c * m_share(m) * wave_share(m, n), bytes, layer_.gemm_m,
-              &scratch);
+              &scratch) +
+         eff_.gemm_latency_s;
+}
+
+double CostModel::prefill_attention_time_s(double seqlen, double batch, double heads,
+                                           double head_dim, bool causal) const {
+  const double pairs = causal ? seqlen * (seqlen + 1) / 2 : seqlen * seqlen;
+  const double keys = pairs / seqlen;  // per query
+  const double share = eff_.attention_seq_half > 0 ? keys / (keys + eff_.attention_seq_half) : 1.0;
+  const double flops = 4 * pairs * heads * head_dim * batch;
+  const double bytes = 4 * seqlen * heads * head_dim * 2 * batch;  // Q, K, V in; O out (16-bit)
+  const double peak16 = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
+  StageCost scratch;
+  return roof(flops, peak16 * eff_.attention_compute * share, bytes,
+              gpu_.hbm_bw_Bps * eff_.attention_memory, &scratch);
 }
 
 double CostModel::wave_share(double rows, double cols) const {
@@ -266,7 +289,8 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
   out.tensor_parallel = tp * dp;
   out.overhead_s = 0;
   if (b.tokens() <= 0) return;
-  out.overhead_s = eff_.step_overhead_s + eff_.seq_overhead_s * b.num_seqs;
+  out.overhead_s = eff_.step_overhead_s + eff_.seq_overhead_s * b.num_seqs +
+                   eff_.rank_overhead_s * (tp * dp - 1);
   // Attention DP: the sequences spread over dp groups; the fullest group (ceil(n / dp) of n
   // sequences) sets the step's time.
   const double share = dp > 1 && b.num_seqs > 0 ? static_cast<double>((b.num_seqs + dp - 1) / dp) /
@@ -316,7 +340,8 @@ void CostModel::step(const BatchShape& b, StepCost* result) const {
         const double peak16 = q_ == model::Quantization::kBF16 ? gpu_.bf16_flops : gpu_.fp16_flops;
         c.compute_s += roofline(2 * S * h * v / tp, peak16,
                                 eff_.gemm_compute * m_share(S) * wave_share(S, v / tp),
-                                v * h / tp * 2 + S * (h * 2 + v / tp * 4), eff_.gemm_memory, &c);
+                                v * h / tp * 2 + S * (h * 2 + v / tp * 4), eff_.gemm_memory, &c) +
+                       eff_.gemm_latency_s;
         // Sampling: softmax and draw read the fp32 logits twice on the GPU; host-side
         // samplers (the CPU backend) pay per logit.
         c.compute_s += roofline(0, 1, 1, S * v / tp * 4 * 2, eff_.elementwise_memory, &c);

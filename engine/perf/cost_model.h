@@ -110,6 +110,11 @@ class CostModel {
   // One GEMM of an m x k input by k x n weights in this quantization (the roofline every
   // projection uses): max(2mnk / (peak x gemm_compute x share(m)), bytes / (bw x gemm_memory)).
   double gemm_time_s(double m, double n, double k) const;
+  // A fused prefill attention kernel alone (a FlashAttention microbenchmark): `batch`
+  // sequences of `seqlen` tokens, `heads` heads of `head_dim`, causal or not; the cost model's
+  // attention roofline (attention_compute at the mean keys per query, attention_memory).
+  double prefill_attention_time_s(double seqlen, double batch, double heads, double head_dim,
+                                  bool causal) const;
   // Peak FLOP/s of the GEMM data type of the quantization on this GPU.
   double gemm_peak_flops() const;
 
@@ -139,7 +144,7 @@ class CostModel {
     double heads, hd;                   // heads per rank, head dim
     double attn_width;                  // hd + rope dim + hd
     double pair_bytes;                  // score matrix (+ ALiBi bias) bytes per pair and head
-    double step_pair_bytes;             // unsharded bytes per causal pair of the step's tokens
+    double step_pair_bytes;             // unsharded bytes per causal pair within a chunk
     double kv_elems;                    // KV elements per token per rank
     // Context parallelism: bytes one GPU exchanges per token per layer (the query all-gather
     // and the output reduce-scatter over the other cp - 1 GPUs); 0 without it.

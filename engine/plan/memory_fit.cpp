@@ -115,7 +115,9 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
   const int tp = p.tensor_parallel, pp = p.pipeline_parallel, per_stage = m.layers / pp;
   MemoryFit f;
   f.hbm_bytes = t.gpu.hbm_bytes;
-  f.usable_bytes = t.gpu.hbm_bytes * mem.gpu_memory_utilization;
+  f.usable_bytes =
+      (mem.kv_of_free ? t.gpu.hbm_bytes : t.gpu.hbm_bytes * mem.gpu_memory_utilization) -
+      mem.reserved_bytes;
 
   // Weights: the largest stage's share, split over its TP ranks. Embedding on the first stage,
   // final norm and LM head on the last (a tied LM head needs its own copy when pp > 1).
@@ -168,7 +170,8 @@ Result<MemoryFit> check_plan(const model::ModelSpec& m, model::Quantization q, c
                           p.context_parallel;
   f.kv_bytes_per_token =
       per_stage * kv_elems * mem.kv_bytes_per_element + mem.extra_kv_bytes_per_token;
-  f.kv_bytes = std::max(0.0, f.usable_bytes - f.weight_bytes - f.activation_bytes);
+  f.kv_bytes = std::max(0.0, f.usable_bytes - f.weight_bytes - f.activation_bytes) *
+               (mem.kv_of_free ? mem.gpu_memory_utilization : 1.0);
   // Each attention DP group holds its own sequences' KV: the replica holds dp groups' worth.
   const std::int64_t group_tokens =
       static_cast<std::int64_t>(std::floor(f.kv_bytes / f.kv_bytes_per_token));

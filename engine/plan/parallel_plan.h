@@ -56,8 +56,14 @@ struct ParallelPlan {
 struct MemoryOptions {
   bool activation_checkpointing = false;  // accepted; no effect on inference memory
   bool cpu_offload = false;               // weights stream from host memory (slower)
-  double gpu_memory_utilization = 0.9;    // share of HBM prima may use
-  double kv_bytes_per_element = 2;        // fp16 KV cache; fp8 / int8: 1
+  double gpu_memory_utilization = 0.9;    // share of HBM prima may use (kv_of_free: of the rest)
+  // How the serving engine sizes its KV cache (perf::KvSizing): kv_of_free takes
+  // gpu_memory_utilization of the memory left after weights and activations (TensorRT-LLM);
+  // reserved_bytes per GPU are outside the engine's allocator (CUDA graphs, communication
+  // buffers).
+  bool kv_of_free = false;
+  double reserved_bytes = 0;
+  double kv_bytes_per_element = 2;  // fp16 KV cache; fp8 / int8: 1
   // Per GPU, on top of the model's: weights and KV bytes per token of a speculative draft
   // model (or MTP heads), set by the scenario from its "speculative" section.
   double extra_weight_bytes = 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "engine/core/types.h"
+#include "engine/perf/engine_profile.h"
 
 namespace prima::replay {
 
@@ -55,7 +56,12 @@ void use_replay_trace(scenario::Scenario* sc, const std::string& trace_path,
 }
 
 void set_gpu_efficiency(scenario::Scenario* sc, const perf::Efficiency& e) {
-  sc->calibration.per_gpu[sc->topology.gpu.name] = e;
+  const std::string& gpu = sc->topology.gpu.name;
+  sc->calibration.per_gpu[gpu] = e;  // its hardware terms
+  auto engine = std::make_shared<perf::EngineProfile>(
+      sc->calibration.engine ? *sc->calibration.engine : perf::EngineProfile{});
+  engine->per_gpu[gpu] = e;  // its engine terms
+  sc->calibration.engine = engine;
 }
 
 }  // namespace prima::replay

@@ -5,6 +5,7 @@
 #include "engine/cluster/cluster_options.h"
 #include "engine/config/embedded.h"
 #include "engine/config/json_parse.h"
+#include "engine/perf/engine_profile.h"
 #include "engine/sched/scheduler_options.h"
 
 namespace prima::scenario {
@@ -53,6 +54,45 @@ static void parse_slo(const JsonReader& r, SloSpec* slo) {
   r.finish();
 }
 
+// The two axes of the cost model's parameters: the hardware ("calibration": a profile or
+// table, "roofline", or the GPU's built-in profile) and the serving engine ("engine": a name,
+// a file or an object; default kDefaultEngine, kRooflineEngine under "roofline"). The
+// engine's scheduler defaults and KV sizing are what "scheduler" and "deployment" start from.
+static void parse_calibration_and_engine(const JsonReader& r, const std::string& file,
+                                         const std::string& base_dir, Scenario* s) {
+  if (r.has("calibration")) {
+    const Json& c = r.value("calibration");
+    if (c.is_string() && c.get<std::string>() == "roofline") {
+      s->calibration.roofline_only = true;
+    } else if (c.is_string()) {
+      std::string p = c.get<std::string>();
+      if (!fs::path(p).is_absolute()) p = (fs::path(base_dir) / p).string();
+      auto cal = perf::load_calibration_file(p);
+      if (!cal.ok()) r.fail("calibration", cal.status().message());
+      s->calibration = *cal;
+    } else {
+      s->calibration = perf::parse_calibration(r.object("calibration"));
+      s->calibration.source = file + ": calibration";
+    }
+  }
+  if (r.has("engine")) {
+    s->calibration.engine =
+        std::make_shared<const perf::EngineProfile>(perf::resolve_engine(r, "engine", base_dir));
+  } else {
+    const perf::EngineProfile* e = perf::builtin_engine(
+        s->calibration.roofline_only ? perf::kRooflineEngine : perf::kDefaultEngine);
+    if (!e) r.fail("engine", "the built-in engine profiles are missing (a build defect)");
+    s->calibration.engine = std::shared_ptr<const perf::EngineProfile>(e, [](auto*) {});
+  }
+  const perf::EngineProfile& eng = *s->calibration.engine;
+  s->scheduler.max_num_seqs = eng.scheduler.max_num_seqs;
+  s->scheduler.max_num_batched_tokens = eng.scheduler.max_num_batched_tokens;
+  s->scheduler.chunked_prefill = eng.scheduler.chunked_prefill;
+  s->memory.gpu_memory_utilization = eng.kv.memory_utilization;
+  s->memory.kv_of_free = eng.kv.of_free;
+  s->memory.reserved_bytes = eng.kv.reserved_bytes;
+}
+
 Result<Scenario> parse_scenario(const Json& j, const std::string& file,
                                 const std::string& base_dir) {
   Scenario s;
@@ -71,6 +111,7 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
     std::string q = r.one_of("quantization", model::quantization_names(), "fp16");
     model::parse_quantization(q, &s.quantization);
     s.topology = plan::resolve_topology(r, "topology");
+    parse_calibration_and_engine(r, file, base_dir, &s);
     if (auto d = r.optional_object("deployment")) plan::parse_deployment(*d, &s.plan, &s.memory);
     if (auto sc = r.optional_object("scheduler")) parse_scheduler(*sc, &s);
     if (s.plan.micro_batch > 0 && s.plan.pipeline_parallel > 1)
@@ -104,21 +145,6 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
     if (auto slo = r.optional_object("slo")) parse_slo(*slo, &s.slo);
     s.faults = faults::parse_faults(r, s.topology, s.duration_s, s.duration_s + s.max_drain_s);
     s.env = faults::parse_env(r);
-    if (r.has("calibration")) {
-      const Json& c = r.value("calibration");
-      if (c.is_string() && c.get<std::string>() == "roofline") {
-        s.calibration.roofline_only = true;
-      } else if (c.is_string()) {
-        std::string p = c.get<std::string>();
-        if (!fs::path(p).is_absolute()) p = (fs::path(base_dir) / p).string();
-        auto cal = perf::load_calibration_file(p);
-        if (!cal.ok()) r.fail("calibration", cal.status().message());
-        s.calibration = *cal;
-      } else {
-        s.calibration = perf::parse_calibration(r.object("calibration"));
-        s.calibration.source = file + ": calibration";
-      }
-    }
     if (r.has("sim")) {
       if (!r.value("sim").is_object()) r.fail("sim", "expected an object");
       s.sim = r.value("sim");
@@ -137,6 +163,20 @@ Result<Scenario> parse_scenario(const Json& j, const std::string& file,
   Status v = s.scheduler.validate();
   if (!v.ok()) return invalid_argument(file + ": /scheduler: " + v.message());
   return s;
+}
+
+perf::RunFacts run_facts(const Scenario& sc) {
+  perf::RunFacts f;
+  f.params_b = sc.model.total_params() / 1e9;
+  f.tensor_parallel = sc.plan.tensor_parallel;
+  f.max_batch = sc.scheduler.max_num_seqs;
+  auto longest = [](const workload::LengthSpec& l) {
+    return l.kind == workload::LengthSpec::Kind::kFixed ? l.value : static_cast<double>(l.max);
+  };
+  if (sc.workload.arrival.type != workload::ArrivalType::kTrace)
+    f.max_context = static_cast<int>(std::min<double>(
+        sc.max_model_len, longest(sc.workload.prompt_tokens) + longest(sc.workload.output_tokens)));
+  return f;
 }
 
 Result<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& sets) {

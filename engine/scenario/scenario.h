@@ -14,6 +14,7 @@
 #include "engine/faults/fault_spec.h"
 #include "engine/model/model_spec.h"
 #include "engine/perf/calibration.h"
+#include "engine/perf/engine_profile.h"
 #include "engine/plan/parallel_plan.h"
 #include "engine/plan/topology.h"
 #include "engine/scenario/kv_offload.h"
@@ -62,6 +63,10 @@ struct Scenario {
 // that is not a file but names an embedded scenario ("default") loads that one.
 Result<Scenario> load_scenario(const std::string& path, const std::vector<std::string>& sets);
 // Parses an already-read JSON document (file names messages).
+// The run's size against its engine's calibrated range (perf::trust_json): model size, TP,
+// max_num_seqs and the longest prompt plus output the workload draws (0: a trace, unknown).
+perf::RunFacts run_facts(const Scenario& sc);
+
 Result<Scenario> parse_scenario(const config::Json& j, const std::string& file,
                                 const std::string& base_dir);
 // Applies one "a.b.c=value" override (value is JSON if it parses as JSON, else a string).

@@ -1,5 +1,6 @@
 // WorkloadDrivers: open loop (an ArrivalProcess, one timer outstanding) and closed loop
 // (N users, each with at most one request in flight and one timer), and make_workload().
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -246,6 +247,22 @@ Result<std::unique_ptr<WorkloadDriver>> make_workload(const WorkloadSpec& spec, 
   if (!process.ok()) return process.status();
   return std::unique_ptr<WorkloadDriver>(
       new OpenLoopDriver(spec, std::move(process).value(), seed, duration_s));
+}
+
+Request to_request(const RequestSpec& spec, Time now, RequestId id) {
+  Request r;
+  r.id = id;
+  r.arrival_s = now;
+  r.prompt_tokens = spec.prompt_tokens;
+  r.max_output_tokens = std::max(1, spec.output_tokens);
+  r.priority = spec.priority;
+  r.sla_s = spec.sla_s;
+  r.user = spec.user;
+  r.prefix_group = spec.prefix_group;
+  r.prefix_tokens = spec.prefix_tokens;
+  r.prefix_hashes = spec.prefix_hashes;
+  r.prefix_hash_tokens = spec.prefix_hash_tokens;
+  return r;
 }
 
 }  // namespace prima::workload

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/config/json_reader.h"
+#include "engine/core/request.h"
 #include "engine/core/status.h"
 #include "engine/core/types.h"
 #include "engine/runtime.h"
@@ -49,6 +50,11 @@ struct RequestSpec {  // one request to submit
   std::shared_ptr<const std::vector<std::uint64_t>> prefix_hashes;
   int prefix_hash_tokens = 0;
 };
+
+// The engine request a spec becomes when it arrives at `now`. A spec of 0 generated tokens (a
+// trace's prefill-only call) asks for 1: it ends with the first token, as a server answering
+// max_tokens=1 would.
+Request to_request(const RequestSpec& spec, Time now, RequestId id);
 
 // A token-length distribution. Draws are rounded to integers and clamped to [min, max].
 struct LengthSpec {

@@ -31,7 +31,7 @@ TEST(CalibrateOptions, FlagsFillTheOptions) {
 
   const CalibrateOptions o =
       parsed({"--gpu", "A100-SXM4-80GB", "--sources", "S2, S3,", "--set", "step_overhead_s=4ms",
-              "--set", "gemm_compute=0.5", "--fit", "gemm_compute,step_overhead_s", "--bound",
+              "--set", "gemm_compute=0.5", "--fit", "seq_overhead_s,step_overhead_s", "--bound",
               "step_overhead_s=1ms:10ms", "--starts", "3", "--max-error", "0.09", "--out", "p.json",
               "--json"});
   ASSERT_TRUE(o.validate().ok()) << o.validate().message();

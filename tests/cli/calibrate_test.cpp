@@ -56,16 +56,17 @@ TEST(Calibrate, FitRecoversParametersFromPointsTheyGenerated) {
                                   "step_overhead_s,seq_overhead_s --starts 4 --out " +
                                   dir + "/p.json");
   ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  // Engine terms: the fit writes the engine the points measured, with this GPU's terms.
   const json p = read_json(dir + "/p.json");
-  EXPECT_NEAR(p["efficiency"]["step_overhead_s"].get<double>(), 4e-3, 4e-5);
-  EXPECT_NEAR(p["efficiency"]["seq_overhead_s"].get<double>(), 250e-6, 2.5e-6);
-  EXPECT_EQ(p["profile"], "A100-SXM4-80GB");
-  EXPECT_EQ(p["fidelity"]["points"], 9);
-  EXPECT_LT(p["fidelity"]["max_abs_error"].get<double>(), 1e-3);
-  // The written profile is usable: as --profile, and as a scenario's calibration.
+  EXPECT_EQ(p["engine"], "splitwise-2023");
+  EXPECT_NEAR(p["gpus"]["A100-SXM4-80GB"]["step_overhead_s"].get<double>(), 4e-3, 4e-5);
+  EXPECT_NEAR(p["gpus"]["A100-SXM4-80GB"]["seq_overhead_s"].get<double>(), 250e-6, 2.5e-6);
+  EXPECT_FALSE(p["terms"].contains("gemm_compute"));
+  // The written engine is usable: as --engine, and it predicts the points again.
   const RunResult again =
-      run_prima("calibrate --points " + dir + "/points.json --profile " + dir + "/p.json --json");
+      run_prima("calibrate --points " + dir + "/points.json --engine " + dir + "/p.json --json");
   ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_LT(json::parse(again.out)["summary"]["max_abs_error"].get<double>(), 1e-3);
 }
 
 TEST(Calibrate, BadInputNamesWhatAndWhere) {
@@ -91,11 +92,20 @@ TEST(Calibrate, BadInputNamesWhatAndWhere) {
   expect_bad("--fit gemm_compute --out x.json", "--gpu");
   expect_bad("--gpu B200", "B200");
   expect_bad("--gpu A100-SXM4-80GB --fit gemm_compute --max-error -1 --out x.json", "--max-error");
-  write(dir + "/pts.json", R"({"points": [{"id": "x", "kind": "step", "gpu": "A100-SXM4-80GB"}]})");
+  write(dir + "/pts.json",
+        R"({"points": [{"id": "x", "source": "S1", "kind": "step", "gpu": "A100-SXM4-80GB"}]})");
   const RunResult r = run_prima("calibrate --points " + dir + "/pts.json");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("pts.json"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("/points/0/link"), std::string::npos) << r.err;
+  // A point without its source.
+  write(dir + "/nosrc.json",
+        R"({"points": [{"id": "x", "kind": "step", "gpu": "A100-SXM4-80GB"}]})");
+  const RunResult n = run_prima("calibrate --points " + dir + "/nosrc.json");
+  EXPECT_EQ(n.exit_code, 2);
+  EXPECT_NE(n.err.find("nosrc.json: /points/0/source"), std::string::npos) << n.err;
+  // A fit that mixes the axes.
+  expect_bad("--gpu A100-SXM4-80GB --fit gemm_compute,step_overhead_s --out x.json", "one axis");
 }
 
 TEST(Calibrate, ValidateChecksProfiles) {

@@ -1,7 +1,8 @@
 // Every report says how far to trust it: report.json's "fidelity", the printed simulate
-// summary and report.html for a GPU no profile covers ("roofline only, uncalibrated") and for
-// one a scenario's profile file calibrates (its name, source and measured error); plan.json,
-// the printed plan and its report.html per GPU type of the search space.
+// summary and report.html name the engine and state its out-of-sample error on the GPU (the
+// in-sample fit and the hardware's microbenchmark error labelled beside it), say when it is
+// unknown or the run is outside the calibrated range; plan.json, the printed plan and its
+// report.html do so per GPU type of the search space.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -49,23 +50,58 @@ json scenario(const std::string& gpu_name, bool calibrated) {
   return s;
 }
 
-// A hardware profile of kProfiled with a measured error, as topologies/profiles/*.json hold.
+// A hardware profile of kProfiled with its error on microbenchmarks, as
+// topologies/profiles/*.json hold, and an engine measured on kProfiled (its out-of-sample error,
+// as topologies/engines/*.json hold).
 void write_profile(const std::string& dir) {
   const json p = {{"profile", kProfiled},
                   {"description", "a test profile"},
-                  {"source", "test measurements of ten steps"},
-                  {"efficiency", {{"gemm_memory", 0.8}, {"step_overhead_s", "1ms"}}},
+                  {"source", "test microbenchmarks"},
+                  {"efficiency", {{"gemm_memory", 0.8}}},
                   {"fidelity",
-                   {{"calibration_data", "ten test steps"},
+                   {{"calibration_data", "ten test kernels"},
                     {"points", 10},
                     {"median_abs_error", 0.031},
                     {"p90_abs_error", 0.06},
                     {"max_abs_error", 0.08}}}};
   std::ofstream(dir + "/profile.json") << p.dump(1);
+  const json e = {
+      {"engine", "test-engine"},
+      {"description", "a test engine"},
+      {"source", "test serving runs"},
+      {"terms", {{"step_overhead_s", "1ms"}}},
+      {"fidelity",
+       {{kProfiled,
+         {{"sources", {"run A", "run B"}},
+          {"out_of_sample", {{"points", 12}, {"median_abs_error", 0.062}, {"max_abs_error", 0.19}}},
+          {"out_of_sample_by_metric",
+           {{"ttft", {{"points", 6}, {"median_abs_error", 0.05}, {"max_abs_error", 0.19}}}}},
+          {"in_sample", {{"points", 12}, {"median_abs_error", 0.03}, {"max_abs_error", 0.07}}},
+          {"range",
+           {{"min_params_b", 6},
+            {"max_params_b", 8},
+            {"min_tp", 1},
+            {"max_tp", 1},
+            {"max_batch", 256},
+            {"max_context", 4096}}}}}}}};
+  std::ofstream(dir + "/engine.json") << e.dump(1);
 }
 
 const char* kProfiledSummary =
-    "profile test-gpu-profiled: median error 3.1%, max 8.0% on 10 points (ten test steps)";
+    "engine test-engine on test-gpu-profiled: out-of-sample error median 6.2%, max 19.0% over 12 "
+    "points of 2 sources (in-sample fit: median 3.0%); hardware profile test-gpu-profiled: median "
+    "3.1% on 10 microbenchmarks";
+const char* kUnmeasured =
+    "engine test-engine on test-gpu-plain: no published measurement of this engine on this GPU "
+    "in its calibration data; the error is unknown";
+
+// A few seconds of Llama-2-7B on one GPU of `gpu_name`, with the test engine; the hardware
+// profile when `calibrated`.
+json scenario_with_engine(const std::string& gpu_name, bool calibrated) {
+  json s = scenario(gpu_name, calibrated);
+  s["engine"] = "engine.json";
+  return s;
+}
 
 struct SimRun {
   RunResult result;
@@ -85,56 +121,79 @@ SimRun simulate(const std::string& name, const json& sc) {
   return r;
 }
 
-TEST(Fidelity, AGpuWithoutAProfileIsRooflineOnly) {
-  const SimRun r = simulate("fidelity_plain", scenario(kPlain, false));
+TEST(Fidelity, RooflineIsUncalibrated) {
+  json sc = scenario(kPlain, false);
+  sc["calibration"] = "roofline";
+  const SimRun r = simulate("fidelity_roofline", sc);
   ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
-  ASSERT_TRUE(r.report.contains("fidelity")) << r.report.dump(1);
   const json& f = r.report["fidelity"];
   EXPECT_EQ(f["calibrated"], false);
-  EXPECT_TRUE(f["profile"].is_null());
+  EXPECT_EQ(f["engine"], "generic");
   EXPECT_EQ(f["summary"], "roofline only, uncalibrated");
   EXPECT_FALSE(f.contains("median_abs_error"));
   EXPECT_TRUE(contains(r.result.out, "  fidelity   roofline only, uncalibrated\n")) << r.result.out;
-  // The HTML banner, in the warning style.
   EXPECT_TRUE(contains(r.html,
                        "<div class=\"fidelity uncalibrated\"><b>Fidelity:</b> roofline "
                        "only, uncalibrated"))
       << r.html.substr(0, 3000);
 }
 
-TEST(Fidelity, AScenarioProfileGivesItsNameSourceAndMeasuredError) {
-  const SimRun r = simulate("fidelity_profiled", scenario(kProfiled, true));
+// An engine never measured on the scenario's GPU: the report names the engine and says the
+// error is unknown.
+TEST(Fidelity, AnUnmeasuredGpuHasNoKnownError) {
+  const SimRun r = simulate("fidelity_plain", scenario_with_engine(kPlain, false));
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  const json& f = r.report["fidelity"];
+  EXPECT_EQ(f["calibrated"], false);
+  EXPECT_EQ(f["engine"], "test-engine");
+  EXPECT_TRUE(f["hardware_profile"].is_null());
+  EXPECT_EQ(f["summary"], kUnmeasured);
+  EXPECT_TRUE(contains(r.result.out, std::string("  fidelity   ") + kUnmeasured + "\n"))
+      << r.result.out;
+  EXPECT_TRUE(contains(r.html, "<div class=\"fidelity uncalibrated\">")) << r.html.substr(0, 3000);
+}
+
+// The figure a report states is the engine's out-of-sample error on the GPU; the in-sample fit
+// and the hardware's microbenchmark error are beside it, labelled.
+TEST(Fidelity, TheReportStatesTheOutOfSampleError) {
+  const SimRun r = simulate("fidelity_profiled", scenario_with_engine(kProfiled, true));
   ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
   const json& f = r.report["fidelity"];
   EXPECT_EQ(f["calibrated"], true);
-  EXPECT_EQ(f["profile"], kProfiled);
-  EXPECT_EQ(f["source"], "test measurements of ten steps");
-  EXPECT_EQ(f["calibration_data"], "ten test steps");
-  EXPECT_EQ(f["points"], 10);
-  EXPECT_DOUBLE_EQ(f["median_abs_error"].get<double>(), 0.031);
-  EXPECT_DOUBLE_EQ(f["p90_abs_error"].get<double>(), 0.06);
-  EXPECT_DOUBLE_EQ(f["max_abs_error"].get<double>(), 0.08);
+  EXPECT_EQ(f["engine"], "test-engine");
+  EXPECT_EQ(f["hardware_profile"], kProfiled);
+  EXPECT_EQ(f["points"], 12);
+  EXPECT_DOUBLE_EQ(f["median_abs_error"].get<double>(), 0.062);
+  EXPECT_DOUBLE_EQ(f["max_abs_error"].get<double>(), 0.19);
+  EXPECT_DOUBLE_EQ(f["by_metric"]["ttft"]["median_abs_error"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(f["in_sample"]["median_abs_error"].get<double>(), 0.03);
+  EXPECT_DOUBLE_EQ(f["hardware"]["median_abs_error"].get<double>(), 0.031);
+  EXPECT_NE(f["error_kind"].get<std::string>().find("out-of-sample"), std::string::npos);
   EXPECT_EQ(f["summary"], kProfiledSummary);
+  EXPECT_TRUE(f["out_of_range"].empty()) << f.dump(1);
   EXPECT_TRUE(contains(r.result.out, std::string("  fidelity   ") + kProfiledSummary + "\n"))
       << r.result.out;
   EXPECT_TRUE(
       contains(r.html, std::string("<div class=\"fidelity\"><b>Fidelity:</b> ") + kProfiledSummary))
       << r.html.substr(0, 3000);
-  EXPECT_FALSE(contains(r.html, "fidelity uncalibrated"));
-}
-
-// The profile calibrates its own GPU only: on another GPU the same scenario is roofline only.
-TEST(Fidelity, AProfileOfAnotherGpuDoesNotApply) {
-  const SimRun r = simulate("fidelity_other", scenario(kPlain, true));
-  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
-  EXPECT_EQ(r.report["fidelity"]["calibrated"], false);
-  EXPECT_EQ(r.report["fidelity"]["summary"], "roofline only, uncalibrated");
+  // A run outside the calibrated range says so, and by how much.
+  json big = scenario_with_engine(kProfiled, true);
+  big["model"] = "llama-2-70b";
+  big["deployment"] = {{"parallel_strategy", {{"tensor_parallel", 8}}}};
+  big["topology"]["nodes"] = 1;
+  const SimRun b = simulate("fidelity_range", big);
+  ASSERT_EQ(b.result.exit_code, 0) << b.result.err;
+  const json& o = b.report["fidelity"]["out_of_range"];
+  ASSERT_EQ(o.size(), 2u) << b.report["fidelity"].dump(1);
+  EXPECT_NE(o[0].get<std::string>().find("8.6x the largest calibrated"), std::string::npos) << o;
+  EXPECT_NE(o[1].get<std::string>().find("TP 8 is beyond the calibrated TP 1-1"),
+            std::string::npos);
 }
 
 TEST(Fidelity, PlanGivesTheFidelityOfEachGpuType) {
   const std::string dir = temp_dir("fidelity_plan");
   write_profile(dir);
-  std::ofstream(dir + "/base.json") << scenario(kProfiled, true).dump(1);
+  std::ofstream(dir + "/base.json") << scenario_with_engine(kProfiled, true).dump(1);
   const json plan = {
       {"name", "fidelity"},
       {"scenario", "base.json"},
@@ -160,24 +219,22 @@ TEST(Fidelity, PlanGivesTheFidelityOfEachGpuType) {
   ASSERT_EQ(f.size(), 2u) << f.dump(1);
   EXPECT_EQ(f[kProfiled]["calibrated"], true);
   EXPECT_EQ(f[kProfiled]["summary"], kProfiledSummary);
-  EXPECT_DOUBLE_EQ(f[kProfiled]["max_abs_error"].get<double>(), 0.08);
+  EXPECT_DOUBLE_EQ(f[kProfiled]["max_abs_error"].get<double>(), 0.19);
   EXPECT_EQ(f[kPlain]["calibrated"], false);
-  EXPECT_EQ(f[kPlain]["summary"], "roofline only, uncalibrated");
+  EXPECT_EQ(f[kPlain]["summary"], kUnmeasured);
   // Every candidate's GPU type has an entry.
   ASSERT_FALSE(p["ranked"].empty()) << p.dump(1);
   for (const auto& e : p["ranked"]) EXPECT_TRUE(f.contains(e["config"]["gpu"])) << e.dump();
 
   EXPECT_TRUE(contains(r.out, std::string("  fidelity   ") + kProfiled + ": " + kProfiledSummary))
       << r.out;
-  EXPECT_TRUE(
-      contains(r.out, std::string("  fidelity   ") + kPlain + ": roofline only, uncalibrated"))
-      << r.out;
+  EXPECT_TRUE(contains(r.out, std::string("  fidelity   ") + kPlain + ": " + kUnmeasured)) << r.out;
   EXPECT_TRUE(contains(r.out, "model err")) << r.out;
   const std::string html = read_file(dir + "/out/report.html");
   EXPECT_TRUE(
       contains(html, std::string("<b>Fidelity on ") + kProfiled + ":</b> " + kProfiledSummary));
   EXPECT_TRUE(contains(html, std::string("<div class=\"fidelity uncalibrated\"><b>Fidelity on ") +
-                                 kPlain + ":</b> roofline only, uncalibrated"));
+                                 kPlain + ":</b> " + kUnmeasured));
   EXPECT_TRUE(contains(html, "model error (median)"));
 }
 

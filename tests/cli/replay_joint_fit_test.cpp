@@ -17,8 +17,11 @@ const std::string kScenario = source_path("tests/data/cli/replay_small.json");
 // Light load, compute-bound prefill: the two fitted parameters are well identified.
 const std::string kFitScenario = source_path("tests/data/cli/replay_fit.json");
 // The truth: 4 ms per step and GEMMs at half of HBM bandwidth (defaults 1.5 ms, 0.85).
+// The truth: 4 ms per step (an engine term) and GEMMs at half of HBM bandwidth (a hardware
+// term), on the uncalibrated engine's other terms.
 const std::string kTruth =
-    " --set 'calibration.defaults={\"step_overhead_s\": 0.004, \"gemm_memory\": 0.5}'";
+    " --set 'calibration.defaults={\"gemm_memory\": 0.5}' --set "
+    "'engine={\"base\": \"generic\", \"terms\": {\"step_overhead_s\": 0.004}}'";
 
 bool exists(const std::string& path) {
   return std::filesystem::exists(path);
@@ -33,7 +36,7 @@ TEST(ReplayJointFit, TwoRunsFitTogetherAndEachGetsItsFiles) {
   }
   const std::string a = dir + "/truth1/requests.csv", b = dir + "/truth2/requests.csv";
   auto r = run_prima("replay -m " + a + " --measured " + b + " -s " + kFitScenario +
-                     " --set 'calibration.defaults={}' --fit --fit-params "
+                     " --set 'calibration.defaults={}' --set engine=generic --fit --fit-params "
                      "step_overhead_s,gemm_memory --out " +
                      dir + "/fit --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -77,10 +80,18 @@ TEST(ReplayJointFit, TwoRunsFitTogetherAndEachGetsItsFiles) {
   EXPECT_NE(read_json(dir + "/fit/run1/comparison.json")["requests"],
             read_json(dir + "/fit/run2/comparison.json")["requests"]);
   EXPECT_FALSE(exists(dir + "/fit/comparison.json"));
+  // DIR/engine.json: the engine with the fitted terms, and with two runs its out-of-sample
+  // error (each run replayed with a fit to the other).
+  const auto e = read_json(dir + "/fit/engine.json");
+  EXPECT_NEAR(e["gpus"]["A100-SXM4-80GB"]["step_overhead_s"].get<double>(), 0.004, 0.0004);
+  const auto& f = e["fidelity"]["A100-SXM4-80GB"];
+  EXPECT_GT(f["out_of_sample"]["points"].get<int>(), 0);
+  EXPECT_LT(f["out_of_sample"]["median_abs_error"].get<double>(), 0.05);
+  EXPECT_EQ(f["sources"], nlohmann::json({a, b}));
 
   // One profile for both: the fitted values, its error over both runs' figures.
   const auto p = read_json(dir + "/fit/profile.json");
-  EXPECT_EQ(p["efficiency"]["step_overhead_s"], j["fitted"]["step_overhead_s"]);
+  EXPECT_FALSE(p["efficiency"].contains("step_overhead_s"));  // an engine term: engine.json
   EXPECT_EQ(p["efficiency"]["gemm_memory"], j["fitted"]["gemm_memory"]);
   EXPECT_NE(p["description"].get<std::string>().find("2 runs together"), std::string::npos);
   int points = 0;  // the figures with an error in both runs' fitted comparisons

@@ -130,14 +130,15 @@ TEST(Replay, FitRecoversTheParametersARunWasMadeWith) {
   const auto t0 = std::chrono::steady_clock::now();
   // The truth: 4 ms per step and GEMMs at half of HBM bandwidth (defaults 1.5 ms, 0.85).
   auto sim = run_prima("simulate " + kFitScenario +
-                       " --set 'calibration.defaults={\"step_overhead_s\": 0.004, "
-                       "\"gemm_memory\": 0.5}' --out " +
+                       " --set 'calibration.defaults={\"gemm_memory\": 0.5}' --set "
+                       "'engine={\"base\": \"generic\", \"terms\": {\"step_overhead_s\": "
+                       "0.004}}' --out " +
                        dir + "/truth -q");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
   // Fitted from the default shares (calibration.defaults={} pins them, whatever built-in
-  // profile the GPU may have).
+  // profile the GPU may have) and the uncalibrated engine's terms.
   auto r = run_prima("replay -m " + dir + "/truth/requests.csv -s " + kFitScenario +
-                     " --set 'calibration.defaults={}' --fit --fit-params "
+                     " --set 'calibration.defaults={}' --set engine=generic --fit --fit-params "
                      "step_overhead_s,gemm_memory --out " +
                      dir + "/fit");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -154,17 +155,20 @@ TEST(Replay, FitRecoversTheParametersARunWasMadeWith) {
   EXPECT_LT(fit["objective"]["fitted"].get<double>(), fit["objective"]["initial"].get<double>());
   EXPECT_LE(fit["iterations"].get<int>(), 60);  // the default cap
 
-  // profile.json: the fitted parameters and their own error, as a profile a scenario reads.
+  // profile.json: the fitted hardware terms and their own error, as a profile a scenario
+  // reads; engine.json: the fitted engine terms, as an engine a scenario names.
   const auto p = read_json(dir + "/fit/profile.json");
   EXPECT_EQ(p["profile"], "A100-SXM4-80GB");
-  EXPECT_DOUBLE_EQ(p["efficiency"]["step_overhead_s"].get<double>(), overhead);
+  EXPECT_FALSE(p["efficiency"].contains("step_overhead_s"));
   EXPECT_DOUBLE_EQ(p["efficiency"]["gemm_memory"].get<double>(), memory);
+  const auto e = read_json(dir + "/fit/engine.json");
+  EXPECT_DOUBLE_EQ(e["gpus"]["A100-SXM4-80GB"]["step_overhead_s"].get<double>(), overhead);
   EXPECT_DOUBLE_EQ(p["efficiency"]["gemm_compute"].get<double>(), 0.75);  // not fitted: as was
   EXPECT_GT(p["fidelity"]["points"].get<int>(), 0);
   EXPECT_LT(p["fidelity"]["median_abs_error"].get<double>(), 0.05);
-  auto again =
-      run_prima("replay -m " + dir + "/truth/requests.csv -s " + kFitScenario +
-                " --set calibration=" + dir + "/fit/profile.json --out " + dir + "/again -q");
+  auto again = run_prima("replay -m " + dir + "/truth/requests.csv -s " + kFitScenario +
+                         " --set calibration=" + dir + "/fit/profile.json --set engine=" + dir +
+                         "/fit/engine.json --out " + dir + "/again -q");
   ASSERT_EQ(again.exit_code, 0) << again.err;
   const auto a = read_json(dir + "/again/comparison.json");
   EXPECT_TRUE(a["fidelity"]["calibrated"].get<bool>());

@@ -83,9 +83,9 @@ TEST(Speculative, TpotIsTheClosedFormWithAndWithoutDrafts) {
   EXPECT_NEAR(mtp.tpot_s, mtp.closed_form_s, 0.04 * mtp.closed_form_s);
   EXPECT_LT(mtp.tpot_s, 0.5 * plain.tpot_s);  // 2.53 tokens per step for ~1.07x the step
   const SpecRun draft = run({{"method", "draft"},
-                         {"num_tokens", 4},
-                         {"acceptance_rate", 0.8},
-                         {"draft_model", "smollm2-135m"}});
+                             {"num_tokens", 4},
+                             {"acceptance_rate", 0.8},
+                             {"draft_model", "smollm2-135m"}});
   EXPECT_NEAR(draft.tpot_s, draft.closed_form_s, 0.04 * draft.closed_form_s);
   // Nothing accepted: every step verifies and drafts for one token, slower than plain.
   const SpecRun none = run({{"method", "mtp"}, {"num_tokens", 3}, {"acceptance_rate", 0.0}});

@@ -9,17 +9,17 @@ namespace {
 TEST(Calibration, DefaultsAndPerGpuOverrides) {
   config::Json j = config::Json::parse(R"({
     "source": "prima profile on a lent H200",
-    "defaults": {"gemm_compute": 0.7, "step_overhead_s": "2ms"},
+    "defaults": {"gemm_compute": 0.7, "p2p_latency_s": "2ms"},
     "gpus": {"H200-SXM-141GB": {"gemm_compute": 0.8, "gemm_memory": 0.9}}
   })");
   const Calibration c = parse_calibration(config::JsonReader(j, "cal.json"));
   EXPECT_DOUBLE_EQ(c.defaults.gemm_compute, 0.7);
-  EXPECT_DOUBLE_EQ(c.defaults.step_overhead_s, 2e-3);
+  EXPECT_DOUBLE_EQ(c.defaults.p2p_latency_s, 2e-3);
   EXPECT_DOUBLE_EQ(c.defaults.gemm_memory, Efficiency{}.gemm_memory);
   const Efficiency& h = c.for_gpu("H200-SXM-141GB");
   EXPECT_DOUBLE_EQ(h.gemm_compute, 0.8);
   EXPECT_DOUBLE_EQ(h.gemm_memory, 0.9);
-  EXPECT_DOUBLE_EQ(h.step_overhead_s, 2e-3);  // inherits the file's defaults
+  EXPECT_DOUBLE_EQ(h.p2p_latency_s, 2e-3);  // inherits the file's defaults
   EXPECT_DOUBLE_EQ(c.for_gpu("A100-SXM4-80GB").gemm_compute, 0.7);
 }
 

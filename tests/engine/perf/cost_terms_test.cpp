@@ -171,10 +171,10 @@ TEST(CostTerms, PrefillAttentionShareAndScoreTraffic) {
   EXPECT_NEAR(attention(scores, n) - attention(e, n), added, added * 1e-6);
 }
 
-TEST(CostTerms, UnshardedScoreTrafficCoversTheStepsTokensAtEveryTp) {
-  // attention_unsharded_bytes: T(T+1)/2 pairs of the step's tokens x every model head x bytes,
-  // per layer on every rank, whatever the TP degree and however the tokens split into prompts.
-  // Compared at 4 and 8 bytes, both memory-bound: the difference is 4 bytes' worth.
+TEST(CostTerms, UnshardedScoreTrafficCoversEachChunkAtEveryTp) {
+  // attention_unsharded_bytes: n(n+1)/2 pairs within each sequence's chunk x every model head
+  // x bytes, per layer on every rank, whatever the TP degree. Compared at 4 and 8 bytes, both
+  // memory-bound: the difference is 4 bytes' worth.
   const model::ModelSpec m = model("llama-2-70b");
   const plan::GpuSpec g = gpu("A100-SXM4-80GB");
   Efficiency u4, u8;
@@ -186,12 +186,15 @@ TEST(CostTerms, UnshardedScoreTrafficCoversTheStepsTokensAtEveryTp) {
     };
     return at(u8) - at(u4);
   };
-  const double T = 4096, bytes = T * (T + 1) / 2 * 64 * 4;
-  const double want = 80 * bytes / (2039e9 * u4.attention_memory);
-  for (int t : {2, 4, 8}) EXPECT_NEAR(added(t, prefill(4096)), want, want * 1e-6) << "TP" << t;
-  BatchShape four;  // four prompts of 1024 tokens: the same 4096 tokens in the step
+  auto want = [&](double pairs) { return 80 * pairs * 64 * 4 / (2039e9 * u4.attention_memory); };
+  const double T = 4096;
+  for (int t : {2, 4, 8})
+    EXPECT_NEAR(added(t, prefill(4096)), want(T * (T + 1) / 2), want(T * (T + 1) / 2) * 1e-6)
+        << "TP" << t;
+  // Four prompts of 1024 tokens: four chunks' pairs, not those of one 4096-token sequence.
+  BatchShape four;
   for (int i = 0; i < 4; ++i) four.add(1024, 1024, true, true);
-  EXPECT_NEAR(added(8, four), want, want * 1e-6);
+  EXPECT_NEAR(added(8, four), want(4 * 1024.0 * 1025 / 2), want(4 * 1024.0 * 1025 / 2) * 1e-6);
 }
 
 TEST(CostTerms, AlibiBiasTrafficOnlyForAlibiModels) {

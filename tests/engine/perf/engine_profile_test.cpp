@@ -1,0 +1,155 @@
+// The two axes of the cost model's data: every built-in engine profile parses and holds only
+// engine terms; switching the engine changes only engine terms (the hardware profile's
+// predictions of its microbenchmarks are bit-identical across engines); each axis refuses the
+// other's terms naming the owner; scenarios pick an engine by name, file or object and get its
+// scheduler defaults and KV sizing; the report's fidelity is the engine's out-of-sample error.
+#include "engine/perf/engine_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/perf/calibration_set.h"
+#include "engine/scenario/scenario.h"
+
+namespace prima::perf {
+namespace {
+
+using config::Json;
+
+TEST(EngineProfiles, BuiltinsParseAndHoldOnlyEngineTerms) {
+  const auto names = builtin_engine_names();
+  for (const char* want : {"vllm", "trtllm", "sglang", "splitwise-2023", "prima-cpu", "generic"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(PRIMA_SOURCE_DIR "/topologies/engines"))) {
+    auto e = load_engine_profile_file(entry.path().string());
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    ASSERT_NE(builtin_engine(e->name), nullptr) << entry.path();
+    // Written back, an engine profile names no hardware term.
+    const Json j = engine_profile_to_json(*e);
+    for (const auto& f : efficiency_fields()) {
+      if (f.axis == Axis::kHardware) {
+        EXPECT_FALSE(j["terms"].contains(f.name)) << f.name;
+      }
+    }
+  }
+  EXPECT_EQ(std::string(kDefaultEngine), "vllm");
+}
+
+TEST(EngineProfiles, SwitchingTheEngineLeavesHardwarePredictionsBitIdentical) {
+  auto points = load_calibration_points(
+      std::string(PRIMA_SOURCE_DIR "/data/calibration/microbenchmarks.json"));
+  ASSERT_TRUE(points.ok()) << points.status().message();
+  ASSERT_GT(points->size(), 100u);
+  for (const auto& p : *points) {
+    const Profile* hw = builtin_profile(p.gpu.name);
+    ASSERT_NE(hw, nullptr) << p.gpu.name;
+    const double ref =
+        predict_point(p, merge_axes(hw->efficiency, *builtin_engine("generic"), p.gpu.name));
+    for (const char* name : {"vllm", "trtllm", "sglang", "splitwise-2023", "prima-cpu"}) {
+      const double x =
+          predict_point(p, merge_axes(hw->efficiency, *builtin_engine(name), p.gpu.name));
+      EXPECT_EQ(x, ref) << p.id << " with " << name;  // bit-identical
+    }
+  }
+}
+
+TEST(EngineProfiles, EachAxisRefusesTheOthersTerms) {
+  // A hardware term in an engine profile.
+  const Json e1 = Json::parse(R"({"engine": "mine", "terms": {"gemm_compute": 0.5}})");
+  Status s1 = config::to_status([&] { parse_engine_profile(config::JsonReader(e1, "e.json")); });
+  ASSERT_FALSE(s1.ok());
+  EXPECT_NE(s1.message().find("e.json: /terms/gemm_compute"), std::string::npos) << s1.message();
+  EXPECT_NE(s1.message().find("hardware term"), std::string::npos) << s1.message();
+  // An engine term in a scenario's calibration (the hardware axis).
+  auto sc = scenario::parse_scenario(Json::parse(R"({"model": "llama-2-7b",
+      "topology": "dgx_a100", "calibration": {"defaults": {"step_overhead_s": "1ms"}},
+      "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 10,
+                   "output_tokens": 10}})"),
+                                     "s.json", ".");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_NE(sc.status().message().find("/calibration/defaults/step_overhead_s"), std::string::npos)
+      << sc.status().message();
+  EXPECT_NE(sc.status().message().find("engine term"), std::string::npos);
+  // A non-physical engine term names the file and key.
+  const Json e2 = Json::parse(R"({"engine": "mine", "terms": {"step_overhead_s": -1}})");
+  Status s2 = config::to_status([&] { parse_engine_profile(config::JsonReader(e2, "e2.json")); });
+  ASSERT_FALSE(s2.ok());
+  EXPECT_NE(s2.message().find("e2.json: /terms/step_overhead_s"), std::string::npos)
+      << s2.message();
+  // A missing name.
+  const Json e3 = Json::parse(R"({"terms": {"step_overhead_s": 0.001}})");
+  Status s3 = config::to_status([&] { parse_engine_profile(config::JsonReader(e3, "e3.json")); });
+  ASSERT_FALSE(s3.ok());
+  EXPECT_NE(s3.message().find("e3.json: /engine"), std::string::npos) << s3.message();
+}
+
+scenario::Scenario scenario_with(const std::string& engine_json) {
+  Json j = Json::parse(R"({"model": "llama-3-8b", "topology": {"base": "h200_node",
+      "gpu": "H100-SXM5-80GB"},
+      "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 100,
+                   "output_tokens": 50}})");
+  if (!engine_json.empty()) j["engine"] = Json::parse(engine_json);
+  auto sc = scenario::parse_scenario(j, "s.json", ".");
+  EXPECT_TRUE(sc.ok()) << sc.status().message();
+  return *sc;
+}
+
+TEST(EngineProfiles, ScenariosTakeTheEnginesDefaultsAndTerms) {
+  const scenario::Scenario vllm = scenario_with("");  // the default
+  EXPECT_EQ(vllm.calibration.engine->name, "vllm");
+  const scenario::Scenario trt = scenario_with(R"("trtllm")");
+  EXPECT_EQ(trt.scheduler.max_num_seqs, builtin_engine("trtllm")->scheduler.max_num_seqs);
+  EXPECT_TRUE(trt.memory.kv_of_free);
+  // Only engine terms differ between the two runs' parameters.
+  const Efficiency a = resolve(vllm.calibration, "H100-SXM5-80GB").efficiency;
+  const Efficiency b = resolve(trt.calibration, "H100-SXM5-80GB").efficiency;
+  for (const auto& f : efficiency_fields()) {
+    if (f.axis == Axis::kHardware) {
+      EXPECT_EQ(a.*f.member, b.*f.member) << f.name;
+    }
+  }
+  // An inline engine: a built-in with one term changed.
+  const scenario::Scenario mine =
+      scenario_with(R"({"base": "vllm", "terms": {"step_overhead_s": "3ms"}})");
+  EXPECT_DOUBLE_EQ(resolve(mine.calibration, "H100-SXM5-80GB").efficiency.step_overhead_s, 0.003);
+  EXPECT_TRUE(mine.calibration.engine->fidelity.empty());  // a modified engine is unmeasured
+  // An unknown name lists the known ones.
+  auto bad = scenario::parse_scenario(Json::parse(R"({"model": "llama-3-8b",
+      "topology": "dgx_a100", "engine": "tgi-9000",
+      "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 10,
+                   "output_tokens": 10}})"),
+                                      "b.json", ".");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("b.json: /engine: unknown engine \"tgi-9000\""),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("trtllm"), std::string::npos);
+}
+
+TEST(EngineProfiles, TrustStatesTheOutOfSampleErrorAndTheRange) {
+  const scenario::Scenario sc = scenario_with("");
+  const Resolved r = resolve(sc.calibration, "H100-SXM5-80GB");
+  RunFacts far;
+  far.params_b = 1000;
+  far.tensor_parallel = 64;
+  const Json t = trust_json(r, "H100-SXM5-80GB", &far);
+  EXPECT_EQ(t["engine"], "vllm");
+  ASSERT_TRUE(t["calibrated"].get<bool>()) << t.dump(2);
+  const EngineFidelity& f = r.engine->fidelity.at("H100-SXM5-80GB");
+  EXPECT_EQ(t["median_abs_error"].get<double>(), f.out_of_sample.median_abs_error);
+  EXPECT_EQ(t["in_sample"]["median_abs_error"].get<double>(), f.in_sample.median_abs_error);
+  EXPECT_NE(t["summary"].get<std::string>().find("out-of-sample"), std::string::npos);
+  ASSERT_GE(t["out_of_range"].size(), 2u) << t.dump(2);
+  EXPECT_NE(t["summary"].get<std::string>().find("outside the calibrated range"),
+            std::string::npos);
+  // An engine never measured on a GPU says the error is unknown.
+  const Json u = trust_json(resolve(sc.calibration, "domestic-32GB"), "domestic-32GB", nullptr);
+  EXPECT_FALSE(u["calibrated"].get<bool>());
+  EXPECT_NE(u["summary"].get<std::string>().find("unknown"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace prima::perf
