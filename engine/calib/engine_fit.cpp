@@ -147,6 +147,16 @@ perf::ErrorSummary summarize(const std::vector<double>& errors) {
   return s;
 }
 
+namespace {
+// The longest length a point's token spec allows: a number, or a distribution's "max" (0 when
+// it states none).
+double longest_tokens(const Json& t) {
+  if (t.is_number()) return t.get<double>();
+  if (t.is_object() && t.contains("max") && t["max"].is_number()) return t["max"].get<double>();
+  return 0;
+}
+}  // namespace
+
 Json point_scenario(const BenchPoint& p, const std::string& engine) {
   // A server run is predicted from its first kServerRequests requests: its percentiles have
   // settled well before, and a fit runs it many times.
@@ -179,6 +189,11 @@ Json point_scenario(const BenchPoint& p, const std::string& engine) {
   if (p.memory_utilization > 0) sc["deployment"]["gpu_memory_utilization"] = p.memory_utilization;
   if (!p.kv_cache_dtype.empty()) sc["deployment"]["kv_cache_dtype"] = p.kv_cache_dtype;
   if (p.scheduler.is_object()) sc["scheduler"] = p.scheduler;
+  // trtllm-bench builds its engine with the dataset's longest sequence as max_seq_len (vLLM
+  // and SGLang keep the model's context unless the source says otherwise).
+  const double longest = longest_tokens(p.input_tokens) + longest_tokens(p.output_tokens);
+  if (p.engine == "trtllm" && longest > 0 && !sc["scheduler"].contains("max_model_len"))
+    sc["scheduler"]["max_model_len"] = static_cast<int>(std::ceil(longest));
   return sc;
 }
 

@@ -47,6 +47,21 @@ TEST(EngineFit, PointsNameTheirSource) {
   EXPECT_NE(t.status().message().find("/sources/A/url"), std::string::npos) << t.status().message();
 }
 
+// A point becomes the scenario its source ran: trtllm-bench sizes the engine for the dataset's
+// longest sequence; vLLM keeps the model's context.
+TEST(EngineFit, TrtllmPointsRunWithTheDatasetsLongestSequence) {
+  Json trt = point("t", "A", 8, 1000, 1000, "output_throughput", "value");
+  trt["engine"] = "trtllm";
+  Json j = {{"sources", sources()},
+            {"points", {trt, point("v", "A", 8, 1000, 1000, "tpot", "mean")}}};
+  auto s = parse_bench_points(j, "pts.json");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const Json t = point_scenario(s->points[0], "trtllm");
+  EXPECT_EQ(t["scheduler"]["max_model_len"], 2000) << t.dump();
+  const Json v = point_scenario(s->points[1], "vllm");
+  EXPECT_FALSE(v.contains("scheduler") && v["scheduler"].contains("max_model_len")) << v.dump();
+}
+
 // Points "measured" as the engine with known terms predicts them; a fit from other terms finds
 // terms that predict them again, and cross-validation predicts each source within a few percent.
 TEST(EngineFit, RecoversKnownTermsFromRunsSimulatedWithThem) {
