@@ -11,7 +11,7 @@ APT_PACKAGES=(
   build-essential cmake pkg-config ninja-build git
   libsimgrid-dev
   nlohmann-json3-dev
-  libboost-program-options-dev
+  libboost-program-options-dev libboost-context-dev
   libspdlog-dev libfmt-dev
   googletest libgtest-dev libgmock-dev
   libbenchmark-dev

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.h"
 
 namespace prima::cuda {
 
@@ -41,7 +42,7 @@ __global__ void argmax_kernel(const float* x, std::int64_t n, int* index) {
 
 cudaError_t argmax(const float* x, std::int64_t n, int* index, cudaStream_t stream) {
   if (n <= 0 || n > 0x7fffffff) return cudaErrorInvalidValue;
-  argmax_kernel<<<1, kThreads, 0, stream>>>(x, n, index);
+  PRIMA_LAUNCH(argmax_kernel, 1, kThreads, 0, stream, x, n, index);
   return cudaGetLastError();
 }
 

@@ -5,6 +5,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -89,9 +90,7 @@ std::string LtGemm::init(std::size_t workspace_bytes) {
 std::string LtGemm::run(const GemmShape& s, const void* x, const void* w, void* y,
                         cudaStream_t stream) {
   if (!handle_) return "LtGemm::run before init()";
-  if (s.in == GemmType::kF32 || (s.out != s.in && s.out != GemmType::kF32))
-    return "unsupported types: inputs must be F16 or BF16, the output the inputs' type or F32";
-  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return "empty shape";
+  if (std::string e = check_shape(s, false); !e.empty()) return e;
   const cudaDataType_t in = data_type(s.in), out = data_type(s.out);
   Descs d;
   cublasStatus_t st = cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
@@ -115,11 +114,20 @@ std::string LtGemm::run(const GemmShape& s, const void* x, const void* w, void* 
   st = cublasLtMatmulAlgoGetHeuristic(h, d.op, d.a, d.b, d.c, d.c, d.pref, 1, &heur, &found);
   if (st != CUBLAS_STATUS_SUCCESS) return lt_error("cublasLtMatmulAlgoGetHeuristic", st);
   if (found == 0) return "cuBLASLt has no algorithm for this shape and types";
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = s.alpha, beta = 0.0f;
   st = cublasLtMatmul(h, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &heur.algo,
                       workspace_, workspace_bytes_, stream);
   if (st != CUBLAS_STATUS_SUCCESS) return lt_error("cublasLtMatmul", st);
   return "";
+}
+
+std::unique_ptr<Gemm> make_gemm(std::string* error) {
+  auto g = std::make_unique<LtGemm>();
+  if (std::string e = g->init(); !e.empty()) {
+    if (error) *error = "cuBLASLt: " + e;
+    return nullptr;
+  }
+  return g;
 }
 
 }  // namespace prima::cuda

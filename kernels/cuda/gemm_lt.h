@@ -1,8 +1,6 @@
-// A plain GEMM on cuBLASLt for FP16 and BF16 inputs (no epilogue): the linear layer of a batch
-// of tokens, Y = X W^T, in the row-major shapes of kernels/cpu/matmul.h: X is m x k (m
-// tokens), W is n x k (n output features, the GGUF layout), Y is m x n. Accumulation in
-// float; Y in the inputs' type or float. cuBLASLt is column-major, so the product is asked as
-// Y^T (n x m) = W (k x n, transposed) * X^T (k x m).
+// The GEMM of gemm.h on cuBLASLt for FP16 and BF16 inputs, the scale as cuBLASLt's alpha.
+// cuBLASLt is column-major, so the product is asked as Y^T (n x m) = W (k x n, transposed) *
+// X^T (k x m).
 //
 // Ownership: an LtGemm owns its cuBLASLt handle and a device workspace; create it once per
 // device and thread. Not thread-safe (one stream at a time); movable, not copyable.
@@ -14,21 +12,15 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/cuda/gemm.h"
+
 namespace prima::cuda {
 
-enum class GemmType { kF16, kBF16, kF32 };
-
-struct GemmShape {
-  std::int64_t m = 0, n = 0, k = 0;
-  GemmType in = GemmType::kF16;   // X and W: kF16 or kBF16
-  GemmType out = GemmType::kF32;  // Y: the inputs' type or kF32
-};
-
-class LtGemm {
+class LtGemm final : public Gemm {
  public:
   // An empty wrapper; init() creates the handle and workspace on the current device.
   LtGemm() = default;
-  ~LtGemm();
+  ~LtGemm() override;
   LtGemm(LtGemm&& o) noexcept;
   LtGemm& operator=(LtGemm&& o) noexcept;
   LtGemm(const LtGemm&) = delete;
@@ -39,7 +31,9 @@ class LtGemm {
 
   // y = x w^T on `stream` (device pointers); "" when queued, else why not (an unsupported
   // type pair, no algorithm for the shape, a cuBLASLt error).
-  std::string run(const GemmShape& s, const void* x, const void* w, void* y, cudaStream_t stream);
+  std::string run(const GemmShape& s, const void* x, const void* w, void* y,
+                  cudaStream_t stream) override;
+  const char* name() const override { return "cuBLASLt"; }
 
  private:
   void release();

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/block_quant.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.h"
 
 namespace prima::cuda {
 
@@ -30,8 +31,8 @@ template <typename Block>
 cudaError_t launch(const void* w, const float* x, float* y, std::int64_t rows, std::int64_t cols,
                    cudaStream_t stream) {
   const std::int64_t grid = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  gemv_kernel<Block><<<unsigned(grid), kWarpsPerBlock * 32, 0, stream>>>(
-      static_cast<const Block*>(w), x, y, rows, cols / kBlockElems);
+  PRIMA_LAUNCH(gemv_kernel<Block>, unsigned(grid), kWarpsPerBlock * 32, 0, stream,
+               static_cast<const Block*>(w), x, y, rows, cols / kBlockElems);
   return cudaGetLastError();
 }
 

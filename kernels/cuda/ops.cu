@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/ops_math.h"
 
 namespace prima::cuda {
@@ -64,7 +65,7 @@ __global__ void add_kernel(float* y, const float* x, std::int64_t n) {
 cudaError_t rms_norm(const float* x, const float* w, std::int64_t rows, std::int64_t n, float eps,
                      float* out, cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return cudaErrorInvalidValue;
-  rms_norm_kernel<<<unsigned(rows), kThreads, 0, stream>>>(x, w, n, eps, out);
+  PRIMA_LAUNCH(rms_norm_kernel, unsigned(rows), kThreads, 0, stream, x, w, n, eps, out);
   return cudaGetLastError();
 }
 
@@ -72,21 +73,21 @@ cudaError_t rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t
                  float freq_base, cudaStream_t stream) {
   if (n_heads <= 0 || rot_dims < 2 || rot_dims > head_dim) return cudaErrorInvalidValue;
   const std::int64_t pairs = std::int64_t(n_heads) * (rot_dims / 2);
-  rope_kernel<<<unsigned((pairs + kThreads - 1) / kThreads), kThreads, 0, stream>>>(
-      x, n_heads, head_dim, rot_dims, pos, rope_theta_scale(freq_base, rot_dims));
+  PRIMA_LAUNCH(rope_kernel, unsigned((pairs + kThreads - 1) / kThreads), kThreads, 0, stream, x,
+               n_heads, head_dim, rot_dims, pos, rope_theta_scale(freq_base, rot_dims));
   return cudaGetLastError();
 }
 
 cudaError_t swiglu(const float* gate, const float* up, std::int64_t n, float* out,
                    cudaStream_t stream) {
   if (n <= 0) return cudaErrorInvalidValue;
-  swiglu_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate, up, n, out);
+  PRIMA_LAUNCH(swiglu_kernel, grid_for(n), kThreads, 0, stream, gate, up, n, out);
   return cudaGetLastError();
 }
 
 cudaError_t add_inplace(float* y, const float* x, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaErrorInvalidValue;
-  add_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, x, n);
+  PRIMA_LAUNCH(add_kernel, grid_for(n), kThreads, 0, stream, y, x, n);
   return cudaGetLastError();
 }
 

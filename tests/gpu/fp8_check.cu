@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cuda/fp8_e4m3.h"
+#include "kernels/cuda/launch.h"
 #include "tests/gpu/check_support.h"
 
 namespace prima::gpu_checks {
@@ -36,7 +37,8 @@ __global__ void fp8_kernel(float* decoded, std::uint8_t* mine, std::uint8_t* nv)
 
 CheckResult fp8() {
   DeviceBuffer dd(256 * sizeof(float)), dm(kSweep), dn(kSweep);
-  fp8_kernel<<<kSweep / 256, 256>>>(dd.as<float>(), dm.as<std::uint8_t>(), dn.as<std::uint8_t>());
+  PRIMA_LAUNCH(fp8_kernel, kSweep / 256, 256, 0, nullptr, dd.as<float>(), dm.as<std::uint8_t>(),
+               dn.as<std::uint8_t>());
   finish(cudaGetLastError(), "fp8_kernel");
   const auto decoded = dd.read<float>(256);
   const auto mine = dm.read<std::uint8_t>(kSweep), nv = dn.read<std::uint8_t>(kSweep);

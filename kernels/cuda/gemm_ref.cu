@@ -1,0 +1,74 @@
+// ReferenceGemm (gemm.h): one thread per output element, its dot product summed in float in
+// k order, then scaled and rounded once to the output type; grid-stride over m x n. Plain CUDA,
+// so it runs wherever the kernels run; a yardstick, not a fast path. Also check_shape.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/half_math.h"
+#include "kernels/cuda/launch.h"
+
+namespace prima::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ float load(const void* p, std::int64_t i, GemmType t) {
+  switch (t) {
+    case GemmType::kF16:
+      return half_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case GemmType::kBF16:
+      return bfloat_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case GemmType::kF32:
+      break;
+  }
+  return static_cast<const float*>(p)[i];
+}
+
+__device__ void store(void* p, std::int64_t i, GemmType t, float v) {
+  switch (t) {
+    case GemmType::kF16:
+      static_cast<std::uint16_t*>(p)[i] = float_to_half(v);
+      return;
+    case GemmType::kBF16:
+      static_cast<std::uint16_t*>(p)[i] = float_to_bfloat(v);
+      return;
+    case GemmType::kF32:
+      break;
+  }
+  static_cast<float*>(p)[i] = v;
+}
+
+__global__ void gemm_ref_kernel(GemmShape s, const void* x, const void* w, void* y) {
+  const std::int64_t total = s.m * s.n;
+  for (std::int64_t o = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < total;
+       o += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t i = o / s.n, j = o % s.n;
+    float acc = 0.0f;
+    for (std::int64_t c = 0; c < s.k; ++c)
+      acc = fmaf(load(x, i * s.k + c, s.in), load(w, j * s.k + c, s.in), acc);
+    store(y, o, s.out, s.alpha * acc);
+  }
+}
+
+}  // namespace
+
+std::string check_shape(const GemmShape& s, bool allow_f32_inputs) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return "empty shape";
+  if ((s.in == GemmType::kF32 && !allow_f32_inputs) || (s.out != s.in && s.out != GemmType::kF32))
+    return "unsupported types: inputs must be F16 or BF16, the output the inputs' type or F32";
+  return "";
+}
+
+std::string ReferenceGemm::run(const GemmShape& s, const void* x, const void* w, void* y,
+                               cudaStream_t stream) {
+  if (std::string e = check_shape(s, true); !e.empty()) return e;
+  const std::int64_t blocks = (s.m * s.n + kThreads - 1) / kThreads;
+  PRIMA_LAUNCH(gemm_ref_kernel, unsigned(blocks < 65536 ? blocks : 65536), kThreads, 0, stream, s,
+               x, w, y);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess)
+    return std::string("gemm_ref_kernel: ") + cudaGetErrorString(e);
+  return "";
+}
+
+}  // namespace prima::cuda
