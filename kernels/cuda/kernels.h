@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/quant.h"
 
 namespace prima::cuda {
@@ -19,6 +20,46 @@ namespace prima::cuda {
 // float. cols is a multiple of 32. cudaErrorInvalidValue for another type.
 cudaError_t gemv_quant(kernels::DType type, const void* w, const float* x, float* y,
                        std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+
+// The activation type kernels/cpu's matmul quantizes x to for a weight type: Q8_1 for Q4_1,
+// Q8_0 for Q4_0 and Q8_0.
+kernels::DType activation_type(kernels::DType weight_type);
+
+// y = rows x cols floats quantized to `type` (Q8_0 or Q8_1) blocks, kernels/cpu's bit for bit.
+cudaError_t quantize_q8(kernels::DType type, const float* x, void* y, std::int64_t rows,
+                        std::int64_t cols, cudaStream_t stream);
+
+// y[t * rows + r] = W[r] . x[t] for t < tokens: W of type Q4_0, Q4_1 or Q8_0 (GGUF layout),
+// xq the tokens' activations quantized to activation_type(type) by quantize_q8. cols is a
+// multiple of 32, tokens at most 65,535.
+cudaError_t matmul_q8(kernels::DType type, const void* w, const void* xq, float* y,
+                      std::int64_t rows, std::int64_t cols, std::int64_t tokens,
+                      cudaStream_t stream);
+
+// out[t * cols + c] = the embedding table's row ids[t], dequantized (F32, F16, BF16, Q4_0,
+// Q4_1, Q8_0; rows of row_bytes), as kernels/cpu's dequantize_row.
+cudaError_t embed(kernels::DType type, const void* table, std::int64_t row_bytes, std::int64_t cols,
+                  const int* ids, std::int64_t tokens, float* out, cudaStream_t stream);
+
+// RoPE in place on `tokens` rows `stride` floats apart, row t at position pos[t] (device).
+cudaError_t rope_tokens(float* x, std::int64_t tokens, std::int64_t stride, int n_heads,
+                        int head_dim, int rot_dims, const std::int64_t* pos, float freq_base,
+                        cudaStream_t stream);
+
+// Stores `tokens` rows of K and V (each kv_heads x head_dim floats) as f16 in the paged cache
+// `kv` (device pointers, kernels::KvLayer's layout) at slots[t] = physical block * block_size
+// + offset in the block.
+cudaError_t write_kv(const kernels::KvLayer& kv, const float* k, const float* v,
+                     std::int64_t tokens, const int* slots, cudaStream_t stream);
+
+// Causal grouped-query attention of `tokens` query rows (n_heads x head_dim each) over the
+// paged cache: row t attends to positions [0, ctx_len[t]) of its sequence, whose block table
+// starts at tables + table_offset[t]; query head h reads KV head h / (n_heads / kv_heads).
+// scratch holds tokens x n_heads x max_ctx floats (max_ctx >= every ctx_len). head_dim <= 256.
+cudaError_t paged_attention(const kernels::KvLayer& kv, const float* q, int n_heads, float scale,
+                            std::int64_t tokens, const int* tables, const int* table_offset,
+                            const int* ctx_len, float* scratch, std::int64_t max_ctx, float* out,
+                            cudaStream_t stream);
 
 // out = RMSNorm(x) * w over `rows` rows of n (out may alias x).
 cudaError_t rms_norm(const float* x, const float* w, std::int64_t rows, std::int64_t n, float eps,

@@ -48,6 +48,18 @@ __global__ void rope_kernel(float* x, int n_heads, int head_dim, int rot_dims, s
   rope_rotate_pair(v, v + 1, cosf(theta), sinf(theta));
 }
 
+// rope_kernel for token blockIdx.y at position pos[blockIdx.y], its row `stride` floats apart.
+__global__ void rope_tokens_kernel(float* x, std::int64_t stride, int n_heads, int head_dim,
+                                   int rot_dims, const std::int64_t* pos, float theta_scale) {
+  const int pairs = rot_dims / 2;
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t(n_heads) * pairs) return;
+  const int head = int(i / pairs), pair = int(i % pairs);
+  const float theta = rope_theta(pos[blockIdx.y], pair, theta_scale);
+  float* v = x + std::int64_t(blockIdx.y) * stride + std::int64_t(head) * head_dim + 2 * pair;
+  rope_rotate_pair(v, v + 1, cosf(theta), sinf(theta));
+}
+
 __global__ void swiglu_kernel(const float* gate, const float* up, std::int64_t n, float* out) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
@@ -75,6 +87,19 @@ cudaError_t rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t
   const std::int64_t pairs = std::int64_t(n_heads) * (rot_dims / 2);
   PRIMA_LAUNCH(rope_kernel, unsigned((pairs + kThreads - 1) / kThreads), kThreads, 0, stream, x,
                n_heads, head_dim, rot_dims, pos, rope_theta_scale(freq_base, rot_dims));
+  return cudaGetLastError();
+}
+
+cudaError_t rope_tokens(float* x, std::int64_t tokens, std::int64_t stride, int n_heads,
+                        int head_dim, int rot_dims, const std::int64_t* pos, float freq_base,
+                        cudaStream_t stream) {
+  if (tokens <= 0 || tokens > 65535 || n_heads <= 0 || rot_dims < 2 || rot_dims > head_dim)
+    return cudaErrorInvalidValue;
+  const std::int64_t pairs = std::int64_t(n_heads) * (rot_dims / 2);
+  PRIMA_LAUNCH(rope_tokens_kernel,
+               dim3(unsigned((pairs + kThreads - 1) / kThreads), unsigned(tokens)), kThreads, 0,
+               stream, x, stride, n_heads, head_dim, rot_dims, pos,
+               rope_theta_scale(freq_base, rot_dims));
   return cudaGetLastError();
 }
 

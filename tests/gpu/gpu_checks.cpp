@@ -17,6 +17,7 @@ const std::vector<Check>& all_checks() {
     add_ops_checks(&v);
     add_gemm_checks(&v);
     add_fp8_checks(&v);
+    add_forward_checks(&v);
     return v;
   }();
   return checks;

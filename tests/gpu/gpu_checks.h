@@ -30,9 +30,11 @@ std::string unavailable_reason();
 // Every check, in a fixed order.
 const std::vector<Check>& all_checks();
 
-// Checks of each group (gpu_checks_ops.cpp, gpu_checks_gemm.cpp, fp8_check.cu).
+// Checks of each group (gpu_checks_ops.cpp, gpu_checks_gemm.cpp, fp8_check.cu,
+// gpu_checks_forward.cpp).
 void add_ops_checks(std::vector<Check>* out);
 void add_gemm_checks(std::vector<Check>* out);
 void add_fp8_checks(std::vector<Check>* out);
+void add_forward_checks(std::vector<Check>* out);
 
 }  // namespace prima::gpu_checks
