@@ -46,6 +46,7 @@ std::unique_ptr<real::RealCluster> open_cluster(const GenerateOptions& o, int* e
   real::RealBackendOptions bo = o.backend;
   bo.max_num_seqs = o.batch;
   bo.repack = !o.no_repack;
+  bo.device_forward = device_forward(o.device.spec());
   return open_real_cluster(bo, o.repack, "prima generate", exit_code);
 }
 
@@ -258,8 +259,9 @@ int cmd_generate(const Args& args) {
         << "\nUnder mpirun (-np = tp x pp) rank 0 prints the completion; other ranks "
            "execute.\nexample: prima generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf "
            "--prompt 'Hi' --chat\n"
-           "         prima generate --model M.gguf --prompt 'Hi' --device cuda   # exit 2 for "
-           "now: no CUDA forward pass yet (says why)\n";
+           "         prima generate --model M.gguf --prompt 'Hi' --device cuda      # on GPU 0\n"
+           "         prima generate --model M.gguf --prompt 'Hi' --device cuda-emu  # the GPU "
+           "kernels on the CPU execution layer (slow)\n";
     return kExitOk;
   }
   GenerateOptions o = generate_options(vm);

@@ -77,8 +77,8 @@ examples:
       --topology-out out/cpu/topology.json --scenario-out out/cpu/scenario.json
   prima simulate out/cpu/scenario.json      # report.json's "fidelity" is the profile's
   prima profile --model M.gguf --out cal.json --threads 1 --repeats 3 --batches 1,8,64
-  prima profile --model M.gguf --out gpu.json --device cuda   # exit 2 for now: no CUDA
-                                                              # forward pass yet (says why)
+  prima profile --model M.gguf --out gpu.json --device cuda   # exit 2 for now: profiling
+                                                              # the GPU is not built yet
 
 Exit codes: 0 ok, 1 a measurement failed, 2 bad input (flags, model file).
 )";
@@ -176,6 +176,13 @@ int cmd_profile(const Args& args) {
   const ProfileOptions o = profile_options(vm);
   if (Status st = o.validate(); !st.ok()) return fail_with("prima profile", st);
   if (auto code = device_unavailable("prima profile", o.device)) return *code;
+  if (o.device.spec().kind != real::DeviceKind::kCpu) {
+    std::fprintf(stderr,
+                 "prima profile: --device %s: profiling the GPU forward pass is not built yet "
+                 "(prima generate and serve run it); use --device cpu\n",
+                 o.device.text.c_str());
+    return kExitBadInput;
+  }
   return profile_machine(o);
 }
 

@@ -20,12 +20,20 @@ real::DeviceSpec DeviceOptions::spec() const {
   return d.ok() ? *d : real::DeviceSpec{};
 }
 
+Status DeviceOptions::check_parallelism(int tp, int pp) const {
+  if (spec().kind == real::DeviceKind::kCpu || (tp == 1 && pp == 1)) return ok_status();
+  return invalid_argument("--device " + text + " runs --tp 1 --pp 1 only (got --tp " +
+                          std::to_string(tp) + " --pp " + std::to_string(pp) + ")");
+}
+
 void add_device_flag(po::options_description& opts) {
   opts.add_options()(
       "device", po::value<std::string>()->default_value("cpu"),
-      "cpu (the default) or cuda[:N]: where the forward pass runs. The CUDA forward pass is not "
-      "built yet: cuda fails at once with the reason (no CUDA build, no CUDA device, index out "
-      "of range, or not built yet), exit 2");
+      "cpu (the default), cuda[:N] or cuda-emu: where the forward pass runs. cuda runs it on "
+      "GPU N (--tp 1 --pp 1); where that cannot be (no CUDA build, no CUDA device, index out of "
+      "range) it fails at once with the reason, exit 2. cuda-emu runs the same GPU kernels on "
+      "the CPU execution layer (every CUDA thread a fiber): for checks where no GPU is, far "
+      "slower than cpu");
 }
 
 DeviceOptions device_options(const po::variables_map& vm) {

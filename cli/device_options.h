@@ -1,9 +1,10 @@
-// `--device cpu|cuda[:N]` of `prima generate`, `prima profile` and `prima serve --backend
-// real`: the flag's text in a small struct whose validate() checks its form
-// (backends/real/device.h parses it), and device_unavailable(), the run-time check each
-// command makes after validate(): for --device cuda it prints the one-line reason (no CUDA
-// build, no CUDA device, index out of range, or the CUDA forward pass not built yet) and gives
-// exit code 2. --device cpu, the default, changes nothing. Plain values; thread-compatible.
+// `--device cpu|cuda[:N]|cuda-emu` of `prima generate`, `prima profile` and `prima serve
+// --backend real`: the flag's text in a small struct whose validate() checks its form
+// (backends/real/device.h parses it); device_unavailable(), the run-time check each command
+// makes after validate(): when the device cannot run here it prints the one-line reason (no
+// CUDA build, no CUDA device, index out of range, no CPU execution layer) and gives exit code
+// 2; and device_forward(), the maker of the GPU forward pass the backend runs for cuda and
+// cuda-emu. --device cpu, the default, changes nothing. Plain values; thread-compatible.
 #pragma once
 
 #include <boost/program_options.hpp>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "backends/real/device.h"
+#include "backends/real/real_backend.h"
 #include "engine/core/status.h"
 
 namespace prima::cli {
@@ -22,6 +24,9 @@ struct DeviceOptions {
   Status validate() const;
   // The parsed device (cpu when the text does not parse: validate() first).
   real::DeviceSpec spec() const;
+  // invalid_argument when the device is a GPU and the job is not --tp 1 --pp 1 (the GPU
+  // forward pass holds the whole model on one device).
+  Status check_parallelism(int tp, int pp) const;
 };
 
 // Adds --device to `opts`.
@@ -32,5 +37,9 @@ DeviceOptions device_options(const boost::program_options::variables_map& vm);
 // nullopt when the device can run the forward pass (the CPU); otherwise prints
 // "COMMAND: reason" on stderr and returns kExitBadInput.
 std::optional<int> device_unavailable(const char* command, const DeviceOptions& d);
+
+// RealBackendOptions::device_forward for the device: empty for the CPU (cli/device_forward.cpp).
+using DeviceForwardMaker = decltype(real::RealBackendOptions::device_forward);
+DeviceForwardMaker device_forward(const real::DeviceSpec& d);
 
 }  // namespace prima::cli

@@ -12,6 +12,7 @@ namespace prima::cli {
 Status GenerateOptions::validate() const {
   if (backend.model_path.empty() || (!prompt && prompt_file.empty()))
     return invalid_argument("--model and --prompt are required (see --help)");
+  PRIMA_RETURN_IF_ERROR(device.check_parallelism(backend.tp, backend.pp));
   if (max_tokens < 1)
     return invalid_argument(fmt::format("--max-tokens must be >= 1, got {}", max_tokens));
   if (!(temperature >= 0))

@@ -144,7 +144,8 @@ Status ServeOptions::validate() const {
   if (max_num_seqs < 1 || max_model_len < 0 || kernel_threads < 0)
     return invalid_argument(
         "--max-num-seqs must be >= 1, --max-model-len and --kernel-threads >= 0");
-  return device.validate();
+  PRIMA_RETURN_IF_ERROR(device.validate());
+  return device.check_parallelism(tp, pp);
 }
 
 po::options_description serve_flags() {

@@ -1,6 +1,7 @@
-// --device parsing and the run-time checks (see device.h). PRIMA_HAVE_CUDA is defined for this
-// file alone where the build has prima_cuda (CMakeLists.txt); the device count comes from
-// kernels/cuda/device_info.h, a plain header.
+// --device parsing and the run-time checks (see device.h). PRIMA_HAVE_CUDA and
+// PRIMA_HAVE_CUDA_EMU are defined for this file alone where the build has prima_cuda and the
+// CPU execution layer (CMakeLists.txt); the device count comes from kernels/cuda/device_info.h,
+// a plain header.
 #include "backends/real/device.h"
 
 #include <fmt/format.h>
@@ -15,10 +16,11 @@ namespace prima::real {
 
 Result<DeviceSpec> parse_device(std::string_view text) {
   const auto bad = [&] {
-    return invalid_argument(
-        fmt::format("--device {}: must be cpu, cuda or cuda:N (N a device index from 0)", text));
+    return invalid_argument(fmt::format(
+        "--device {}: must be cpu, cuda, cuda:N (N a device index from 0) or cuda-emu", text));
   };
   if (text == "cpu") return DeviceSpec{DeviceKind::kCpu, 0};
+  if (text == "cuda-emu") return DeviceSpec{DeviceKind::kCudaEmu, 0};
   if (text == "cuda") return DeviceSpec{DeviceKind::kCuda, 0};
   if (text.substr(0, 5) != "cuda:" || text.size() == 5 || text.size() > 5 + 6) return bad();
   int index = -1;
@@ -30,6 +32,7 @@ Result<DeviceSpec> parse_device(std::string_view text) {
 }
 
 std::string to_string(const DeviceSpec& d) {
+  if (d.kind == DeviceKind::kCudaEmu) return "cuda-emu";
   return d.kind == DeviceKind::kCpu ? "cpu" : fmt::format("cuda:{}", d.index);
 }
 
@@ -41,8 +44,22 @@ bool cuda_built() {
 #endif
 }
 
+bool cuda_emu_built() {
+#if defined(PRIMA_HAVE_CUDA_EMU)
+  return true;
+#else
+  return false;
+#endif
+}
+
 Status check_device(const DeviceSpec& d) {
   if (d.kind == DeviceKind::kCpu) return ok_status();
+  if (d.kind == DeviceKind::kCudaEmu)
+    return cuda_emu_built()
+               ? ok_status()
+               : failed_precondition(
+                     "no CUDA execution layer for the CPU in this build (PRIMA_CUDA_EMU found "
+                     "no CUDA toolkit headers or no Boost.Context); use --device cpu");
 #if defined(PRIMA_HAVE_CUDA)
   const cuda::DeviceCount n = cuda::device_count();
   if (n.count == 0)
@@ -51,11 +68,7 @@ Status check_device(const DeviceSpec& d) {
   if (d.index >= n.count)
     return failed_precondition(fmt::format("device index {} out of range ({} device{})", d.index,
                                            n.count, n.count == 1 ? "" : "s"));
-  const std::string name = cuda::device_name(d.index);
-  return failed_precondition(
-      fmt::format("{}{}: the CUDA forward pass is not built yet (the CUDA kernels are; see "
-                  "docs/gpu-backend.md): use --device cpu",
-                  to_string(d), name.empty() ? "" : " (" + name + ")"));
+  return ok_status();
 #else
   return failed_precondition(
       "no CUDA build (prima was built without the CUDA kernels: "

@@ -15,7 +15,10 @@ LlamaForward::LlamaForward(const LlamaWeights* w, KvStore* kv, kernels::ThreadPo
     : w_(w), kv_(kv), pool_(pool), allreduce_(std::move(allreduce)) {}
 
 Status LlamaForward::check(const StepInput& s) const {
-  const auto& c = w_->config();
+  return check_step(w_->config(), kv_->block_size(), kv_->num_blocks(), s);
+}
+
+Status check_step(const LlamaConfig& c, int block_size, int num_blocks, const StepInput& s) {
   for (std::size_t i = 0; i < s.seqs.size(); ++i) {
     const auto& q = s.seqs[i];
     const std::string where =
@@ -30,14 +33,14 @@ Status LlamaForward::check(const StepInput& s) const {
       if (t < 0 || t >= c.vocab)
         return invalid_argument(where + ": token id " + std::to_string(t) +
                                 " outside the vocabulary of " + std::to_string(c.vocab));
-    const std::int64_t need = (end + kv_->block_size() - 1) / kv_->block_size();
+    const std::int64_t need = (end + block_size - 1) / block_size;
     if (static_cast<std::int64_t>(q.blocks.size()) < need)
       return invalid_argument(where + ": block table of " + std::to_string(q.blocks.size()) +
                               " blocks cannot hold " + std::to_string(end) + " tokens");
     for (int b : q.blocks)
-      if (b < 0 || b >= kv_->num_blocks())
+      if (b < 0 || b >= num_blocks)
         return invalid_argument(where + ": KV block " + std::to_string(b) + " outside the " +
-                                std::to_string(kv_->num_blocks()) + " blocks of the cache");
+                                std::to_string(num_blocks) + " blocks of the cache");
   }
   return ok_status();
 }

@@ -27,6 +27,10 @@
 
 namespace prima::real {
 
+// Checks a step's token ids, positions and block tables against the model and a paged cache
+// of num_blocks blocks of block_size (errors name the step, the request and what is wrong).
+Status check_step(const LlamaConfig& c, int block_size, int num_blocks, const StepInput& s);
+
 class LlamaForward {
  public:
   // In-place sum over the tensor-parallel group (null when tp == 1); used to gather.

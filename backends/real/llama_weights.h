@@ -84,6 +84,8 @@ class LlamaWeights {
   const LayerWeights& layer(int i) const { return layers_[i]; }  // i: 0 .. num_layers()-1
   // Dequantizes token `id`'s embedding row into out (hidden floats).
   void embed(int id, float* out) const;
+  // The token embedding table (vocab rows of hidden).
+  const kernels::WeightView& token_embd() const { return token_embd_; }
   const float* output_norm() const { return output_norm_; }
   const kernels::WeightView& output() const { return output_; }
 

@@ -79,22 +79,26 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
   tokens->assign(s.seqs.size(), -1);
   out->logprobs.clear();
   if (s.seqs.empty()) return ok_status();
-  const int H = w_->config().hidden;
-  const std::size_t T = static_cast<std::size_t>(s.total_tokens());
-  PRIMA_RETURN_IF_ERROR(fwd_.check(s));
-  if (layout_.first_stage()) {
-    fwd_.embed(s, &x_);
+  if (device_) {
+    PRIMA_RETURN_IF_ERROR(device_->forward(s, &logits_));
   } else {
-    x_.resize(T * H);
-    PRIMA_RETURN_IF_ERROR(world_->recv(layout_.rank_of(layout_.stage() - 1, layout_.tp_rank()),
-                                       kTagHidden, x_.data(), x_.size() * sizeof(float)));
+    const int H = w_->config().hidden;
+    const std::size_t T = static_cast<std::size_t>(s.total_tokens());
+    PRIMA_RETURN_IF_ERROR(fwd_.check(s));
+    if (layout_.first_stage()) {
+      fwd_.embed(s, &x_);
+    } else {
+      x_.resize(T * H);
+      PRIMA_RETURN_IF_ERROR(world_->recv(layout_.rank_of(layout_.stage() - 1, layout_.tp_rank()),
+                                         kTagHidden, x_.data(), x_.size() * sizeof(float)));
+    }
+    PRIMA_RETURN_IF_ERROR(fwd_.layers(s, x_.data()));
+    if (!layout_.last_stage())
+      return world_->send(layout_.rank_of(layout_.stage() + 1, layout_.tp_rank()), kTagHidden,
+                          x_.data(), x_.size() * sizeof(float));
+    if (layout_.tp_rank() != 0) return ok_status();
+    fwd_.logits(s, x_.data(), &logits_);
   }
-  PRIMA_RETURN_IF_ERROR(fwd_.layers(s, x_.data()));
-  if (!layout_.last_stage())
-    return world_->send(layout_.rank_of(layout_.stage() + 1, layout_.tp_rank()), kTagHidden,
-                        x_.data(), x_.size() * sizeof(float));
-  if (layout_.tp_rank() != 0) return ok_status();
-  fwd_.logits(s, x_.data(), &logits_);
   const int V = w_->config().vocab;
   const bool lps = s.wants_logprobs();
   if (lps) out->logprobs.resize(s.seqs.size());

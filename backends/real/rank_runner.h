@@ -19,6 +19,7 @@
 #include "backends/real/llama_forward.h"
 #include "backends/real/logit_processing.h"
 #include "backends/real/step_codec.h"
+#include "backends/real/step_forward.h"
 #include "backends/real/step_runner.h"
 
 namespace prima::real {
@@ -58,6 +59,9 @@ class RankRunner : public StepRunner {
   Status run_worker(bool keep_going = false);
 
   const RankLayout& layout() const { return layout_; }
+  // Runs every step's forward pass on `f` (borrowed; TP 1 and PP 1 only) instead of the CPU
+  // layers; sampling stays on the host.
+  void use_forward(StepForward* f) { device_ = f; }
 
  private:
   Status run_stage(const StepInput& s, SampledTokens* out);
@@ -66,6 +70,7 @@ class RankRunner : public StepRunner {
   RankLayout layout_;
   Communicator* world_;
   LlamaForward fwd_;
+  StepForward* device_ = nullptr;
   const LlamaWeights* w_;
   std::vector<float> x_, logits_;
   SampleScratch scratch_;

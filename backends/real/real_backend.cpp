@@ -113,6 +113,7 @@ class RealBackendImpl : public RealBackend {
   std::unique_ptr<LlamaWeights> weights_;
   std::unique_ptr<KvStore> kv_;
   std::unique_ptr<kernels::ThreadPool> pool_;
+  std::unique_ptr<StepForward> device_;  // the GPU forward pass, when asked for
   std::unique_ptr<RankRunner> runner_;
   std::vector<std::unique_ptr<RelayRunner>> relay_runners_;  // job rank 0: [r] for r >= 1
   std::vector<std::unique_ptr<RealExecutor>> executors_;     // job rank 0: one per replica
@@ -189,6 +190,14 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   pool_ = std::make_unique<kernels::ThreadPool>(threads);
   runner_ = std::make_unique<RankRunner>(layout_, world_.get(), tp_group_.get(), weights_.get(),
                                          kv_.get(), pool_.get());
+  if (o.device_forward) {
+    if (o.tp * o.pp != 1)
+      return invalid_argument("the GPU forward pass runs --tp 1 --pp 1 only (got --tp " +
+                              std::to_string(o.tp) + " --pp " + std::to_string(o.pp) + ")");
+    PRIMA_ASSIGN_OR_RETURN(device_, o.device_forward(*weights_, kv_->num_blocks(), o.block_size));
+    runner_->use_forward(device_.get());
+    fmt::print(stderr, "prima: the forward pass runs on {}\n", device_->device());
+  }
   if (is_leader()) {
     executors_.resize(static_cast<std::size_t>(replicas_));
     relay_runners_.resize(static_cast<std::size_t>(replicas_));

@@ -21,11 +21,11 @@ namespace prima::real {
 class GgufFile;
 
 struct VocabData {
-  std::string model = "gpt2";  // tokenizer.ggml.model
-  std::string pre = "default"; // tokenizer.ggml.pre
+  std::string model = "gpt2";   // tokenizer.ggml.model
+  std::string pre = "default";  // tokenizer.ggml.pre
   std::vector<std::string> tokens;
-  std::vector<float> scores;   // llama (SentencePiece) merges by score
-  std::vector<int> types;      // 1 normal, 2 unknown, 3 control, 4 user defined, 5 unused, 6 byte
+  std::vector<float> scores;  // llama (SentencePiece) merges by score
+  std::vector<int> types;     // 1 normal, 2 unknown, 3 control, 4 user defined, 5 unused, 6 byte
   std::vector<std::string> merges;  // gpt2: "left right"
   int bos = -1, eos = -1, eot = -1, unk = -1, pad = -1;
   bool add_bos = false, add_eos = false, add_space_prefix = false;

@@ -87,7 +87,10 @@ cudaError_t enqueue(cudaStream_t stream, Op op) {
   return cudaSuccess;
 }
 
+// The device's memory: PRIMA_CUDA_EMU_MEMORY_MB, else the host's.
 std::size_t host_memory() {
+  if (const char* e = std::getenv("PRIMA_CUDA_EMU_MEMORY_MB"); e && std::atol(e) > 0)
+    return std::size_t(std::atol(e)) << 20;
   return std::size_t(sysconf(_SC_PHYS_PAGES)) * std::size_t(sysconf(_SC_PAGESIZE));
 }
 

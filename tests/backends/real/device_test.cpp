@@ -22,15 +22,21 @@ TEST(Device, ParsesCpuCudaAndCudaIndex) {
   EXPECT_EQ(three->index, 3);
   EXPECT_EQ(to_string(*three), "cuda:3");
   EXPECT_EQ(to_string(*cpu), "cpu");
+  auto emu = parse_device("cuda-emu");
+  ASSERT_TRUE(emu.ok());
+  EXPECT_EQ(emu->kind, DeviceKind::kCudaEmu);
+  EXPECT_EQ(to_string(*emu), "cuda-emu");
 }
 
 TEST(Device, RefusesOtherFormsNamingTheValidOnes) {
   for (const char* bad : {"", "gpu", "CPU", "cuda:", "cuda:-1", "cuda:x", "cuda:1x",
-                          "cuda:99999999", "cuda0", "cpu:0"}) {
+                          "cuda:99999999", "cuda0", "cpu:0", "cuda-emu:0", "emu"}) {
     auto d = parse_device(bad);
     ASSERT_FALSE(d.ok()) << bad;
     EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(d.status().message().find("must be cpu, cuda or cuda:N"), std::string::npos)
+    EXPECT_NE(d.status().message().find("must be cpu, cuda, cuda:N (N a device index from 0) or "
+                                        "cuda-emu"),
+              std::string::npos)
         << d.status().message();
   }
 }
@@ -39,22 +45,31 @@ TEST(Device, CpuIsAlwaysAvailable) {
   EXPECT_TRUE(check_device({}).ok());
 }
 
-// Whichever this machine is, the answer is one line that says why CUDA cannot run the
-// forward pass (no GPU forward pass exists yet, so it is never ok).
-TEST(Device, CudaSaysWhyNot) {
+// Whichever this machine is, CUDA is either available or refused in one line that says why.
+TEST(Device, CudaIsAvailableOrSaysWhyNot) {
   for (int index : {0, 5}) {
     const Status st = check_device({DeviceKind::kCuda, index});
-    ASSERT_FALSE(st.ok());
+    if (st.ok()) {
+      EXPECT_TRUE(cuda_built());
+      continue;
+    }
     EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
     const std::string& m = st.message();
     if (!cuda_built()) {
       EXPECT_EQ(m.rfind("no CUDA build", 0), 0u) << m;
     } else {
-      const bool known = m.rfind("no CUDA device", 0) == 0 ||
-                         m.find("out of range") != std::string::npos ||
-                         m.find("the CUDA forward pass is not built yet") != std::string::npos;
+      const bool known =
+          m.rfind("no CUDA device", 0) == 0 || m.find("out of range") != std::string::npos;
       EXPECT_TRUE(known) << m;
     }
+  }
+}
+
+TEST(Device, CudaEmuRunsWhereTheLayerIsBuilt) {
+  const Status st = check_device({DeviceKind::kCudaEmu, 0});
+  EXPECT_EQ(st.ok(), cuda_emu_built()) << st.message();
+  if (!st.ok()) {
+    EXPECT_NE(st.message().find("no CUDA execution layer"), std::string::npos);
   }
 }
 

@@ -64,8 +64,10 @@ struct TestSeq {
 
 // Runs the sequences together, greedy, until each has `max_new` tokens. `order_seed` != 0
 // shuffles the order of the sequences inside every step.
-inline void run_greedy(real::LlamaForward& fwd, int vocab, std::vector<TestSeq*> seqs, int max_new,
-                       std::uint32_t order_seed = 0) {
+// Forward: LlamaForward, or any forward pass with its forward(StepInput, logits*).
+template <typename Forward>
+void run_greedy(Forward& fwd, int vocab, std::vector<TestSeq*> seqs, int max_new,
+                std::uint32_t order_seed = 0) {
   std::mt19937 rng(order_seed);
   std::uint64_t step = 0;
   for (;;) {

@@ -1,0 +1,191 @@
+// DeviceForward (device_forward.h): the step's host-side bookkeeping, then one kernel launch
+// per operation on the forward pass's stream.
+#include "backends/real/cuda/device_forward.h"
+
+#include <cmath>
+#include <string>
+
+#include "backends/real/llama_forward.h"
+#include "kernels/cuda/kernels.h"
+
+namespace prima::real::cuda {
+
+namespace p_cuda = ::prima::cuda;
+
+DeviceForward::DeviceForward(const LlamaWeights& w, int num_blocks, int block_size)
+    : w_(w), num_blocks_(num_blocks), block_size_(block_size) {}
+
+DeviceForward::~DeviceForward() {
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights& w, int num_blocks,
+                                                             int block_size) {
+  if (w.shard().tp != 1)
+    return invalid_argument("the GPU forward pass runs tensor parallelism 1 only (tp " +
+                            std::to_string(w.shard().tp) + ")");
+  if (num_blocks <= 0 || block_size <= 0)
+    return invalid_argument("the KV cache needs at least one block of at least one token");
+  std::unique_ptr<DeviceForward> f(new DeviceForward(w, num_blocks, block_size));
+  PRIMA_CUDA_OK(cudaStreamCreate(&f->stream_), "cudaStreamCreate");
+  PRIMA_ASSIGN_OR_RETURN(f->weights_, DeviceWeights::upload(w, f->stream_));
+  const LlamaConfig& c = w.config();
+  const std::size_t kv_bytes = 2 * sizeof(std::uint16_t) * std::size_t(w.num_layers()) *
+                               std::size_t(num_blocks) * std::size_t(block_size) *
+                               std::size_t(w.local_kv_heads()) * std::size_t(c.head_dim);
+  PRIMA_RETURN_IF_ERROR(f->kv_.reserve(kv_bytes, "the KV cache"));
+  return f;
+}
+
+kernels::KvLayer DeviceForward::kv_layer(int l) const {
+  const std::size_t per = std::size_t(num_blocks_) * std::size_t(block_size_) *
+                          std::size_t(w_.local_kv_heads()) * std::size_t(w_.config().head_dim);
+  auto* base = kv_.as<std::uint16_t>() + 2 * per * std::size_t(l);
+  return {base, base + per, block_size_, w_.local_kv_heads(), w_.config().head_dim};
+}
+
+Status DeviceForward::upload_step(const StepInput& s) {
+  std::vector<int> ids, slots, table_off, ctx, tables;
+  std::vector<std::int64_t> pos;
+  max_ctx_ = 0;
+  for (const SeqInput& q : s.seqs) {
+    const int off = int(tables.size());
+    tables.insert(tables.end(), q.blocks.begin(), q.blocks.end());
+    for (std::size_t i = 0; i < q.tokens.size(); ++i) {
+      const std::int64_t p = q.pos0 + std::int64_t(i);
+      ids.push_back(q.tokens[i]);
+      pos.push_back(p);
+      slots.push_back(q.blocks[std::size_t(p / block_size_)] * block_size_ + int(p % block_size_));
+      table_off.push_back(off);
+      ctx.push_back(int(p + 1));
+      max_ctx_ = std::max<std::int64_t>(max_ctx_, p + 1);
+    }
+  }
+  PRIMA_RETURN_IF_ERROR(ids_.upload(ids, stream_, "token ids"));
+  PRIMA_RETURN_IF_ERROR(pos_.upload(pos, stream_, "positions"));
+  PRIMA_RETURN_IF_ERROR(slots_.upload(slots, stream_, "KV slots"));
+  PRIMA_RETURN_IF_ERROR(table_off_.upload(table_off, stream_, "block-table offsets"));
+  PRIMA_RETURN_IF_ERROR(ctx_.upload(ctx, stream_, "context lengths"));
+  return tables_.upload(tables, stream_, "block tables");
+}
+
+Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y,
+                             const char* what) {
+  const kernels::DType act = p_cuda::activation_type(m.type);
+  PRIMA_RETURN_IF_ERROR(
+      xq_.reserve(kernels::row_bytes(act, m.cols) * std::size_t(T), "activations"));
+  PRIMA_CUDA_OK(p_cuda::quantize_q8(act, x, xq_.as<void>(), T, m.cols, stream_),
+                std::string("quantize_q8 (") + what + ")");
+  return cuda_status(
+      p_cuda::matmul_q8(m.type, m.data, xq_.as<void>(), y, m.rows, m.cols, T, stream_),
+      std::string("matmul_q8 (") + what + ")");
+}
+
+Status DeviceForward::layer(int l, std::int64_t T) {
+  const LlamaConfig& c = w_.config();
+  const DeviceLayer& L = weights_->layer(l);
+  const int H = c.hidden, D = c.head_dim, nh = w_.local_heads(), nkv = w_.local_kv_heads();
+  const std::int64_t lq = std::int64_t(nh) * D, lkv = std::int64_t(nkv) * D, nf = w_.local_ffn();
+  float* x = x_.as<float>();
+  const std::string at = "layer " + std::to_string(l);
+  if (l > 0) PRIMA_CUDA_OK(p_cuda::add_inplace(x, o_.as<float>(), T * H, stream_), at + " add");
+  PRIMA_CUDA_OK(p_cuda::rms_norm(x, L.attn_norm, T, H, c.eps, h_.as<float>(), stream_),
+                at + " attn_norm");
+  PRIMA_RETURN_IF_ERROR(matmul(L.wq, h_.as<float>(), T, q_.as<float>(), "wq"));
+  PRIMA_RETURN_IF_ERROR(matmul(L.wk, h_.as<float>(), T, k_.as<float>(), "wk"));
+  PRIMA_RETURN_IF_ERROR(matmul(L.wv, h_.as<float>(), T, v_.as<float>(), "wv"));
+  PRIMA_CUDA_OK(p_cuda::rope_tokens(q_.as<float>(), T, lq, nh, D, c.rot_dims,
+                                    pos_.as<std::int64_t>(), c.freq_base, stream_),
+                at + " rope q");
+  PRIMA_CUDA_OK(p_cuda::rope_tokens(k_.as<float>(), T, lkv, nkv, D, c.rot_dims,
+                                    pos_.as<std::int64_t>(), c.freq_base, stream_),
+                at + " rope k");
+  const kernels::KvLayer kv = kv_layer(l);
+  PRIMA_CUDA_OK(p_cuda::write_kv(kv, k_.as<float>(), v_.as<float>(), T, slots_.as<int>(), stream_),
+                at + " write_kv");
+  PRIMA_CUDA_OK(p_cuda::paged_attention(kv, q_.as<float>(), nh, 1.0f / std::sqrt(float(D)), T,
+                                        tables_.as<int>(), table_off_.as<int>(), ctx_.as<int>(),
+                                        scores_.as<float>(), max_ctx_, att_.as<float>(), stream_),
+                at + " attention");
+  PRIMA_RETURN_IF_ERROR(matmul(L.wo, att_.as<float>(), T, o_.as<float>(), "wo"));
+  PRIMA_CUDA_OK(p_cuda::add_inplace(x, o_.as<float>(), T * H, stream_), at + " add");
+  PRIMA_CUDA_OK(p_cuda::rms_norm(x, L.ffn_norm, T, H, c.eps, h_.as<float>(), stream_),
+                at + " ffn_norm");
+  PRIMA_RETURN_IF_ERROR(matmul(L.gate, h_.as<float>(), T, g_.as<float>(), "gate"));
+  PRIMA_RETURN_IF_ERROR(matmul(L.up, h_.as<float>(), T, u_.as<float>(), "up"));
+  PRIMA_CUDA_OK(p_cuda::swiglu(g_.as<float>(), u_.as<float>(), T * nf, g_.as<float>(), stream_),
+                at + " swiglu");
+  return matmul(L.down, g_.as<float>(), T, o_.as<float>(), "down");
+}
+
+Status DeviceForward::head(const StepInput& s, std::vector<float>* logits) {
+  const LlamaConfig& c = w_.config();
+  const int H = c.hidden, n = s.sampled_rows();
+  logits->resize(std::size_t(n) * std::size_t(c.vocab));
+  if (n == 0) return ok_status();
+  // The last row of each sampling sequence, normed into rows_.
+  std::int64_t row = 0;
+  int r = 0;
+  PRIMA_RETURN_IF_ERROR(rows_.reserve(std::size_t(n) * H * sizeof(float), "sampled rows"));
+  for (const SeqInput& q : s.seqs) {
+    row += std::int64_t(q.tokens.size());
+    if (!q.samples) continue;
+    PRIMA_CUDA_OK(p_cuda::rms_norm(x_.as<float>() + (row - 1) * H, weights_->output_norm(), 1, H,
+                                   c.eps, rows_.as<float>() + std::int64_t(r++) * H, stream_),
+                  "output_norm");
+  }
+  PRIMA_RETURN_IF_ERROR(logits_.reserve(logits->size() * sizeof(float), "logits"));
+  PRIMA_RETURN_IF_ERROR(
+      matmul(weights_->output(), rows_.as<float>(), n, logits_.as<float>(), "output"));
+  PRIMA_CUDA_OK(cudaMemcpyAsync(logits->data(), logits_.as<float>(), logits->size() * sizeof(float),
+                                cudaMemcpyDeviceToHost, stream_),
+                "copy of the logits");
+  return cuda_status(cudaStreamSynchronize(stream_), "the step");
+}
+
+Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
+                                                       int block_size, int device) {
+  PRIMA_CUDA_OK(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
+  cudaDeviceProp p{};
+  PRIMA_CUDA_OK(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<DeviceForward> f,
+                         DeviceForward::create(w, num_blocks, block_size));
+  const bool emulated = std::string(p.name).rfind("prima CUDA emulator", 0) == 0;
+  f->device_ =
+      (emulated ? std::string("cuda-emu") : "cuda:" + std::to_string(device)) + " (" + p.name + ")";
+  return std::unique_ptr<StepForward>(std::move(f));
+}
+
+Status DeviceForward::forward(const StepInput& s, std::vector<float>* logits) {
+  PRIMA_RETURN_IF_ERROR(check_step(w_.config(), block_size_, num_blocks_, s));
+  const LlamaConfig& c = w_.config();
+  const std::int64_t T = s.total_tokens();
+  const std::size_t f = sizeof(float);
+  const std::size_t lq = std::size_t(w_.local_heads()) * c.head_dim,
+                    lkv = std::size_t(w_.local_kv_heads()) * c.head_dim;
+  PRIMA_RETURN_IF_ERROR(upload_step(s));
+  for (auto [b, n] : {std::pair{&x_, std::size_t(c.hidden)},
+                      {&h_, std::size_t(c.hidden)},
+                      {&o_, std::size_t(c.hidden)},
+                      {&q_, lq},
+                      {&att_, lq},
+                      {&k_, lkv},
+                      {&v_, lkv},
+                      {&g_, std::size_t(w_.local_ffn())},
+                      {&u_, std::size_t(w_.local_ffn())}})
+    PRIMA_RETURN_IF_ERROR(b->reserve(n * std::size_t(T) * f, "activations"));
+  PRIMA_RETURN_IF_ERROR(
+      scores_.reserve(std::size_t(T) * std::size_t(w_.local_heads()) * std::size_t(max_ctx_) * f,
+                      "attention scores"));
+  const DeviceMatrix& e = weights_->token_embd();
+  PRIMA_CUDA_OK(p_cuda::embed(e.type, e.data, e.row_bytes, e.cols, ids_.as<int>(), T,
+                              x_.as<float>(), stream_),
+                "embed");
+  for (int l = 0; l < w_.num_layers(); ++l) PRIMA_RETURN_IF_ERROR(layer(l, T));
+  if (w_.num_layers() > 0)
+    PRIMA_CUDA_OK(p_cuda::add_inplace(x_.as<float>(), o_.as<float>(), T * c.hidden, stream_),
+                  "add");
+  return head(s, logits);
+}
+
+}  // namespace prima::real::cuda

@@ -1,0 +1,58 @@
+// One rank's Llama weights in device memory for the GPU forward pass: each matrix of the shard
+// (LlamaWeights' views, already sliced for tensor parallelism) copied once in its GGUF block
+// layout, the norms as floats; a matrix bound twice (the tied LM head) is copied once. Only
+// the types the device matmul takes (Q4_0, Q4_1, Q8_0) are accepted; the error names the
+// tensor and its type. Immutable after upload(); owned by the rank's worker.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "backends/real/cuda/device_buffer.h"
+#include "backends/real/llama_weights.h"
+
+namespace prima::real::cuda {
+
+struct DeviceMatrix {
+  kernels::DType type = kernels::DType::kF32;
+  const void* data = nullptr;  // device
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t row_bytes = 0;
+};
+
+struct DeviceLayer {
+  const float* attn_norm = nullptr;
+  const float* ffn_norm = nullptr;
+  DeviceMatrix wq, wk, wv, wo, gate, up, down;
+};
+
+class DeviceWeights {
+ public:
+  // The bytes upload() will place on the device for `w`.
+  static std::size_t bytes_needed(const LlamaWeights& w);
+  // Copies `w` to the current device. Fails (naming it) on an unsupported tensor type, or when
+  // the device's free memory is short (saying how much is needed and free).
+  static Result<std::unique_ptr<DeviceWeights>> upload(const LlamaWeights& w, cudaStream_t stream);
+
+  const DeviceLayer& layer(int i) const { return layers_[std::size_t(i)]; }
+  const DeviceMatrix& token_embd() const { return token_embd_; }
+  const DeviceMatrix& output() const { return output_; }
+  const float* output_norm() const { return output_norm_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  DeviceWeights() = default;
+  Result<DeviceMatrix> matrix(const kernels::WeightView& v, const char* name, cudaStream_t stream);
+  Result<const float*> vector(const float* host, std::int64_t n, cudaStream_t stream);
+
+  std::vector<DeviceLayer> layers_;
+  DeviceMatrix token_embd_, output_;
+  const float* output_norm_ = nullptr;
+  std::map<const void*, DeviceBuffer> copies_;  // by host address: each tensor once
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace prima::real::cuda

@@ -1,0 +1,34 @@
+// The forward pass --device asks for (device_options.h device_forward): the GPU forward pass
+// of the device flavour for cuda[:N], of the CPU execution layer for cuda-emu, none (the CPU
+// path) for cpu. PRIMA_HAVE_CUDA / PRIMA_HAVE_CUDA_EMU are defined for this file where the
+// flavours are built (CMakeLists.txt).
+#include "backends/real/cuda/step_forward_factory.h"
+#include "cli/device_options.h"
+
+namespace prima::cli {
+
+DeviceForwardMaker device_forward(const real::DeviceSpec& d) {
+  switch (d.kind) {
+    case real::DeviceKind::kCpu:
+      break;
+    case real::DeviceKind::kCuda:
+#if defined(PRIMA_HAVE_CUDA)
+      return [index = d.index](const real::LlamaWeights& w, int blocks, int block_size) {
+        return real::cuda::make_step_forward(w, blocks, block_size, index);
+      };
+#else
+      break;
+#endif
+    case real::DeviceKind::kCudaEmu:
+#if defined(PRIMA_HAVE_CUDA_EMU)
+      return [](const real::LlamaWeights& w, int blocks, int block_size) {
+        return real::cuda_emu::make_step_forward(w, blocks, block_size, 0);
+      };
+#else
+      break;
+#endif
+  }
+  return {};
+}
+
+}  // namespace prima::cli
