@@ -21,10 +21,12 @@ class RealCodec : public server::TextCodec {
   bool real() const override { return true; }
   void encode(std::string_view text, server::GenRequest* g) const override;
   std::optional<server::ApiError> encode_chat(const std::vector<server::ChatTurn>& msgs,
+                                              const server::ChatOptions& opts,
                                               server::GenRequest* g) const override;
   std::string piece(int index, int id) const override;
   std::vector<int> stop_ids() const override { return tok_.eog_ids(); }
   int vocab_size() const override { return tok_.vocab_size(); }
+  std::string control_text(int id) const override;
   std::optional<server::ApiError> check_ids(const std::vector<int>& ids,
                                             const std::string& path) const override;
 

@@ -16,9 +16,10 @@ namespace {
 // The flags of each backend, in the order their misuse is reported.
 constexpr const char* kSimOnly[] = {"scenario", "set", "speed"};
 constexpr const char* kRealOnly[] = {
-    "model",  "manifest",     "served-model-name", "kernel-threads", "tp",
-    "pp",     "max-num-seqs", "max-model-len",     "repack",         "no-repack",
-    "device", "comm-timeout", "replicas"};
+    "model",   "manifest",     "kernel-threads", "tp",
+    "pp",      "max-num-seqs", "max-model-len",  "max-num-batched-tokens",
+    "repack",  "no-repack",    "device",         "comm-timeout",
+    "replicas"};
 
 po::options_description server_flags() {
   po::options_description opts("prima serve [options]");
@@ -52,6 +53,13 @@ po::options_description server_flags() {
       ("max-tokens", po::value<int>()->default_value(0),
        "largest max_tokens accepted (0: the model's context length)")
       ("threads", po::value<int>()->default_value(0), "HTTP worker threads (0: max-concurrent + 16)")
+      ("served-model-name", po::value<std::vector<std::string>>()->multitoken()->composing(),
+       "the names clients may send as \"model\", the first one reported (default: the GGUF file "
+       "name without .gguf, or the scenario's model); TGI clients' placeholders \"tgi\" and "
+       "\"dummy\" are always accepted")
+      ("allowed-origins", po::value<std::vector<std::string>>()->multitoken()->composing(),
+       "browser origins allowed to call the API (CORS), e.g. https://app.example.com, or * for "
+       "any; default: none (no CORS headers)")
       ("drain-timeout", po::value<double>()->default_value(30.0),
        "on SIGTERM, seconds to let requests in progress finish");
   // clang-format on
@@ -79,8 +87,6 @@ po::options_description real_flags() {
       ("model", po::value<std::string>(),
        "GGUF model file (e.g. models/SmolLM2-135M-Instruct.Q4_1.gguf)")
       ("manifest", po::value<std::string>(), "sha256 manifest to verify the model file against")
-      ("served-model-name", po::value<std::string>(),
-       "the model name clients send (default: the file name without .gguf)")
       ("tp", po::value<int>()->default_value(1), "tensor-parallel ranks (run under mpirun -np TP*PP)")
       ("pp", po::value<int>()->default_value(1), "pipeline-parallel ranks")
       ("replicas", po::value<int>()->default_value(1),
@@ -93,6 +99,9 @@ po::options_description real_flags() {
        "CPU threads per rank for the kernels (0: all cores)")
       ("max-num-seqs", po::value<int>()->default_value(8),
        "sequences batched together at most (the KV cache holds this many full contexts)")
+      ("max-num-batched-tokens", po::value<int>()->default_value(0),
+       "tokens one engine step computes at most: longer prompts are prefilled in chunks of this "
+       "many (0: the scheduler's default, 8192)")
       ("max-model-len", po::value<int>()->default_value(0),
        "context length served, prompt + output (0: the model's)")
       ("repack", po::bool_switch(),
@@ -123,6 +132,9 @@ Status check_common(const ServeOptions& o) {
     return invalid_argument("--repack and --no-repack exclude each other");
   if (real && o.model_path.empty())
     return invalid_argument("--backend real needs --model FILE.gguf");
+  for (const auto& n : o.served_names)
+    if (n.empty() || n.size() > 256)
+      return invalid_argument("--served-model-name: a name must be 1 to 256 characters");
   if (!(o.drain_timeout_s >= 0))
     return invalid_argument(fmt::format("--drain-timeout: {:g} must be >= 0", o.drain_timeout_s));
   return o.http.validate();
@@ -141,9 +153,10 @@ Status ServeOptions::validate() const {
     return invalid_argument(fmt::format("--comm-timeout must be > 0, got {:g}", comm_timeout_s));
   if (replicas < 1)
     return invalid_argument(fmt::format("--replicas must be >= 1, got {}", replicas));
-  if (max_num_seqs < 1 || max_model_len < 0 || kernel_threads < 0)
+  if (max_num_seqs < 1 || max_model_len < 0 || kernel_threads < 0 || max_num_batched_tokens < 0)
     return invalid_argument(
-        "--max-num-seqs must be >= 1, --max-model-len and --kernel-threads >= 0");
+        "--max-num-seqs must be >= 1, --max-model-len, --max-num-batched-tokens and "
+        "--kernel-threads >= 0");
   PRIMA_RETURN_IF_ERROR(device.validate());
   return device.check_parallelism(tp, pp);
 }
@@ -180,13 +193,15 @@ ServeOptions serve_options(const po::variables_map& vm) {
   get_flag(vm, {"speed"}, &o.speed);
   get_flag(vm, {"model"}, &o.model_path);
   get_flag(vm, {"manifest"}, &o.manifest);
-  get_flag(vm, {"served-model-name"}, &o.served_name);
+  get_flag(vm, {"served-model-name"}, &o.served_names);
+  get_flag(vm, {"allowed-origins"}, &so.allowed_origins);
   get_flag(vm, {"tp"}, &o.tp);
   get_flag(vm, {"pp"}, &o.pp);
   get_flag(vm, {"comm-timeout"}, &o.comm_timeout_s);
   get_flag(vm, {"replicas"}, &o.replicas);
   get_flag(vm, {"kernel-threads"}, &o.kernel_threads);
   get_flag(vm, {"max-num-seqs"}, &o.max_num_seqs);
+  get_flag(vm, {"max-num-batched-tokens"}, &o.max_num_batched_tokens);
   get_flag(vm, {"max-model-len"}, &o.max_model_len);
   get_flag(vm, {"repack"}, &o.repack);
   get_flag(vm, {"no-repack"}, &o.no_repack);
@@ -194,6 +209,12 @@ ServeOptions serve_options(const po::variables_map& vm) {
   for (const auto& [name, value] : vm)
     if (!value.defaulted()) o.given.insert(name);
   return o;
+}
+
+void apply_served_names(const ServeOptions& o, server::ModelInfo* model) {
+  if (o.served_names.empty()) return;
+  model->name = o.served_names.front();
+  model->aliases.assign(o.served_names.begin() + 1, o.served_names.end());
 }
 
 }  // namespace prima::cli

@@ -27,12 +27,14 @@ struct ServeOptions {
   std::vector<std::string> sets;
   double speed = 1.0;
   // real
-  std::string model_path, manifest, served_name;
+  std::string model_path, manifest;
+  std::vector<std::string> served_names;  // --served-model-name (empty: the default name)
   int tp = 1, pp = 1;
   int replicas = 1;             // --replicas: replicas of tp x pp ranks in the mpirun job
   double comm_timeout_s = 300;  // --comm-timeout
   int kernel_threads = 0;
   int max_num_seqs = 8;
+  int max_num_batched_tokens = 0;  // 0: the scheduler's default
   int max_model_len = 0;
   bool repack = false;     // --repack given (packing is the default where the CPU has the kernels)
   bool no_repack = false;  // --no-repack: the GGUF layout
@@ -48,5 +50,9 @@ struct ServeOptions {
 boost::program_options::options_description serve_flags();
 // The options the parsed flags give (not validated).
 ServeOptions serve_options(const boost::program_options::variables_map& vm);
+
+// --served-model-name: the first name replaces model->name (the default name), the rest
+// become its aliases.
+void apply_served_names(const ServeOptions& o, server::ModelInfo* model);
 
 }  // namespace prima::cli

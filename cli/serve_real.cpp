@@ -30,6 +30,7 @@ real::RealBackendOptions backend_options(const ServeOptions& o) {
   bo.comm_timeout_s = o.comm_timeout_s;
   bo.device_forward = device_forward(o.device.spec());
   bo.max_num_seqs = o.max_num_seqs;
+  bo.max_num_batched_tokens = o.max_num_batched_tokens;
   bo.max_model_len = o.max_model_len;
   bo.repack = !o.no_repack;
   return bo;
@@ -52,8 +53,8 @@ server::LinkCounters link_counters(const real::RealBackend& b) {
 server::ModelInfo model_info(const ServeOptions& o, const real::RealCluster& cl,
                              const server::TextCodec* codec) {
   server::ModelInfo model;
-  model.name = o.served_name;
-  if (model.name.empty()) model.name = std::filesystem::path(o.model_path).stem().string();
+  model.name = std::filesystem::path(o.model_path).stem().string();
+  apply_served_names(o, &model);
   model.max_model_len = cl.max_model_len;
   model.created = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())

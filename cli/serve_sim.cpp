@@ -45,6 +45,7 @@ int serve_sim(const ServeOptions& o) {
   });
   server::ModelInfo model;
   model.name = sc->model.name;
+  apply_served_names(o, &model);
   model.max_model_len = sc->max_model_len > 0 ? sc->max_model_len : sc->model.max_context;
   server::ServerMetrics metrics(model.name, model.max_model_len);
   bridge.set_metrics(&metrics, cl.recorder.get(), cl.recorder->gpus());

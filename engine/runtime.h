@@ -140,6 +140,10 @@ struct StepResult {
   // Real backend: per sequence in `seqs` order, the sampled token's log-probabilities where
   // its request asks for them (SamplingParams::logprobs); empty when no sequence does.
   std::vector<TokenLogprobs> logprobs;
+  // Real backend: per sequence in `seqs` order, the log-probabilities of the prompt tokens
+  // that follow the step's chunk positions (SamplingParams::prompt_logprobs): entry j is the
+  // prompt token at position pos0 + j + 1. Empty when no sequence asks.
+  std::vector<std::vector<TokenLogprobs>> prompt_logprobs;
 };
 
 class Executor {

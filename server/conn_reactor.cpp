@@ -206,6 +206,7 @@ bool ConnReactor::advance(PendingConn* c) {
     }
   }
   if (st != Framing::State::kComplete) return true;
+  declare_empty_body(&c->buf, &c->framing);
   const int sock = c->sock;
   ::epoll_ctl(epfd_, EPOLL_CTL_DEL, sock, nullptr);
   auto node = conns_.extract(sock);

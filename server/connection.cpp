@@ -351,6 +351,7 @@ void ConnectionServer::serve(std::unique_ptr<PendingConn> c) {
     c->sent_continue = false;
     if (!c->buf.empty() &&
         frame_request(c->buf, lim_.reactor.framing, &c->framing) == Framing::State::kComplete) {
+      declare_empty_body(&c->buf, &c->framing);
       c->framing = Framing{};
       strm.reset(std::move(c->buf));
       continue;

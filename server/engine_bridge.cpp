@@ -66,9 +66,10 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
       last = e.last_token_s;
       e.last_token_s = t.time_s;
       t.piece = codec_->piece(idx, id);
-      t.text = e.text.push(t.piece);
+      t.text = e.text.push(token_text(s, e, idx, id), idx + 1 >= e.min_tokens);
       stopped = e.text.stopped();
     }
+    if (idx == 0 && s.req.sampling.prompt_logprobs >= 0) t.prompt = prompt_tokens(s);
     t.special = id >= 0 && std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end();
     if (const int n = s.req.sampling.logprobs; n >= 0) {
       if (id < 0) {
@@ -125,10 +126,48 @@ EngineBridge::EngineBridge(cluster::ServingEngine* engine, Runtime* rt, PostFn p
   };
 }
 
+std::string EngineBridge::token_text(const Sequence& s, const Entry& e, int idx, int id) const {
+  std::string text = codec_->piece(idx, id);
+  // A control token's text shows with skip_special_tokens false.
+  if (text.empty() && !e.skip_special && id >= 0) text = codec_->control_text(id);
+  // The stop token that ends the request (end of generation, stop_token_ids) stays out of
+  // the text unless include_stop_str_in_output, as vLLM does.
+  const bool ends =
+      id >= 0 && s.num_generated >= s.req.min_tokens &&
+      std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), id) != s.req.stop_ids.end();
+  return ends && !e.include_stop ? "" : text;
+}
+
+std::vector<StreamToken> EngineBridge::prompt_tokens(const Sequence& s) const {
+  const int n = s.req.prompt_tokens, top = s.req.sampling.prompt_logprobs;
+  const bool real = !s.req.prompt_ids.empty() && !s.output_ids.empty();
+  std::vector<StreamToken> out(static_cast<std::size_t>(std::max(0, n)));
+  for (int k = 0; k < n; ++k) {
+    StreamToken& t = out[k];
+    t.index = k;
+    t.id = k < static_cast<int>(s.req.prompt_ids.size()) ? s.req.prompt_ids[k] : k;
+    t.piece = codec_->id_text(t.id);
+    if (k == 0) continue;  // no context: no log-probability (null in every API)
+    if (!real) {
+      synthetic_logprobs(~s.req.sampling.seed, k, top, *codec_, &t);
+      continue;
+    }
+    if (k - 1 >= static_cast<int>(s.prompt_logprobs.size())) continue;
+    const TokenLogprobs& lp = s.prompt_logprobs[k - 1];
+    t.has_logprob = true;
+    t.logprob = lp.logprob;
+    for (const auto& [alt, v] : lp.top) t.top.push_back({alt, codec_->id_text(alt), v});
+  }
+  return out;
+}
+
 void EngineBridge::set_metrics(ServerMetrics* m, const metrics::Recorder* rec, int gpus) {
   metrics_ = m;
   recorder_ = rec;
   gpus_ = gpus;
+  engine_->on_step = [this](std::int64_t tokens) {
+    if (metrics_) metrics_->on_step_tokens(tokens);
+  };
 }
 
 std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId* id_out) {
@@ -137,7 +176,8 @@ std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Before the engine can see the request.
-    streams_.emplace(id, Entry{st, -1, TextDecoder(g.stop)});
+    streams_.emplace(id, Entry{st, -1, TextDecoder(g.stop, g.include_stop_str), g.min_tokens,
+                               g.skip_special_tokens, g.include_stop_str});
   }
   ++open_;
   ++submitted_;
@@ -156,6 +196,8 @@ std::shared_ptr<TokenStream> EngineBridge::submit(const GenRequest& g, RequestId
     r.sampling.seed = z ^ (z >> 31);
   }
   if (!g.ignore_eos) r.stop_ids = stop_ids_;
+  r.stop_ids.insert(r.stop_ids.end(), g.stop_token_ids.begin(), g.stop_token_ids.end());
+  r.min_tokens = g.min_tokens;
   post_([this, r = std::move(r)]() mutable {
     r.arrival_s = rt_->now();  // arrives at the loop's current time
     engine_->submit(std::move(r));
@@ -220,6 +262,14 @@ void EngineBridge::publish() {
     metrics_->on_replicas(s.replicas_active, s.replicas_unhealthy, s.replicas_loading,
                           s.replicas_draining);
     if (recorder_) metrics_->on_flops(recorder_->flops());
+    std::int64_t queried = 0, hit = 0;
+    for (const auto& r : engine_->replicas()) {
+      queried += r->kv().prefix_lookup_tokens();
+      hit += r->kv().prefix_hit_tokens();
+      metrics_->set_cache_config(r->kv().block_size(), r->kv().num_blocks(),
+                                 r->kv().prefix_caching());
+    }
+    metrics_->on_prefix_cache(queried, hit);
   }
   std::lock_guard<std::mutex> lock(mu_);
   snap_ = s;

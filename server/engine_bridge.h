@@ -36,6 +36,14 @@ struct GenRequest {
   bool has_seed = false;          // sampling.seed was given (else the bridge draws one)
   std::vector<std::string> stop;  // stop strings: the text ends before the first one
   bool ignore_eos = false;        // do not end at the model's end-of-generation tokens
+  // vLLM's extras. min_tokens: no end-of-generation token, stop id or stop string ends the
+  // request before this many output tokens; stop_token_ids: more ids that end it (kept even
+  // with ignore_eos); skip_special_tokens false: control tokens' text is in the output;
+  // include_stop_str: the stop string (or a stop token's text) that ended it stays in it.
+  int min_tokens = 0;
+  std::vector<int> stop_token_ids;
+  bool skip_special_tokens = true;
+  bool include_stop_str = false;
 };
 
 struct EngineSnapshot {
@@ -62,7 +70,8 @@ class TextCodec;
 
 // The sim backend's log-probabilities (it computes no distribution): a deterministic function
 // of the request's seed and the token's position, documented as synthetic in docs/serving.md.
-// Fills t->logprob and the top_n alternatives (the token itself first).
+// Fills t->logprob and the top_n alternatives (the token itself first). The prompt's
+// synthetic log-probabilities use the same function with the seed's complement.
 void synthetic_logprobs(std::uint64_t seed, int index, int top_n, const TextCodec& codec,
                         StreamToken* t);
 
@@ -97,7 +106,14 @@ class EngineBridge {
     std::shared_ptr<TokenStream> stream;
     double last_token_s = -1;  // loop thread only
     TextDecoder text;          // loop thread only
+    int min_tokens = 0;        // GenRequest's text options
+    bool skip_special = true, include_stop = false;
   };
+  // The text a token adds to the output (GenRequest's special-token options).
+  std::string token_text(const Sequence& s, const Entry& e, int idx, int id) const;
+  // The prompt's tokens with their log-probabilities (StreamToken::prompt): the model's
+  // (Sequence::prompt_logprobs), or synthetic ones in simulation.
+  std::vector<StreamToken> prompt_tokens(const Sequence& s) const;
 
   cluster::ServingEngine* engine_;
   Runtime* rt_;

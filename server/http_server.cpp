@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -28,6 +29,10 @@ Status ServerOptions::validate() const {
     return invalid_argument(fmt::format("--threads: {} must be in 0..100000", threads));
   if (max_connections < 1)
     return invalid_argument(fmt::format("--max-connections: {} must be >= 1", max_connections));
+  for (const auto& o : allowed_origins)
+    if (o != "*" && o.rfind("http://", 0) != 0 && o.rfind("https://", 0) != 0)
+      return invalid_argument(fmt::format(
+          "--allowed-origins: '{}' must be * or an origin such as https://app.example.com", o));
   if (max_header_bytes < 1024)
     return invalid_argument(fmt::format("--max-header-bytes: {} is below 1024", max_header_bytes));
   for (auto [flag, v] :
@@ -36,6 +41,40 @@ Status ServerOptions::validate() const {
     if (!(v > 0 && v <= 3600))
       return invalid_argument(fmt::format("{}: {} s must be > 0 and <= 3600", flag, v));
   return ok_status();
+}
+
+namespace {
+
+// The client's X-Request-Id, echoed when it is a plain token (printable ASCII, at most 256
+// characters): answers carry it instead of the server's own id (set_request_id).
+void echo_request_id(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.get_header_value("X-Request-Id");
+  if (id.empty() || id.size() > 256) return;
+  for (unsigned char c : id)
+    if (c < 0x21 || c > 0x7e) return;
+  res.set_header("X-Request-Id", id);
+}
+
+}  // namespace
+
+bool HttpServer::cors(const httplib::Request& req, httplib::Response& res) const {
+  const auto& allowed = opts_.allowed_origins;
+  const std::string origin = req.get_header_value("Origin");
+  if (allowed.empty() || origin.empty()) return false;
+  const bool any = std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+  if (!any && std::find(allowed.begin(), allowed.end(), origin) == allowed.end()) return false;
+  res.set_header("Access-Control-Allow-Origin", any ? "*" : origin);
+  if (!any) res.set_header("Vary", "Origin");
+  res.set_header("Access-Control-Expose-Headers", "X-Request-Id");
+  if (req.method != "OPTIONS" || !req.has_header("Access-Control-Request-Method")) return false;
+  // A preflight: what the browser may send next.
+  res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+  res.set_header("Access-Control-Allow-Headers",
+                 asked.empty() ? "Authorization, Content-Type, X-Request-Id" : asked);
+  res.set_header("Access-Control-Max-Age", "600");
+  res.status = 204;
+  return true;
 }
 
 HttpServer::HttpServer(ServerOptions opts, EngineBridge* bridge, ModelInfo model,
@@ -89,6 +128,8 @@ void HttpServer::setup() {
 
   svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     take_accounted(res);  // a new request: no mark from an earlier one on this thread
+    echo_request_id(req, res);
+    if (cors(req, res)) return httplib::Server::HandlerResponse::Handled;  // a preflight
     if (auto e = guard_.check_auth(req)) {
       send_error(res, *e, style_for_path(req.path));
       return httplib::Server::HandlerResponse::Handled;
@@ -97,34 +138,47 @@ void HttpServer::setup() {
   });
   // Errors raised before (or outside) a handler come with no body: give them one.
   using HR = httplib::Server::HandlerResponse;
-  svr_.set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return HR::Unhandled;
-        ApiError e;
-        e.status = res.status;
-        switch (res.status) {
-          case 404:
-            e.type = "not_found_error";
-            e.message = fmt::format("no route for {} {}", req.method, req.path);
-            break;
-          case 405:
-            e.message = fmt::format("method {} is not allowed on {}", req.method, req.path);
-            break;
-          case 413:
-            e.message = fmt::format(
-                "the request body is larger than the limit of {} bytes "
-                "(--max-body-bytes)",
-                opts_.max_body_bytes);
-            break;
-          case 414:
-            e.message = "the request URI is too long";
-            break;
-          default:
-            e.message = fmt::format("HTTP {} on {} {}", res.status, req.method, req.path);
+  svr_.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                     httplib::Response& res) {
+    if (!res.body.empty()) return HR::Unhandled;
+    ApiError e;
+    e.status = res.status;
+    switch (res.status) {
+      case 404:
+        e.type = "not_found_error";
+        e.message = fmt::format("no route for {} {}", req.method, req.path);
+        break;
+      case 405:
+        e.message = fmt::format("method {} is not allowed on {}", req.method, req.path);
+        break;
+      case 413:
+        e.message = fmt::format(
+            "the request body is larger than the limit of {} bytes "
+            "(--max-body-bytes)",
+            opts_.max_body_bytes);
+        break;
+      case 414:
+        e.message = "the request URI is too long";
+        break;
+      case 400:
+        // cpp-httplib refuses a POST that announces no body before any handler runs.
+        if ((req.method == "POST" || req.method == "PUT") && !req.has_header("Content-Length") &&
+            !req.has_header("Transfer-Encoding")) {
+          e.message = fmt::format(
+              "{} {} has no body: send a JSON body with a Content-Length header (or "
+              "Transfer-Encoding: chunked)",
+              req.method, req.path);
+          break;
         }
-        send_error(res, e, style_for_path(req.path));
-        return HR::Handled;
-      }));
+        e.message =
+            fmt::format("the request to {} {} could not be read (HTTP 400)", req.method, req.path);
+        break;
+      default:
+        e.message = fmt::format("HTTP {} on {} {}", res.status, req.method, req.path);
+    }
+    send_error(res, e, style_for_path(req.path));
+    return HR::Handled;
+  }));
   svr_.set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
         ApiError e;
@@ -158,6 +212,7 @@ void HttpServer::setup() {
         res.set_content(metrics_->text(), "text/plain; version=0.0.4; charset=utf-8");
       });
   add_openai_routes(svr_, &ctx_);
+  add_responses_routes(svr_, &ctx_);
   add_tgi_routes(svr_, &ctx_);
   add_kserve_routes(svr_, &ctx_);
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/core/status.h"
 #include "server/connection.h"
@@ -39,6 +40,8 @@ struct ServerOptions {
   double header_timeout_s = 10;          // first byte -> end of headers; later: 408
   double body_timeout_s = 30;            // end of headers -> end of body; later: 408
   double idle_timeout_s = 5;             // keep-alive idle (and before the first byte)
+  // Browser origins allowed (CORS): "*" or "http(s)://host[:port]"; empty: no CORS headers.
+  std::vector<std::string> allowed_origins;
   Status validate() const;
 };
 
@@ -71,6 +74,9 @@ class HttpServer {
 
  private:
   void setup();
+  // CORS (ServerOptions::allowed_origins): the headers for an allowed Origin; true when
+  // `req` is a preflight, answered (204) here.
+  bool cors(const httplib::Request& req, httplib::Response& res) const;
 
   ServerOptions opts_;
   Guard guard_;

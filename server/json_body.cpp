@@ -11,6 +11,9 @@ using nlohmann::json;
 
 std::optional<ApiError> parse_json_object(std::string_view body, const std::string& what,
                                           json* out) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos)
+    return bad_field("",
+                     fmt::format("{} is empty: send a JSON object (and a Content-Length)", what));
   config::JsonParseError err;
   auto parsed = config::parse_json(body, &err);  // nesting capped while parsing
   if (!parsed)

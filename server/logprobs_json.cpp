@@ -1,6 +1,8 @@
 // Log-probabilities in the OpenAI and TGI shapes (see logprobs_json.h).
 #include "server/logprobs_json.h"
 
+#include <algorithm>
+
 #include "server/text_decoder.h"
 
 namespace prima::server {
@@ -18,6 +20,13 @@ json completion_logprobs(const std::vector<StreamToken>& toks, std::size_t* offs
   for (const auto& t : toks) {
     const std::string tok = valid_utf8(t.piece);
     tokens.push_back(tok);
+    offs.push_back(*offset);
+    *offset += utf8_length(tok);
+    if (!t.has_logprob) {  // a prompt's first token: no context, no log-probability
+      lps.push_back(nullptr);
+      tops.push_back(nullptr);
+      continue;
+    }
     lps.push_back(t.logprob);
     json top = json::object();
     for (const auto& a : t.top) {
@@ -26,8 +35,6 @@ json completion_logprobs(const std::vector<StreamToken>& toks, std::size_t* offs
     }
     if (!top.contains(tok)) top[tok] = t.logprob;  // the sampled token is always listed
     tops.push_back(std::move(top));
-    offs.push_back(*offset);
-    *offset += utf8_length(tok);
   }
   return {
       {"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
@@ -56,6 +63,18 @@ json chat_logprobs(const std::vector<StreamToken>& toks) {
                        {"top_logprobs", std::move(top)}});
   }
   return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+void synthetic_prompt_pieces(const std::string& text, std::vector<StreamToken>* prompt) {
+  // A prompt truncated to its last n tokens (TGI's truncate) keeps the last n cuts.
+  const std::size_t n = prompt->size(), cuts = std::max<std::size_t>(1, (text.size() + 3) / 4);
+  const std::size_t first = cuts > n ? cuts - n : 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    // The last token takes the rest: the pieces always spell the (kept) prompt.
+    const std::size_t from = std::min(text.size(), (first + k) * 4);
+    (*prompt)[k].piece = k + 1 == n ? text.substr(from) : text.substr(from, 4);
+    (*prompt)[k].id = static_cast<int>(first + k);
+  }
 }
 
 int tgi_token_id(const StreamToken& t) {

@@ -2,7 +2,8 @@
 // StreamTokens of a request (filled by EngineBridge when the request asks for them):
 //  - OpenAI completions: {"tokens", "token_logprobs", "top_logprobs" (one {token: logprob}
 //    object per position: the most likely tokens plus the sampled one, as OpenAI's legacy
-//    API), "text_offset" (characters into the choice's text, the echoed prompt included)};
+//    API), "text_offset" (characters into the choice's text, the echoed prompt included); a
+//    token without a log-probability (a scored prompt's first) has null for both};
 //  - OpenAI chat: {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token",
 //    "logprob", "bytes"}]}], "refusal": null};
 //  - TGI: Token {"id", "text", "logprob", "special"}, and a position's top tokens as Tokens.
@@ -28,6 +29,10 @@ std::size_t utf8_length(std::string_view s);
 // advanced past them (so consecutive stream chunks continue where the last one ended).
 nlohmann::json completion_logprobs(const std::vector<StreamToken>& toks, std::size_t* offset);
 nlohmann::json chat_logprobs(const std::vector<StreamToken>& toks);
+
+// The sim backend's prompt tokens (SyntheticCodec: 4 bytes a token) as pieces of the prompt's
+// text, so that an echoed prompt's tokens spell it (their values stay synthetic).
+void synthetic_prompt_pieces(const std::string& text, std::vector<StreamToken>* prompt);
 
 // TGI: the id shown for a token (the sim backend's synthetic word index when it has none).
 int tgi_token_id(const StreamToken& t);

@@ -299,6 +299,18 @@ void ServerMetrics::sample_links() const {
           r.count, false);
 }
 
+void ServerMetrics::on_step_tokens(std::int64_t tokens) {
+  vllm_->on_step_tokens(tokens);
+}
+
+void ServerMetrics::on_prefix_cache(std::int64_t queries, std::int64_t hits) {
+  vllm_->on_prefix_cache(queries, hits);
+}
+
+void ServerMetrics::set_cache_config(int block_size, std::int64_t blocks, bool prefix_caching) {
+  vllm_->set_cache_config(*reg_, block_size, blocks, prefix_caching);
+}
+
 void ServerMetrics::on_flops(double flops_total) {
   if (flops_total > flops_seen_) {
     flops_->Increment(flops_total - flops_seen_);

@@ -92,6 +92,10 @@ class ServerMetrics {
   void on_replicas(int active, int unhealthy, int loading, int draining);
   // The useful FLOPs of every step so far (a running total).
   void on_flops(double flops_total);
+  // vLLM's engine families: tokens per step, prefix-cache totals, the KV cache's configuration.
+  void on_step_tokens(std::int64_t tokens);
+  void on_prefix_cache(std::int64_t query_tokens_total, std::int64_t hit_tokens_total);
+  void set_cache_config(int block_size, std::int64_t blocks, bool prefix_caching);
 
   // Any thread. A request refused before it reached the engine. With its priority (a valid
   // request refused at admission), it also counts as prima:request_outcomes_total{outcome=

@@ -49,22 +49,32 @@ const std::set<std::string>& openai_known(ApiKind kind) {
                                                "user",
                                                "priority",
                                                "sla",
-                                               "metadata"};
+                                               "metadata",
+                                               "min_p",
+                                               "min_tokens",
+                                               "stop_token_ids",
+                                               "skip_special_tokens",
+                                               "include_stop_str_in_output",
+                                               "store",
+                                               "echo"};
   static const std::set<std::string> completion = [] {
     auto s = common;
-    s.insert({"prompt", "echo", "best_of", "suffix"});
+    s.insert({"prompt", "best_of", "suffix"});
     return s;
   }();
   static const std::set<std::string> chat = [] {
     auto s = common;
     s.insert({"messages", "max_completion_tokens", "top_logprobs", "response_format", "tools",
-              "tool_choice", "functions", "function_call", "parallel_tool_calls"});
+              "tool_choice", "functions", "function_call", "parallel_tool_calls",
+              "chat_template_kwargs", "add_generation_prompt", "continue_final_message"});
     return s;
   }();
   return kind == ApiKind::kChat ? chat : completion;
 }
 
-void refuse_unknown(const JsonReader& r, const std::set<std::string>& known) {
+}  // namespace
+
+void refuse_unknown_fields(const JsonReader& r, const std::set<std::string>& known) {
   for (const auto& [key, v] : r.json().items()) {
     if (known.count(key)) continue;
     std::string list;
@@ -75,6 +85,8 @@ void refuse_unknown(const JsonReader& r, const std::set<std::string>& known) {
   }
 }
 
+namespace {
+
 // best_of: this server generates one sequence per request.
 void refuse_best_of(const JsonReader& r, const char* why) {
   if (const auto b = r.optional_integer("best_of"); b && *b != 1)
@@ -82,7 +94,7 @@ void refuse_best_of(const JsonReader& r, const char* why) {
 }
 
 void check_openai(ApiKind kind, const JsonReader& r) {
-  refuse_unknown(r, openai_known(kind));
+  refuse_unknown_fields(r, openai_known(kind));
   const json& j = r.json();
   // No tool-calling template for the served model: tools cannot be offered to it.
   for (const char* f : {"tools", "functions"})
@@ -100,6 +112,10 @@ void check_openai(ApiKind kind, const JsonReader& r) {
              "decoding, which this server does not do");
   }
   refuse_best_of(r, "this server returns the one sequence it generates");
+  if (r.boolean("store", false))
+    r.fail("store",
+           "is not supported: this server does not store completions; send false or "
+           "omit it");
   if (!r.string("suffix", "").empty())
     r.fail("suffix",
            "is not supported (the served model has no fill-in-the-middle template): omit it or "
@@ -132,12 +148,12 @@ void check_tgi(const JsonReader& r) {
                                                "adapter_id",
                                                "priority",
                                                "sla"};
-  refuse_unknown(r, top);
+  refuse_unknown_fields(r, top);
   r.boolean("stream", false);
   if (!r.has("parameters") || !r.json().at("parameters").is_object())
     return;  // its type: request_parse.cpp
   const JsonReader p = r.object("parameters");
-  refuse_unknown(p, params);
+  refuse_unknown_fields(p, params);
   refuse_best_of(p, "this server generates one sequence per request");
   if (p.boolean("watermark", false))
     p.fail("watermark", "is not implemented: send false or omit it");
@@ -188,6 +204,7 @@ void check_fields(ApiKind kind, const JsonReader& body) {
     case ApiKind::kTgi:
       return check_tgi(body);
     case ApiKind::kKServe:
+    case ApiKind::kResponses:  // its own list (request_parse.cpp)
       break;
   }
 }
@@ -224,20 +241,53 @@ void parse_penalty_fields(const JsonReader& r, const ModelInfo& m, GenRequest* g
   std::sort(sp.logit_bias.begin(), sp.logit_bias.end());
 }
 
+bool model_name_accepted(const ModelInfo& m, const std::string& name) {
+  return name == m.name || std::find(m.aliases.begin(), m.aliases.end(), name) != m.aliases.end() ||
+         name == "tgi" || name == "dummy";
+}
+
+// vLLM's extra sampling fields: min_p, min_tokens, stop_token_ids, skip_special_tokens,
+// include_stop_str_in_output.
+void parse_vllm_extras(const JsonReader& r, const ModelInfo& m, GenRequest* g) {
+  if (const auto v = r.optional_number("min_p")) {
+    if (!(*v >= 0 && *v <= 1)) r.fail("min_p", fmt::format("must be between 0 and 1, got {}", *v));
+    g->sampling.min_p = *v;
+  }
+  g->min_tokens = static_cast<int>(integer_in(r, "min_tokens", 0, 1 << 30).value_or(0));
+  if (r.has("stop_token_ids") && !r.json().at("stop_token_ids").is_null()) {
+    const json& v = r.json().at("stop_token_ids");
+    if (!v.is_array()) r.fail_type("stop_token_ids", "a list of token ids", v);
+    if (v.size() > 64)
+      r.fail("stop_token_ids", fmt::format("holds at most 64 ids, got {}", v.size()));
+    const int vocab = codec_of(m).vocab_size();
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_number_integer() || v[i].get<long long>() < 0 ||
+          v[i].get<long long>() > (1 << 30))
+        r.fail("stop_token_ids", i,
+               fmt::format("must be a token id (an integer >= 0), got {}", config::brief(v[i])));
+      if (vocab > 0 && v[i].get<long long>() >= vocab)
+        r.fail("stop_token_ids", i,
+               fmt::format("{} is not a token id of this model (0..{})", v[i].dump(), vocab - 1));
+      g->stop_token_ids.push_back(v[i].get<int>());
+    }
+  }
+  g->skip_special_tokens = r.boolean("skip_special_tokens", g->skip_special_tokens);
+  g->include_stop_str = r.boolean("include_stop_str_in_output", g->include_stop_str);
+}
+
 void parse_openai_fields(ApiKind kind, const JsonReader& r, const ModelInfo& m,
                          ParsedRequest* out) {
   GenRequest& g = out->gen;
   parse_penalty_fields(r, m, &g);
+  parse_vllm_extras(r, m, &g);
   if (kind == ApiKind::kCompletion) {
     if (r.has("logprobs") && r.json().at("logprobs").is_boolean())
       r.fail_type("logprobs", "an integer from 0 to 5 (completions)", r.json().at("logprobs"));
     const auto lp = integer_in(r, "logprobs", 0, 5);
     if (lp) g.sampling.logprobs = static_cast<int>(*lp);
     out->echo = r.boolean("echo", out->echo);
-    if (out->echo && lp)
-      r.fail("echo",
-             "with 'logprobs' is not supported: the prompt's log-probabilities are not computed; "
-             "send one or the other");
+    // echo with logprobs: the prompt's tokens are scored too (OpenAI's legacy shape).
+    if (out->echo && lp) g.sampling.prompt_logprobs = static_cast<int>(*lp);
     if (out->echo && r.json().contains("prompt"))
       out->prompt_text = prompt_text_of(r.json().at("prompt"), g, m);
     return;
@@ -253,6 +303,10 @@ void parse_tgi_fields(const JsonReader& p, const ModelInfo& m, ParsedRequest* ou
   parse_penalty_fields(p, m, &g);
   out->details = p.boolean("details", out->details);
   out->decoder_input_details = p.boolean("decoder_input_details", out->decoder_input_details);
+  // details.prefill carries each prompt token's logprob (the first's is null).
+  if (out->decoder_input_details) g.sampling.prompt_logprobs = 0;
+  // TGI keeps the stop sequence that ended the text in generated_text (as in details.tokens).
+  g.include_stop_str = true;
   out->return_full_text = p.boolean("return_full_text", out->return_full_text);
   out->top_n_tokens = static_cast<int>(
       integer_in(p, "top_n_tokens", 0, SamplingParams::kMaxTopLogprobs).value_or(0));

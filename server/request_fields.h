@@ -19,12 +19,26 @@
 // the request parser turns that into a 400 (request_parse.cpp). Pure functions; thread-safe.
 #pragma once
 
+#include <set>
+#include <string>
+
 #include "engine/config/json_reader.h"
 #include "server/request_parse.h"
 
 namespace prima::server {
 
 void check_fields(ApiKind kind, const config::JsonReader& body);
+
+// Refuses (throws, naming the key) any key of `r`'s object outside `known`.
+void refuse_unknown_fields(const config::JsonReader& r, const std::set<std::string>& known);
+
+// A chat message's (or a Responses input item's) content: a string, null, or a list of
+// parts of type `text_type` (or "text") with "text"; other part types (images, audio, files)
+// are refused naming the type. request_parse.cpp.
+std::string message_content(const config::JsonReader& msg, const char* text_type);
+// A message's role: "system", "user" or "assistant" ("developer" reads as "system"); tool
+// roles and anything else are refused. request_parse.cpp.
+std::string chat_role(const config::JsonReader& msg);
 
 void parse_openai_fields(ApiKind kind, const config::JsonReader& body, const ModelInfo& m,
                          ParsedRequest* out);

@@ -131,6 +131,7 @@ State frame_headers(std::string_view b, const FramingLimits& lim, Framing* f) {
   };
   if (has_length && f->content_length > lim.max_body_bytes) return too_large();
   f->chunked = has_te;
+  f->no_length = !has_length && !has_te;
   f->chunk_pos = end;
   return f->state = State::kNeedBody;
 }
@@ -188,6 +189,21 @@ State frame_request(std::string_view b, const FramingLimits& lim, Framing* f) {
     if (f->chunk_pos - f->header_bytes > 2 * lim.max_body_bytes + 65536)
       return fail(f, 413, "the chunked request body's framing is larger than twice the body limit");
   }
+}
+
+void declare_empty_body(std::string* buf, Framing* f) {
+  if (f->state != State::kComplete || !f->no_length || f->header_bytes < 2) return;
+  const std::string_view b(*buf);
+  bool body_method = false;
+  for (std::string_view m : {"POST ", "PUT ", "PATCH "}) body_method |= b.substr(0, m.size()) == m;
+  if (!body_method) return;
+  const bool crlf = b.substr(f->header_bytes - 2, 2) == "\r\n" && f->header_bytes >= 4 &&
+                    b.substr(f->header_bytes - 4, 2) == "\r\n";
+  const std::string line = crlf ? "Content-Length: 0\r\n" : "Content-Length: 0\n";
+  buf->insert(f->header_bytes - (crlf ? 2 : 1), line);
+  f->header_bytes += line.size();
+  f->request_bytes += line.size();
+  f->no_length = false;
 }
 
 }  // namespace prima::server

@@ -33,6 +33,7 @@ struct Framing {
   int status = 0;                 // kError: 400, 413, 431, 501
   std::string message;            // kError: what is wrong, for the error body
   std::string path;               // the request target's path, once the request line is read
+  bool no_length = false;         // neither Content-Length nor Transfer-Encoding: no body
 
   // Resume state (kNeedBody).
   bool chunked = false;
@@ -46,5 +47,11 @@ struct Framing {
 // Frames the request at the start of `bytes`, resuming from *f (a default Framing for a new
 // request; `bytes` must extend the bytes of the previous call). Returns f->state.
 Framing::State frame_request(std::string_view bytes, const FramingLimits& lim, Framing* f);
+
+// A whole request (kComplete) that declares no body length has none (RFC 9112, 6.3); cpp-httplib
+// would instead wait for a POST's body until the connection closes or its read timeout. For a
+// POST, PUT or PATCH this writes "Content-Length: 0" into its headers in `buf` (which starts
+// with the request) and moves f's offsets past it.
+void declare_empty_body(std::string* buf, Framing* f);
 
 }  // namespace prima::server

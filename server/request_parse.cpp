@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "engine/config/json_parse.h"
@@ -43,16 +44,24 @@ void parse_qos(const JsonReader& r, GenRequest* g) {
   }
 }
 
+// "model": one of the served names (echoed back as sent), a TGI client's placeholder
+// (answered with the served name), or absent (the served model, as vLLM does).
 std::optional<ApiError> check_model(const JsonReader& r, const ModelInfo& m, std::string* out) {
-  *out = r.string("model");
-  if (*out == m.name) return std::nullopt;
+  *out = r.string("model", m.name);
+  if (*out == m.name || std::find(m.aliases.begin(), m.aliases.end(), *out) != m.aliases.end())
+    return std::nullopt;
+  if (model_name_accepted(m, *out)) {
+    *out = m.name;
+    return std::nullopt;
+  }
   return model_not_found(*out, m.name);
 }
 
-// max_tokens (explicit or default) against the context left after the prompt.
+// max_tokens (explicit or default) against the context left after the prompt. `min`: the
+// smallest value accepted (0 for a scoring request, which the caller turns into 1).
 std::optional<ApiError> check_lengths(std::optional<std::int64_t> max_tokens,
                                       const std::string& field, const ModelInfo& m,
-                                      const ParseLimits& lim, GenRequest* g) {
+                                      const ParseLimits& lim, GenRequest* g, int min = 1) {
   const int ctx = m.max_model_len;
   if (ctx > 0 && g->prompt_tokens >= ctx)
     return bad_field("prompt", fmt::format("the prompt is {} tokens; this model's maximum context "
@@ -60,9 +69,13 @@ std::optional<ApiError> check_lengths(std::optional<std::int64_t> max_tokens,
                                            g->prompt_tokens, ctx));
   const long long cap = lim.max_tokens_cap > 0 ? lim.max_tokens_cap : (ctx > 0 ? ctx : 1 << 30);
   if (max_tokens) {
-    if (*max_tokens < 1 || *max_tokens > cap)
-      return bad_field(
-          field, fmt::format("'{}' must be between 1 and {}, got {}", field, cap, *max_tokens));
+    if (*max_tokens < min || *max_tokens > cap)
+      return bad_field(field, fmt::format("'{}' must be between {} and {}, got {}{}", field, min,
+                                          cap, *max_tokens,
+                                          *max_tokens == 0 ? " (0 scores the prompt: only with "
+                                                             "'echo': true on /v1/completions)"
+                                                           : ""));
+    if (*max_tokens == 0) *max_tokens = 1;  // scoring: one token is sampled and left out
     if (ctx > 0 && g->prompt_tokens + *max_tokens > ctx)
       return bad_field(field, fmt::format("this model's maximum context length is {} tokens; the "
                                           "prompt is {} tokens and '{}' asks for {} more",
@@ -120,27 +133,61 @@ std::optional<ApiError> parse_prompt(const json& v, const std::string& path, con
   return codec_of(m).check_ids(g->prompt_ids, at);
 }
 
-// One chat message's content: a string, a list of parts with "text", or nothing.
-std::string message_content(const JsonReader& msg) {
+}  // namespace
+
+std::string message_content(const JsonReader& msg, const char* text_type) {
   if (!msg.has("content")) return "";
   const json& c = msg.value("content");
+  if (c.is_null()) return "";
   if (c.is_string()) return c.get<std::string>();
   if (!c.is_array()) msg.fail_type("content", "a string or a list of content parts", c);
   std::string text;
-  for (const JsonReader& part : msg.objects("content")) text += part.string("text");
+  for (const JsonReader& part : msg.objects("content")) {
+    const std::string type = part.string("type", text_type);
+    if (type != text_type && type != "text")
+      part.fail("type", fmt::format("'{}' is not supported: the served model reads text only "
+                                    "(content parts of type \"{}\")",
+                                    type, text_type));
+    refuse_unknown_fields(part, {"type", "text"});
+    text += part.string("text");
+  }
   return text;
 }
 
+std::string chat_role(const JsonReader& msg) {
+  std::string role = msg.string("role");
+  if (role == "developer") return "system";  // OpenAI's newer name for the system role
+  if (role == "tool" || role == "function")
+    msg.fail("role", fmt::format("'{}' is not supported: this server does no tool calling", role));
+  if (role != "system" && role != "user" && role != "assistant")
+    msg.fail("role", fmt::format("must be \"system\", \"developer\", \"user\" or "
+                                 "\"assistant\", got \"{}\"",
+                                 role));
+  return role;
+}
+
+namespace {
+
 std::optional<ApiError> parse_chat_messages(const JsonReader& r, const ModelInfo& m,
-                                            GenRequest* g) {
+                                            const ChatOptions& opts, GenRequest* g,
+                                            std::vector<ChatTurn>* out = nullptr) {
   if (const json& v = r.value("messages"); !v.is_array())
     r.fail_type("messages", "a list of messages", v);
   const std::vector<JsonReader> msgs = r.objects("messages");
   if (msgs.empty()) r.fail("messages", "must not be empty");
   std::vector<ChatTurn> turns;
-  for (const JsonReader& msg : msgs) turns.push_back({msg.string("role"), message_content(msg)});
-  if (auto e = codec_of(m).encode_chat(turns, g)) return e;
+  for (const JsonReader& msg : msgs) {
+    // "name" is accepted (OpenAI's participant name); the chat templates do not render it.
+    for (const char* f : {"tool_calls", "tool_call_id", "function_call"})
+      if (msg.has(f)) msg.fail(f, "is not supported: this server does no tool calling");
+    refuse_unknown_fields(msg, {"role", "content", "name"});
+    msg.string("name", "");
+    std::string role = chat_role(msg);
+    turns.push_back({std::move(role), message_content(msg, "text")});
+  }
+  if (auto e = codec_of(m).encode_chat(turns, opts, g)) return e;
   if (g->prompt_tokens < 1) r.fail("messages", "render to no tokens");
+  if (out) *out = std::move(turns);
   return std::nullopt;
 }
 
@@ -191,6 +238,27 @@ void parse_sampling(const JsonReader& r, SamplingDefault def, GenRequest* g) {
   }
 }
 
+// vLLM's chat rendering fields, at the top level or in "chat_template_kwargs".
+ChatOptions chat_options(const JsonReader& r) {
+  ChatOptions o;
+  if (const auto kw = r.optional_object("chat_template_kwargs")) {
+    for (const auto& [key, v] : kw->json().items())
+      if (key != "add_generation_prompt" && key != "continue_final_message")
+        kw->fail(key,
+                 "is not a variable of the served model's chat template (it takes "
+                 "add_generation_prompt and continue_final_message)");
+    o.add_generation_prompt = kw->boolean("add_generation_prompt", o.add_generation_prompt);
+    o.continue_final_message = kw->boolean("continue_final_message", o.continue_final_message);
+  }
+  o.add_generation_prompt = r.boolean("add_generation_prompt", o.add_generation_prompt);
+  o.continue_final_message = r.boolean("continue_final_message", o.continue_final_message);
+  if (o.add_generation_prompt && o.continue_final_message)
+    r.fail("continue_final_message",
+           "cannot be true with add_generation_prompt true: send add_generation_prompt: false "
+           "to continue the final message");
+  return o;
+}
+
 std::optional<ApiError> parse_openai(ApiKind kind, const JsonReader& r, const ModelInfo& m,
                                      const ParseLimits& lim, ParsedRequest* out) {
   if (auto e = check_model(r, m, &out->model)) return e;
@@ -198,8 +266,13 @@ std::optional<ApiError> parse_openai(ApiKind kind, const JsonReader& r, const Mo
   GenRequest& g = out->gen;
   if (kind == ApiKind::kCompletion) {
     if (auto e = parse_prompt(r.value("prompt"), "prompt", m, &g)) return e;
-  } else if (auto e = parse_chat_messages(r, m, &g)) {
-    return e;
+  } else {
+    const ChatOptions opts = chat_options(r);
+    std::vector<ChatTurn> turns;
+    if (auto e = parse_chat_messages(r, m, opts, &g, &turns)) return e;
+    // echo: the answer starts with the final message when it is the assistant's own.
+    if (r.boolean("echo", false) && turns.back().role == "assistant")
+      out->chat_echo = turns.back().content;
   }
   parse_sampling(r, SamplingDefault::kSample, &g);
   parse_openai_fields(kind, r, m, out);
@@ -212,10 +285,112 @@ std::optional<ApiError> parse_openai(ApiKind kind, const JsonReader& r, const Mo
     if (max_tokens) field = "max_completion_tokens";
   }
   out->stream = r.boolean("stream", out->stream);
-  if (const auto so = r.optional_object("stream_options"))
+  if (const auto so = r.optional_object("stream_options")) {
+    refuse_unknown_fields(*so, {"include_usage", "continuous_usage_stats"});
     out->include_usage = so->boolean("include_usage", out->include_usage);
+    out->continuous_usage = so->boolean("continuous_usage_stats", out->continuous_usage);
+    if (!out->stream && (so->has("include_usage") || so->has("continuous_usage_stats")))
+      r.fail("stream_options", "is only allowed with 'stream': true");
+  }
   parse_qos(r, &g);
-  return check_lengths(max_tokens, field, m, lim, &g);
+  // max_tokens 0 on completions with echo: score the prompt (lm-eval's loglikelihood call).
+  out->score_only = kind == ApiKind::kCompletion && out->echo && max_tokens && *max_tokens == 0;
+  if (auto e = check_lengths(max_tokens, field, m, lim, &g, out->score_only ? 0 : 1)) return e;
+  if (g.min_tokens > g.max_tokens)
+    r.fail("min_tokens",
+           fmt::format("must be at most '{}' ({}), got {}", field, g.max_tokens, g.min_tokens));
+  return std::nullopt;
+}
+
+// The Responses API's input as chat turns: "instructions" (a system message first), then
+// "input", a string (one user message) or a list of message items. Other item types
+// (function calls and their outputs, reasoning, files, images) are refused naming the type.
+std::vector<ChatTurn> responses_turns(const JsonReader& r) {
+  std::vector<ChatTurn> turns;
+  if (r.has("instructions") && !r.json().at("instructions").is_null())
+    turns.push_back({"system", r.string("instructions")});
+  const json& in = r.value("input");
+  if (in.is_string()) {
+    turns.push_back({"user", in.get<std::string>()});
+    return turns;
+  }
+  if (!in.is_array()) r.fail_type("input", "a string or a list of input items", in);
+  if (in.empty()) r.fail("input", "must not be empty");
+  for (const JsonReader& item : r.objects("input")) {
+    const std::string type = item.string("type", "message");
+    if (type != "message")
+      item.fail("type", fmt::format("'{}' is not supported: this server takes message items "
+                                    "with text only (no tools, files or images)",
+                                    type));
+    refuse_unknown_fields(item, {"type", "role", "content", "id", "status"});
+    std::string role = chat_role(item);
+    const char* part = role == "assistant" ? "output_text" : "input_text";
+    turns.push_back({std::move(role), message_content(item, part)});
+  }
+  return turns;
+}
+
+std::optional<ApiError> parse_responses(const JsonReader& r, const ModelInfo& m,
+                                        const ParseLimits& lim, ParsedRequest* out) {
+  if (auto e = check_model(r, m, &out->model)) return e;
+  refuse_unknown_fields(r, {"model",
+                            "input",
+                            "instructions",
+                            "max_output_tokens",
+                            "temperature",
+                            "top_p",
+                            "stream",
+                            "store",
+                            "metadata",
+                            "user",
+                            "tools",
+                            "tool_choice",
+                            "parallel_tool_calls",
+                            "text",
+                            "truncation",
+                            "previous_response_id",
+                            "reasoning",
+                            "include",
+                            "background",
+                            "service_tier",
+                            "top_logprobs"});
+  const json& j = r.json();
+  if (r.has("tools") && !(j.at("tools").is_array() && j.at("tools").empty()))
+    r.fail("tools", "are not supported: this server does no tool calling; send no tools");
+  if (r.has("tool_choice") && !(j.at("tool_choice") == "none" || j.at("tool_choice") == "auto"))
+    r.fail("tool_choice", "is not supported (no tool calling): omit it or send \"none\"");
+  r.boolean("parallel_tool_calls", false);
+  if (r.boolean("store", false))
+    r.fail("store",
+           "is not supported: responses are not stored here, so they cannot be "
+           "retrieved or continued; send false or omit it");
+  if (r.has("previous_response_id") && !j.at("previous_response_id").is_null())
+    r.fail("previous_response_id",
+           "is not supported: responses are not stored; send the whole conversation as 'input'");
+  for (const char* f : {"reasoning", "top_logprobs"})
+    if (r.has(f) && !j.at(f).is_null()) r.fail(f, "is not supported by this server: omit it");
+  if (r.boolean("background", false)) r.fail("background", "is not supported: send false");
+  if (r.has("include") && !(j.at("include").is_array() && j.at("include").empty()) &&
+      !j.at("include").is_null())
+    r.fail("include", "is not supported: no extra output items are produced; omit it");
+  if (const auto text = r.optional_object("text")) {
+    refuse_unknown_fields(*text, {"format"});
+    if (const auto f = text->optional_object("format"); f && f->string("type") != "text")
+      f->fail("type",
+              "must be \"text\": structured output needs constrained decoding, which "
+              "this server does not do");
+  }
+  if (const std::string t = r.string("truncation", "disabled"); t != "disabled")
+    r.fail("truncation", "must be \"disabled\": this server does not truncate the input");
+  r.string("user", "");
+  r.string("service_tier", "auto");
+  if (r.has("metadata") && !j.at("metadata").is_null()) r.object("metadata");
+  GenRequest& g = out->gen;
+  if (auto e = codec_of(m).encode_chat(responses_turns(r), ChatOptions{}, &g)) return e;
+  if (g.prompt_tokens < 1) r.fail("input", "renders to no tokens");
+  parse_sampling(r, SamplingDefault::kSample, &g);
+  out->stream = r.boolean("stream", out->stream);
+  return check_lengths(r.optional_integer("max_output_tokens"), "max_output_tokens", m, lim, &g);
 }
 
 std::optional<ApiError> parse_tgi(const JsonReader& r, const ModelInfo& m, const ParseLimits& lim,
@@ -296,6 +471,8 @@ std::optional<ApiError> parse_request(ApiKind kind, const std::string& body, con
           return parse_tgi(r, m, lim, out);
         case ApiKind::kKServe:
           return parse_kserve(r, m, lim, out);
+        case ApiKind::kResponses:
+          return parse_responses(r, m, lim, out);
       }
       return bad_field("", "unknown API");
     });
@@ -306,7 +483,8 @@ std::optional<ApiError> parse_request(ApiKind kind, const std::string& body, con
 
 std::optional<ApiError> encode_chat_messages(const nlohmann::json& body, const ModelInfo& m,
                                              GenRequest* g) {
-  return field_errors([&] { return parse_chat_messages(JsonReader::request_body(body), m, g); });
+  return field_errors(
+      [&] { return parse_chat_messages(JsonReader::request_body(body), m, ChatOptions{}, g); });
 }
 
 }  // namespace prima::server

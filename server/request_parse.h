@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "server/api_error.h"
 #include "server/engine_bridge.h"
@@ -32,6 +33,7 @@ class TextCodec;
 
 struct ModelInfo {
   std::string name;                  // the served model's name (the "model" field must match it)
+  std::vector<std::string> aliases;  // more names it answers to (--served-model-name)
   int max_model_len = 0;             // prompt + output tokens at most
   std::int64_t created = 0;          // unix time the server started
   const TextCodec* codec = nullptr;  // prompts -> tokens (borrowed; null: synthetic_codec())
@@ -46,7 +48,11 @@ struct ParsedRequest {
   std::string model;
   GenRequest gen;
   bool stream = false;
-  bool include_usage = false;  // OpenAI stream_options.include_usage
+  bool include_usage = false;     // OpenAI stream_options.include_usage
+  bool continuous_usage = false;  // stream_options.continuous_usage_stats: usage in every chunk
+  // Completions with max_tokens 0 (scoring): the engine runs the prompt and samples one token,
+  // which the answer leaves out (no completion tokens).
+  bool score_only = false;
   // Output options (request_fields.h). Log-probabilities are gen.sampling.logprobs.
   bool echo = false;                   // OpenAI completions: the prompt precedes the text
   bool details = false;                // TGI: "details" in the response
@@ -54,9 +60,16 @@ struct ParsedRequest {
   int top_n_tokens = 0;                // TGI: alternatives per token
   bool return_full_text = false;       // TGI: the prompt precedes generated_text
   std::string prompt_text;             // the prompt as text (echo, TGI)
+  std::string chat_echo;  // chat "echo": the final assistant message the answer continues
 };
 
-enum class ApiKind { kCompletion, kChat, kTgi, kKServe };
+// Whether `name` is one the served model answers to: its name, an alias, or a placeholder
+// that Text Generation Inference's clients send for "the model this server has" ("tgi",
+// "dummy": TGI serves one model and ignores the name).
+bool model_name_accepted(const ModelInfo& m, const std::string& name);
+
+// kResponses: OpenAI's Responses API (POST /v1/responses, text only).
+enum class ApiKind { kCompletion, kChat, kTgi, kKServe, kResponses };
 
 // Parses and validates `body` for `kind`. For kTgi the caller sets `stream` from the route;
 // for kKServe `model` is the model in the path.

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <random>
+
 #include "server/connection.h"
 
 namespace prima::server {
@@ -78,6 +80,19 @@ nlohmann::json timing_json(const StreamEnd& e) {
           {"e2e_s", e.e2e_s()},
           {"queue_s", e.queue_s()},
           {"arrival_s", e.arrival_s}};
+}
+
+std::string unique_id(const std::string& prefix) {
+  thread_local std::mt19937_64 gen = [] {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seq);
+  }();
+  return fmt::format("{}{:016x}{:016x}", prefix, gen(), gen());
+}
+
+void set_request_id(httplib::Response& res, const std::string& id) {
+  if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", id);
 }
 
 std::string output_text(const std::vector<StreamToken>& toks, const StreamEnd& e) {

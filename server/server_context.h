@@ -71,6 +71,13 @@ std::optional<ApiError> end_error(const StreamEnd& e);
 void set_timing_headers(httplib::Response& res, const StreamEnd& e);
 nlohmann::json timing_json(const StreamEnd& e);
 
+// A response id unique across servers and restarts: `prefix` ("cmpl-", "resp_") and 32
+// random hex digits.
+std::string unique_id(const std::string& prefix);
+// Sets the X-Request-Id header to `id` unless the client sent its own (echoed by the HTTP
+// server before the handler ran).
+void set_request_id(httplib::Response& res, const std::string& id);
+
 // A finished request's output text: its tokens' texts and the tail held back at the end.
 std::string output_text(const std::vector<StreamToken>& toks, const StreamEnd& e);
 

@@ -12,9 +12,12 @@ void SyntheticCodec::encode(std::string_view text, GenRequest* g) const {
 }
 
 std::optional<ApiError> SyntheticCodec::encode_chat(const std::vector<ChatTurn>& msgs,
-                                                    GenRequest* g) const {
+                                                    const ChatOptions& opts, GenRequest* g) const {
   std::size_t bytes = 0;
   for (const auto& m : msgs) bytes += m.role.size() + 16 + m.content.size();
+  // The assistant's opening header, or the final message's end-of-turn marker, counted as
+  // the real templates write them (about 4 tokens).
+  if (!opts.add_generation_prompt && bytes >= 16) bytes -= 16;
   g->prompt_tokens = tokens_for_bytes(bytes);
   return std::nullopt;
 }

@@ -29,6 +29,14 @@ struct ChatTurn {
   std::string content;
 };
 
+// How chat messages are rendered (vLLM's chat fields): add_generation_prompt opens the
+// assistant's turn after the messages; continue_final_message leaves the final message open
+// (its end-of-turn marker cut off) so that the model continues it. Not both.
+struct ChatOptions {
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+};
+
 class TextCodec {
  public:
   virtual ~TextCodec() = default;
@@ -36,7 +44,7 @@ class TextCodec {
   virtual bool real() const = 0;
   virtual void encode(std::string_view text, GenRequest* g) const = 0;
   virtual std::optional<ApiError> encode_chat(const std::vector<ChatTurn>& msgs,
-                                              GenRequest* g) const = 0;
+                                              const ChatOptions& opts, GenRequest* g) const = 0;
   virtual std::string piece(int index, int id) const = 0;
   virtual std::vector<int> stop_ids() const { return {}; }
   // Token ids are 0 .. vocab_size() - 1 (0: no vocabulary, any id >= 0 is accepted).
@@ -50,6 +58,11 @@ class TextCodec {
   }
   // The bytes of token `id` on its own ("" for control tokens).
   virtual std::string id_text(int id) const { return piece(0, id); }
+  // A control token's literal text ("<|im_end|>"): what skip_special_tokens false shows.
+  virtual std::string control_text(int id) const {
+    (void)id;
+    return "";
+  }
   // The ids of the prompt that encode() or encode_chat() put in `g`.
   virtual std::vector<int> prompt_ids(const GenRequest& g) const { return g.prompt_ids; }
 };
@@ -62,7 +75,7 @@ class SyntheticCodec : public TextCodec {
  public:
   bool real() const override { return false; }
   void encode(std::string_view text, GenRequest* g) const override;
-  std::optional<ApiError> encode_chat(const std::vector<ChatTurn>& msgs,
+  std::optional<ApiError> encode_chat(const std::vector<ChatTurn>& msgs, const ChatOptions& opts,
                                       GenRequest* g) const override;
   std::string piece(int index, int id) const override;
   std::string id_text(int id) const override;

@@ -66,7 +66,8 @@ std::size_t complete_utf8_prefix(std::string_view s) {
   return s.size();
 }
 
-TextDecoder::TextDecoder(std::vector<std::string> stops) : stops_(std::move(stops)) {
+TextDecoder::TextDecoder(std::vector<std::string> stops, bool include_stop)
+    : stops_(std::move(stops)), include_stop_(include_stop) {
   stops_.erase(std::remove(stops_.begin(), stops_.end(), std::string()), stops_.end());
 }
 
@@ -76,15 +77,22 @@ std::string TextDecoder::release(std::size_t n) {
   return out;
 }
 
-std::string TextDecoder::push(std::string_view bytes) {
+std::string TextDecoder::push(std::string_view bytes, bool stops_armed) {
   if (stopped_) return "";
   pending_.append(bytes);
-  // The earliest stop string wins.
-  std::size_t hit = std::string::npos;
-  for (const auto& s : stops_) hit = std::min(hit, pending_.find(s));
+  if (!stops_armed) return release(complete_utf8_prefix(pending_));
+  // The earliest stop string wins (the longest of those starting there).
+  std::size_t hit = std::string::npos, len = 0;
+  for (const auto& s : stops_) {
+    const std::size_t at = pending_.find(s);
+    if (at < hit || (at == hit && at != std::string::npos && s.size() > len)) {
+      hit = at;
+      len = s.size();
+    }
+  }
   if (hit != std::string::npos) {
     stopped_ = true;
-    std::string out = release(hit);
+    std::string out = release(include_stop_ ? hit + len : hit);
     pending_.clear();
     return out;
   }

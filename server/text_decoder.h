@@ -3,9 +3,11 @@
 //  - a trailing incomplete UTF-8 sequence is held back until it completes;
 //  - a trailing piece that could be the start of a stop string is held back until it is
 //    known not to be one;
-//  - once a stop string appears, the text before it is released, the stop string and
-//    anything after it are dropped, and stopped() turns true (the server then ends the
-//    request early);
+//  - once a stop string appears, the text before it is released (with the stop string
+//    itself when include_stop), anything after it is dropped, and stopped() turns true (the
+//    server then ends the request early);
+//  - a push with stops_armed false (vLLM's min_tokens not reached yet) looks for no stop
+//    string and holds nothing back for one: text released then is never matched later;
 //  - invalid UTF-8 (a model can emit byte tokens that do not form characters) becomes
 //    U+FFFD, so the text is always valid for JSON.
 // flush() releases what is held back at the end of the request.
@@ -20,9 +22,9 @@ namespace prima::server {
 
 class TextDecoder {
  public:
-  explicit TextDecoder(std::vector<std::string> stops = {});
+  explicit TextDecoder(std::vector<std::string> stops = {}, bool include_stop = false);
 
-  std::string push(std::string_view bytes);
+  std::string push(std::string_view bytes, bool stops_armed = true);
   std::string flush();
   bool stopped() const { return stopped_; }
 
@@ -31,6 +33,7 @@ class TextDecoder {
   std::string release(std::size_t n);
 
   std::vector<std::string> stops_;
+  bool include_stop_ = false;
   std::string pending_;  // bytes not released yet
   bool stopped_ = false;
 };

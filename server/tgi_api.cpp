@@ -45,23 +45,19 @@ json stream_details_json(const StreamEnd& e) {
           {"prima", timing_json(e)}};
 }
 
-// The prompt's tokens for details.prefill (decoder_input_details): the model's ids and
-// pieces (real backend), or the prompt cut as the sim backend counts it (4 bytes a token,
-// ids 0, 1, ...). TGI cannot give the first token a logprob; prima computes none for the
-// prompt (docs/serving.md), so every prefill logprob is null.
-json prefill_json(const ParsedRequest& p, const TextCodec& codec) {
+// The prompt's tokens for details.prefill (decoder_input_details): the model's ids, pieces
+// and log-probabilities (real backend), or the prompt cut as the sim backend counts it (4
+// bytes a token, ids 0, 1, ...) with synthetic log-probabilities. The first token has no
+// context: its logprob is null, as TGI's.
+json prefill_json(const ParsedRequest& p, const TextCodec& codec,
+                  const std::vector<StreamToken>& toks) {
+  std::vector<StreamToken> prompt = toks.empty() ? std::vector<StreamToken>() : toks[0].prompt;
+  if (!codec.real()) synthetic_prompt_pieces(p.prompt_text, &prompt);
   json out = json::array();
-  const GenRequest& g = p.gen;
-  if (!g.prompt_ids.empty()) {
-    for (int id : g.prompt_ids)
-      out.push_back({{"id", id}, {"text", valid_utf8(codec.piece(id, id))}, {"logprob", nullptr}});
-    return out;
-  }
-  const std::string& s = p.prompt_text;
-  const int n = std::max(1, static_cast<int>((s.size() + 3) / 4));
-  for (int i = std::max(0, n - g.prompt_tokens); i < n; ++i)
-    out.push_back(
-        {{"id", i}, {"text", valid_utf8(s.substr(std::size_t(i) * 4, 4))}, {"logprob", nullptr}});
+  for (const auto& t : prompt)
+    out.push_back({{"id", t.id},
+                   {"text", valid_utf8(t.piece)},
+                   {"logprob", t.has_logprob ? json(t.logprob) : json(nullptr)}});
   return out;
 }
 
@@ -75,7 +71,7 @@ json details_json(const ParsedRequest& p, const TextCodec& codec,
   json d{{"finish_reason", finish_reason(e)},
          {"generated_tokens", e.output_tokens},
          {"seed", seed_json(e)},
-         {"prefill", p.decoder_input_details ? prefill_json(p, codec) : json::array()},
+         {"prefill", p.decoder_input_details ? prefill_json(p, codec, toks) : json::array()},
          {"tokens", std::move(tokens)},
          {"prima", timing_json(e)}};
   if (p.top_n_tokens > 0) d["top_tokens"] = std::move(top);

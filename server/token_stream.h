@@ -44,6 +44,10 @@ struct StreamToken {
   bool has_logprob = false;
   float logprob = 0;
   std::vector<TokenAlt> top{};
+  // On the first output token of a request that scores its prompt
+  // (SamplingParams::prompt_logprobs >= 0): the prompt's tokens, index = position, each with
+  // its log-probability given the tokens before it (the first has none: has_logprob false).
+  std::vector<StreamToken> prompt{};
 };
 
 // How a request ended, with its engine-time timestamps (seconds; -1 when it never got there).

@@ -6,6 +6,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
+
 namespace prima::server {
 
 // The boundaries of vLLM's v1 PrometheusStatLogger.
@@ -100,6 +102,46 @@ VllmMetrics::VllmMetrics(prometheus::Registry& reg, const std::string& model_nam
                        lengths);
   max_tokens_ = histogram("vllm:request_params_max_tokens",
                           "Histogram of the max_tokens request parameter.", lengths);
+  max_gen_ = histogram("vllm:request_max_num_generation_tokens",
+                       "Histogram of maximum number of requested generation tokens.", lengths);
+  iteration_ =
+      histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+                {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384});
+  prefix_queries_ = counter("vllm:prefix_cache_queries_total",
+                            "Prefix cache queries, in terms of number of queried tokens.");
+  prefix_hits_ = counter("vllm:prefix_cache_hits_total",
+                         "Prefix cache hits, in terms of number of cached tokens.");
+  model_name_ = model_name;
+}
+
+void VllmMetrics::on_step_tokens(std::int64_t tokens) {
+  iteration_->Observe(static_cast<double>(tokens));
+}
+
+void VllmMetrics::on_prefix_cache(std::int64_t queries, std::int64_t hits) {
+  if (queries > prefix_queries_seen_)
+    prefix_queries_->Increment(static_cast<double>(queries - prefix_queries_seen_));
+  if (hits > prefix_hits_seen_)
+    prefix_hits_->Increment(static_cast<double>(hits - prefix_hits_seen_));
+  prefix_queries_seen_ = std::max(prefix_queries_seen_, queries);
+  prefix_hits_seen_ = std::max(prefix_hits_seen_, hits);
+}
+
+void VllmMetrics::set_cache_config(prometheus::Registry& reg, int block_size, std::int64_t blocks,
+                                   bool prefix_caching) {
+  if (cache_config_set_) return;
+  cache_config_set_ = true;
+  // vLLM's labels are its CacheConfig's fields as Python writes them.
+  prometheus::BuildGauge()
+      .Name("vllm:cache_config_info")
+      .Help("Information of the LLMEngine CacheConfig")
+      .Register(reg)
+      .Add({{"engine", "0"},
+            {"block_size", std::to_string(block_size)},
+            {"num_gpu_blocks", std::to_string(blocks)},
+            {"enable_prefix_caching", prefix_caching ? "True" : "False"},
+            {"cache_dtype", "auto"}})
+      .Set(1);
 }
 
 void VllmMetrics::on_token(const Sequence& s, double itl_s) {
@@ -137,6 +179,7 @@ void VllmMetrics::on_end(const Sequence& s) {
   prompt_len_->Observe(s.req.prompt_tokens);
   gen_len_->Observe(s.num_generated);
   max_tokens_->Observe(s.req.max_output_tokens);
+  max_gen_->Observe(s.num_generated);
 }
 
 void VllmMetrics::on_state(int running, int waiting, double kv_usage,

@@ -13,7 +13,14 @@
 //               vllm:e2e_request_latency_seconds, vllm:request_queue_time_seconds,
 //               vllm:request_inference_time_seconds, vllm:request_prefill_time_seconds,
 //               vllm:request_decode_time_seconds, vllm:request_prompt_tokens,
-//               vllm:request_generation_tokens, vllm:request_params_max_tokens
+//               vllm:request_generation_tokens, vllm:request_params_max_tokens,
+//               vllm:request_max_num_generation_tokens (the most output tokens of a
+//               request's sequences: its own, one sequence per request),
+//               vllm:iteration_tokens_total (tokens per engine step)
+//   counters    vllm:prefix_cache_queries_total, vllm:prefix_cache_hits_total (prompt tokens
+//               looked up in the prefix cache, and found there)
+//   info        vllm:cache_config_info{block_size, num_gpu_blocks, enable_prefix_caching,
+//               cache_dtype} = 1
 // Times are engine time (simulated seconds with the sim backend), as for prima's families.
 // Thread-safety: the recording calls run on the engine's loop (ServerMetrics forwards them);
 // the families live in the registry given to the constructor (thread-safe to collect).
@@ -57,6 +64,13 @@ class VllmMetrics {
   void on_end(const Sequence& s);
   // new_preemptions: preemptions since the previous call.
   void on_state(int running, int waiting, double kv_usage, std::int64_t new_preemptions);
+  // Tokens one engine step computed.
+  void on_step_tokens(std::int64_t tokens);
+  // Prefix-cache lookups as running totals (tokens looked up, tokens found).
+  void on_prefix_cache(std::int64_t query_tokens_total, std::int64_t hit_tokens_total);
+  // The KV cache's configuration (once: later calls are ignored).
+  void set_cache_config(prometheus::Registry& reg, int block_size, std::int64_t blocks,
+                        bool prefix_caching);
 
  private:
   prometheus::Gauge *running_ = nullptr, *waiting_ = nullptr, *gpu_cache_ = nullptr,
@@ -68,7 +82,11 @@ class VllmMetrics {
   prometheus::Histogram *ttft_ = nullptr, *tpot_ = nullptr, *itl_ = nullptr, *e2e_ = nullptr,
                         *queue_ = nullptr, *inference_ = nullptr, *prefill_ = nullptr,
                         *decode_ = nullptr, *prompt_len_ = nullptr, *gen_len_ = nullptr,
-                        *max_tokens_ = nullptr;
+                        *max_tokens_ = nullptr, *max_gen_ = nullptr, *iteration_ = nullptr;
+  prometheus::Counter *prefix_queries_ = nullptr, *prefix_hits_ = nullptr;
+  std::int64_t prefix_queries_seen_ = 0, prefix_hits_seen_ = 0;
+  std::string model_name_;
+  bool cache_config_set_ = false;
 };
 
 }  // namespace prima::server

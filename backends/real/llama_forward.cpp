@@ -178,20 +178,19 @@ Status LlamaForward::layers(const StepInput& s, float* x) {
 }
 
 void LlamaForward::logits(const StepInput& s, const float* x, std::vector<float>* out) {
+  const std::vector<std::int64_t> rows = s.logit_rows();
+  logits_at(rows.data(), rows.size(), x, out);
+}
+
+void LlamaForward::logits_at(const std::int64_t* rows, std::size_t n, const float* x,
+                             std::vector<float>* out) {
   const auto& c = w_->config();
   const int H = c.hidden;
-  const int n = s.sampled_rows();
-  rows_.resize(std::size_t(n) * H);
-  std::int64_t row = 0;
-  int r = 0;
-  for (const auto& sq : s.seqs) {
-    row += static_cast<std::int64_t>(sq.tokens.size());
-    if (!sq.samples) continue;
-    kernels::rms_norm(x + (row - 1) * H, w_->output_norm(), H, c.eps, rows_.data() + r * H);
-    ++r;
-  }
-  out->resize(std::size_t(n) * c.vocab);
-  if (n) kernels::matmul(w_->output(), rows_.data(), n, out->data(), *pool_);
+  rows_.resize(n * H);
+  for (std::size_t r = 0; r < n; ++r)
+    kernels::rms_norm(x + rows[r] * H, w_->output_norm(), H, c.eps, rows_.data() + r * H);
+  out->resize(n * c.vocab);
+  if (n) kernels::matmul(w_->output(), rows_.data(), static_cast<int>(n), out->data(), *pool_);
 }
 
 Status LlamaForward::forward(const StepInput& s, std::vector<float>* logits_out) {

@@ -44,8 +44,11 @@ class LlamaForward {
   void embed(const StepInput& s, std::vector<float>* x) const;
   // Runs this shard's layers on x in place (writes the K/V of the step's tokens).
   Status layers(const StepInput& s, float* x);
-  // Logits (sampled_rows x vocab) of the last token of each sampling sequence.
+  // Logits (logit_rows().size() x vocab) at the step's logit rows: each scoring sequence's
+  // scored positions and each sampling sequence's last token (StepInput::logit_rows).
   void logits(const StepInput& s, const float* x, std::vector<float>* out);
+  // Logits (n x vocab) at the given token rows of x.
+  void logits_at(const std::int64_t* rows, std::size_t n, const float* x, std::vector<float>* out);
   // check + embed + layers + logits (a single-stage shard).
   Status forward(const StepInput& s, std::vector<float>* logits);
 

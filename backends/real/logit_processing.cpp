@@ -79,6 +79,18 @@ void apply_typical(float* logits, int vocab, double temperature, double typical_
   for (std::size_t k = keep; k < c.size(); ++k) logits[c[k].second] = -INFINITY;
 }
 
+void apply_min_p(float* logits, int vocab, double temperature, double min_p) {
+  if (!(min_p > 0) || !(temperature > 0) || vocab <= 1) return;
+  float mx = -INFINITY;
+  for (int i = 0; i < vocab; ++i)
+    if (logits[i] > mx) mx = logits[i];
+  if (!std::isfinite(mx)) return;
+  // p_i / p_max = exp((l_i - mx) / T) < min_p  <=>  l_i < mx + T ln(min_p)
+  const double cut = static_cast<double>(mx) + temperature * std::log(min_p);
+  for (int i = 0; i < vocab; ++i)
+    if (static_cast<double>(logits[i]) < cut) logits[i] = -INFINITY;
+}
+
 double log_sum_exp(const float* logits, int vocab) {
   float mx = -INFINITY;
   for (int i = 0; i < vocab; ++i)
@@ -111,7 +123,7 @@ int sample_row(float* logits, int vocab, const SamplingParams& p, const TokenHis
                std::uint64_t request, std::int64_t position, SampleScratch* scratch,
                TokenLogprobs* lp) {
   const bool want_lp = p.logprobs >= 0 && lp;
-  const bool process = !p.logit_bias.empty() || p.penalized() || p.typical_p < 1.0;
+  const bool process = !p.logit_bias.empty() || p.penalized() || p.typical_p < 1.0 || p.min_p > 0;
   double lse = 0;
   // The raw logits the processing changes, to report the sampled token's raw logprob.
   std::vector<std::pair<int, float>> raw;
@@ -132,6 +144,7 @@ int sample_row(float* logits, int vocab, const SamplingParams& p, const TokenHis
     }
     apply_logit_processing(logits, vocab, p, h, &scratch->ids);
     apply_typical(logits, vocab, p.temperature, p.typical_p, &scratch->pairs);
+    apply_min_p(logits, vocab, p.temperature, p.min_p);
   }
   const int tok = sample_token(logits, vocab, p, request, position, &scratch->pairs);
   if (want_lp) {

@@ -34,6 +34,10 @@ void apply_logit_processing(float* logits, int vocab, const SamplingParams& p,
 void apply_typical(float* logits, int vocab, double temperature, double typical_p,
                    std::vector<std::pair<float, int>>* scratch);
 
+// Min-p's cut (SamplingParams::min_p > 0, temperature > 0): the logits more than
+// temperature * ln(1 / min_p) below the largest become -infinity.
+void apply_min_p(float* logits, int vocab, double temperature, double min_p);
+
 // log(sum(exp(logits))) in double, over the finite logits.
 double log_sum_exp(const float* logits, int vocab);
 

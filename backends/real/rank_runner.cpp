@@ -3,6 +3,7 @@
 #include "backends/real/rank_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -13,38 +14,19 @@ constexpr int kTagStep = 101;
 constexpr int kTagHidden = 102;
 constexpr int kTagTokens = 103;
 constexpr int kTagPong = 104;
-constexpr int kTagLogprobs = 105;
+// Logit rows computed at once on the CPU path (256 x SmolLM2's 49,152 floats: 48 MiB).
+constexpr std::size_t kLogitSlice = 256;
 
-// Log-probabilities between ranks: per sequence a fixed record of floats (the sampled
-// token's logprob, the count n of alternatives, then n (id, logprob) pairs, ids as floats:
-// exact below 2^24), padded to the largest n.
-constexpr std::size_t kLpRecord = 2 + 2 * SamplingParams::kMaxTopLogprobs;
-
-std::vector<float> pack_logprobs(const std::vector<TokenLogprobs>& lps) {
-  std::vector<float> out(lps.size() * kLpRecord, 0.f);
-  for (std::size_t i = 0; i < lps.size(); ++i) {
-    float* r = out.data() + i * kLpRecord;
-    r[0] = lps[i].logprob;
-    const std::size_t n = std::min<std::size_t>(lps[i].top.size(), SamplingParams::kMaxTopLogprobs);
-    r[1] = static_cast<float>(n);
-    for (std::size_t k = 0; k < n; ++k) {
-      r[2 + 2 * k] = static_cast<float>(lps[i].top[k].first);
-      r[3 + 2 * k] = lps[i].top[k].second;
-    }
-  }
-  return out;
-}
-
-std::vector<TokenLogprobs> unpack_logprobs(const std::vector<float>& in, std::size_t seqs) {
-  std::vector<TokenLogprobs> out(seqs);
-  for (std::size_t i = 0; i < seqs; ++i) {
-    const float* r = in.data() + i * kLpRecord;
-    out[i].logprob = r[0];
-    const int n = std::clamp(static_cast<int>(r[1]), 0, SamplingParams::kMaxTopLogprobs);
-    for (int k = 0; k < n; ++k)
-      out[i].top.emplace_back(static_cast<int>(r[2 + 2 * k]), r[3 + 2 * k]);
-  }
-  return out;
+// The log-probabilities of `target` and the `n` most likely ids at one row of raw logits.
+TokenLogprobs score_row(const float* logits, int vocab, int target, int n,
+                        std::vector<std::pair<float, int>>* scratch) {
+  TokenLogprobs lp;
+  const double lse = log_sum_exp(logits, vocab);
+  lp.logprob = target >= 0 && target < vocab
+                   ? static_cast<float>(static_cast<double>(logits[target]) - lse)
+                   : -INFINITY;
+  lp.top = top_logprobs(logits, vocab, std::min(n, SamplingParams::kMaxTopLogprobs), lse, scratch);
+  return lp;
 }
 
 }  // namespace
@@ -79,8 +61,39 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
   tokens->assign(s.seqs.size(), -1);
   out->logprobs.clear();
   if (s.seqs.empty()) return ok_status();
+  // The rows whose logits are read (StepInput::logit_rows): per sequence its scored prompt
+  // positions (the target id), then its sampling row (-1).
+  const std::vector<std::int64_t> rows = s.logit_rows();
+  std::vector<std::pair<std::size_t, int>> uses;
+  uses.reserve(rows.size());
+  for (std::size_t i = 0; i < s.seqs.size(); ++i) {
+    for (int target : s.seqs[i].score_ids) uses.emplace_back(i, target);
+    if (s.seqs[i].samples) uses.emplace_back(i, -1);
+  }
+  const int V = w_->config().vocab;
+  const bool lps = s.wants_logprobs();
+  if (lps) out->logprobs.resize(s.seqs.size());
+  if (s.wants_prompt_logprobs()) out->prompt_logprobs.resize(s.seqs.size());
+  // Scores or samples uses [b, e), whose logits are rows 0 .. e - b of logits_.
+  auto consume = [&](std::size_t b, std::size_t e) {
+    for (std::size_t k = b; k < e; ++k) {
+      const auto [i, target] = uses[k];
+      const SeqInput& q = s.seqs[i];
+      float* row = logits_.data() + (k - b) * std::size_t(V);
+      if (target >= 0) {
+        out->prompt_logprobs[i].push_back(
+            score_row(row, V, target, q.sampling.prompt_logprobs, &scratch_.pairs));
+        continue;
+      }
+      const std::int64_t pos = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
+      const TokenHistory h{&q.prompt_history, &q.output_history};
+      (*tokens)[i] = sample_row(row, V, q.sampling, h, q.request, pos, &scratch_,
+                                lps ? &out->logprobs[i] : nullptr);
+    }
+  };
   if (device_) {
     PRIMA_RETURN_IF_ERROR(device_->forward(s, &logits_));
+    consume(0, uses.size());
   } else {
     const int H = w_->config().hidden;
     const std::size_t T = static_cast<std::size_t>(s.total_tokens());
@@ -97,26 +110,17 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
       return world_->send(layout_.rank_of(layout_.stage() + 1, layout_.tp_rank()), kTagHidden,
                           x_.data(), x_.size() * sizeof(float));
     if (layout_.tp_rank() != 0) return ok_status();
-    fwd_.logits(s, x_.data(), &logits_);
-  }
-  const int V = w_->config().vocab;
-  const bool lps = s.wants_logprobs();
-  if (lps) out->logprobs.resize(s.seqs.size());
-  int r = 0;
-  for (std::size_t i = 0; i < s.seqs.size(); ++i) {
-    const auto& q = s.seqs[i];
-    if (!q.samples) continue;
-    const std::int64_t pos = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
-    const TokenHistory h{&q.prompt_history, &q.output_history};
-    (*tokens)[i] = sample_row(logits_.data() + std::size_t(r) * V, V, q.sampling, h, q.request, pos,
-                              &scratch_, lps ? &out->logprobs[i] : nullptr);
-    ++r;
+    // A scored prompt chunk can have thousands of rows: their logits (rows x vocab floats) are
+    // made and used a slice at a time.
+    for (std::size_t b = 0; b < rows.size(); b += kLogitSlice) {
+      const std::size_t e = std::min(rows.size(), b + kLogitSlice);
+      fwd_.logits_at(rows.data() + b, e - b, x_.data(), &logits_);
+      consume(b, e);
+    }
   }
   if (layout_.rank == 0) return ok_status();
-  PRIMA_RETURN_IF_ERROR(world_->send(0, kTagTokens, tokens->data(), tokens->size() * sizeof(int)));
-  if (!lps) return ok_status();
-  const auto packed = pack_logprobs(out->logprobs);
-  return world_->send(0, kTagLogprobs, packed.data(), packed.size() * sizeof(float));
+  // The last stage's answer to the leader: what was sampled and scored.
+  return world_->send_msg(0, kTagTokens, encode_reply(ok_status(), *out));
 }
 
 Status RankRunner::begin_step(const StepInput& s) {
@@ -139,13 +143,12 @@ Result<SampledTokens> RankRunner::finish_step(const StepInput& s) {
   t.ids.assign(s.seqs.size(), -1);
   if (s.seqs.empty()) return t;
   const int last = layout_.rank_of(layout_.pp - 1, 0);
-  PRIMA_RETURN_IF_ERROR(world_->recv(last, kTagTokens, t.ids.data(), t.ids.size() * sizeof(int)));
-  if (s.wants_logprobs()) {
-    std::vector<float> packed(s.seqs.size() * kLpRecord);
-    PRIMA_RETURN_IF_ERROR(
-        world_->recv(last, kTagLogprobs, packed.data(), packed.size() * sizeof(float)));
-    t.logprobs = unpack_logprobs(packed, s.seqs.size());
-  }
+  PRIMA_ASSIGN_OR_RETURN(auto bytes, world_->recv_msg(last, kTagTokens));
+  PRIMA_ASSIGN_OR_RETURN(t, decode_reply(bytes));
+  if (t.ids.size() != s.seqs.size())
+    return internal_error("rank " + std::to_string(last) + " sent " + std::to_string(t.ids.size()) +
+                          " token ids for a step of " + std::to_string(s.seqs.size()) +
+                          " sequences");
   return t;
 }
 

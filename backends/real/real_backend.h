@@ -46,6 +46,9 @@ struct RealBackendOptions {
   // sequences of max_model_len need); 0 bytes: enough for max_num_seqs full-length sequences.
   double kv_cache_bytes = 0;
   int max_num_seqs = 8;
+  // Tokens one engine step computes at most (prefill chunks and decodes); 0: the scheduler's
+  // default (SchedulerOptions::max_num_batched_tokens).
+  int max_num_batched_tokens = 0;
   // Copy the Q4_1 / Q8_0 matrices into 16-row panels for the AVX-512 VNNI kernels
   // (LlamaWeights::bind): ~1.5x the decode tokens per second where the CPU has them, the same
   // results (llama.cpp's float operations either way). Ignored (GGUF layout) on other CPUs:

@@ -31,6 +31,7 @@ Result<std::unique_ptr<RealCluster>> open_real_cluster(const RealBackendOptions&
   cluster::EngineOptions eo;
   eo.scheduler.block_size = c->backend->block_size();
   eo.scheduler.max_num_seqs = o.max_num_seqs;
+  if (o.max_num_batched_tokens > 0) eo.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.max_model_len = c->max_model_len;
   std::vector<cluster::ReplicaSetup> replicas;
   for (int r = 0; r < c->backend->replicas(); ++r) {

@@ -1,6 +1,8 @@
 // RealExecutor (see real_executor.h).
 #include "backends/real/real_executor.h"
 
+#include <cmath>
+
 #include "engine/core/request.h"
 
 namespace prima::real {
@@ -43,6 +45,14 @@ StepInput RealExecutor::make_input(const StepBatch& step, int block_size) {
       q.blocks.assign(w.seq->blocks.begin(),
                       w.seq->blocks.begin() + std::min(need, w.seq->blocks.size()));
       q.sampling = w.seq->req.sampling;
+      // min_tokens: the stop ids cannot be drawn yet (vLLM masks them the same way).
+      if (w.samples && w.seq->num_generated < w.seq->req.min_tokens)
+        for (int id : w.seq->req.stop_ids) q.sampling.logit_bias.emplace_back(id, -INFINITY);
+      if (q.sampling.prompt_logprobs >= 0) {  // the prompt ids after the chunk's positions
+        const int prompt = w.seq->req.prompt_tokens;
+        for (int p = q.pos0; p < w.context_len && p + 1 < prompt; ++p)
+          q.score_ids.push_back(w.seq->token_at(p + 1));
+      }
       if (w.samples && q.sampling.penalized()) {
         if (q.sampling.repetition_penalty != 1.0) q.prompt_history = w.seq->req.prompt_ids;
         q.output_history = w.seq->output_ids;
@@ -100,7 +110,10 @@ void RealExecutor::finish(Job& job, Status st, SampledTokens tokens) {
   r.stage_busy_s.assign(pp_, r.end_s - r.start_s);
   r.tokens = st.ok() ? std::move(tokens.ids) : std::vector<int>(job.input.seqs.size(), -1);
   r.flops = st.ok() ? job.flops : 0;
-  if (st.ok()) r.logprobs = std::move(tokens.logprobs);
+  if (st.ok()) {
+    r.logprobs = std::move(tokens.logprobs);
+    r.prompt_logprobs = std::move(tokens.prompt_logprobs);
+  }
   rt_->post([f = std::move(job.done), r = std::move(r)] { f(r); });
 }
 

@@ -25,6 +25,24 @@ bool StepInput::wants_logprobs() const {
   return false;
 }
 
+std::vector<std::int64_t> StepInput::logit_rows() const {
+  std::vector<std::int64_t> rows;
+  std::int64_t row = 0;
+  for (const auto& s : seqs) {
+    for (std::size_t j = 0; j < s.score_ids.size() && j < s.tokens.size(); ++j)
+      rows.push_back(row + static_cast<std::int64_t>(j));
+    row += static_cast<std::int64_t>(s.tokens.size());
+    if (s.samples) rows.push_back(row - 1);
+  }
+  return rows;
+}
+
+bool StepInput::wants_prompt_logprobs() const {
+  for (const auto& s : seqs)
+    if (!s.score_ids.empty()) return true;
+  return false;
+}
+
 namespace {
 
 struct Writer {
@@ -78,6 +96,42 @@ struct Reader {
 constexpr std::uint32_t kMagic = 0x50455453;       // "STEP"
 constexpr std::uint32_t kReplyMagic = 0x594c5052;  // "RPLY"
 
+void put_logprobs(Writer* w, const std::vector<TokenLogprobs>& lps) {
+  w->put(static_cast<std::uint32_t>(lps.size()));
+  for (const TokenLogprobs& lp : lps) {
+    w->put(lp.logprob);
+    w->put(static_cast<std::uint32_t>(lp.top.size()));
+    for (const auto& [id, p] : lp.top) {
+      w->put(static_cast<std::int32_t>(id));
+      w->put(p);
+    }
+  }
+}
+
+// A list written by put_logprobs; errors name the byte offset.
+Status get_logprobs(Reader* r, std::vector<TokenLogprobs>* out) {
+  const auto n = r->get<std::uint32_t>();
+  // Each entry takes at least 8 bytes: a count past the end is a corrupt message.
+  if (r->err.ok() && r->off + std::size_t(n) * 8 > r->in.size())
+    return invalid_argument("step reply: " + std::to_string(n) + " log-probabilities at byte " +
+                            std::to_string(r->off) + " run past the end");
+  for (std::uint32_t i = 0; i < n && r->err.ok(); ++i) {
+    TokenLogprobs lp;
+    lp.logprob = r->get<float>();
+    const auto top = r->get<std::uint32_t>();
+    if (r->err.ok() && top > static_cast<std::uint32_t>(SamplingParams::kMaxTopLogprobs))
+      return invalid_argument("step reply: " + std::to_string(top) +
+                              " top log-probabilities at byte " + std::to_string(r->off) +
+                              " exceed " + std::to_string(SamplingParams::kMaxTopLogprobs));
+    for (std::uint32_t k = 0; k < top && r->err.ok(); ++k) {
+      const int id = r->get<std::int32_t>();
+      lp.top.emplace_back(id, r->get<float>());
+    }
+    out->push_back(std::move(lp));
+  }
+  return r->err;
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> encode_step(const StepInput& s) {
@@ -98,7 +152,9 @@ std::vector<std::uint8_t> encode_step(const StepInput& s) {
     w.put(q.sampling.frequency_penalty);
     w.put(q.sampling.repetition_penalty);
     w.put(q.sampling.typical_p);
+    w.put(q.sampling.min_p);
     w.put(static_cast<std::int32_t>(q.sampling.logprobs));
+    w.put(static_cast<std::int32_t>(q.sampling.prompt_logprobs));
     w.put(static_cast<std::uint32_t>(q.sampling.logit_bias.size()));
     for (const auto& [id, bias] : q.sampling.logit_bias) {
       w.put(static_cast<std::int32_t>(id));
@@ -108,6 +164,7 @@ std::vector<std::uint8_t> encode_step(const StepInput& s) {
     w.put_ints(q.blocks);
     w.put_ints(q.prompt_history);
     w.put_ints(q.output_history);
+    w.put_ints(q.score_ids);
   }
   return std::move(w.out);
 }
@@ -137,7 +194,9 @@ Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
     q.sampling.frequency_penalty = r.get<double>();
     q.sampling.repetition_penalty = r.get<double>();
     q.sampling.typical_p = r.get<double>();
+    q.sampling.min_p = r.get<double>();
     q.sampling.logprobs = r.get<std::int32_t>();
+    q.sampling.prompt_logprobs = r.get<std::int32_t>();
     const auto nbias = r.get<std::uint32_t>();
     if (r.err.ok() && r.off + std::size_t(nbias) * 8 > bytes.size())
       return invalid_argument("step message: logit_bias of " + std::to_string(nbias) +
@@ -150,6 +209,12 @@ Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes) {
     q.blocks = r.get_ints();
     q.prompt_history = r.get_ints();
     q.output_history = r.get_ints();
+    q.score_ids = r.get_ints();
+    if (r.err.ok() && q.score_ids.size() > q.tokens.size())
+      return invalid_argument("step message: " + std::to_string(q.score_ids.size()) +
+                              " scored prompt tokens for a chunk of " +
+                              std::to_string(q.tokens.size()) + " at byte " +
+                              std::to_string(r.off));
     s.seqs.push_back(std::move(q));
   }
   if (!r.err.ok()) return r.err;
@@ -166,15 +231,9 @@ std::vector<std::uint8_t> encode_reply(const Status& st, const SampledTokens& t)
   w.put(static_cast<std::uint32_t>(st.message().size()));
   w.out.insert(w.out.end(), st.message().begin(), st.message().end());
   w.put_ints(t.ids);
-  w.put(static_cast<std::uint32_t>(t.logprobs.size()));
-  for (const TokenLogprobs& lp : t.logprobs) {
-    w.put(lp.logprob);
-    w.put(static_cast<std::uint32_t>(lp.top.size()));
-    for (const auto& [id, p] : lp.top) {
-      w.put(static_cast<std::int32_t>(id));
-      w.put(p);
-    }
-  }
+  put_logprobs(&w, t.logprobs);
+  w.put(static_cast<std::uint32_t>(t.prompt_logprobs.size()));
+  for (const auto& seq : t.prompt_logprobs) put_logprobs(&w, seq);
   return std::move(w.out);
 }
 
@@ -197,21 +256,14 @@ Result<SampledTokens> decode_reply(const std::vector<std::uint8_t>& bytes) {
   }
   SampledTokens t;
   t.ids = r.get_ints();
-  const auto n = r.get<std::uint32_t>();
-  for (std::uint32_t i = 0; i < n && r.err.ok(); ++i) {
-    TokenLogprobs lp;
-    lp.logprob = r.get<decltype(lp.logprob)>();
-    const auto top = r.get<std::uint32_t>();
-    if (r.err.ok() && top > static_cast<std::uint32_t>(SamplingParams::kMaxTopLogprobs))
-      return invalid_argument("step reply: " + std::to_string(top) +
-                              " top log-probabilities at byte " + std::to_string(r.off) +
-                              " exceed " + std::to_string(SamplingParams::kMaxTopLogprobs));
-    for (std::uint32_t k = 0; k < top && r.err.ok(); ++k) {
-      const int id = r.get<std::int32_t>();
-      lp.top.emplace_back(id, r.get<decltype(lp.logprob)>());
-    }
-    t.logprobs.push_back(std::move(lp));
-  }
+  PRIMA_RETURN_IF_ERROR(get_logprobs(&r, &t.logprobs));
+  const auto seqs = r.get<std::uint32_t>();
+  if (r.err.ok() && seqs > t.ids.size())
+    return invalid_argument("step reply: prompt log-probabilities for " + std::to_string(seqs) +
+                            " sequences of " + std::to_string(t.ids.size()) + " at byte " +
+                            std::to_string(r.off));
+  for (std::uint32_t i = 0; i < seqs && r.err.ok(); ++i)
+    PRIMA_RETURN_IF_ERROR(get_logprobs(&r, &t.prompt_logprobs.emplace_back()));
   if (!r.err.ok()) return r.err;
   if (r.off != bytes.size())
     return invalid_argument("step reply: " + std::to_string(bytes.size() - r.off) +

@@ -25,6 +25,10 @@ struct SeqInput {
   // The tokens the penalties look at (filled only when sampling.penalized()): the prompt's
   // ids when repetition_penalty != 1, and the ids generated so far.
   std::vector<int> prompt_history{}, output_history{};
+  // Prompt scoring (sampling.prompt_logprobs >= 0): the prompt ids that follow the chunk's
+  // first score_ids.size() positions; the log-probability of score_ids[j] is read from the
+  // logits at position pos0 + j.
+  std::vector<int> score_ids{};
 };
 
 struct StepInput {
@@ -35,17 +39,25 @@ struct StepInput {
   int sampled_rows() const;
   // Whether a sampling sequence asks for log-probabilities (the last stage sends them back).
   bool wants_logprobs() const;
+  // The token rows (indices into the step's concatenated tokens) whose logits the last stage
+  // computes, in order: per sequence its scoring rows (score_ids), then its sampling row.
+  std::vector<std::int64_t> logit_rows() const;
+  // Whether a sequence scores prompt tokens (SeqInput::score_ids).
+  bool wants_prompt_logprobs() const;
 };
 
 std::vector<std::uint8_t> encode_step(const StepInput& s);
 // Errors name the byte offset where the message is short or inconsistent.
 Result<StepInput> decode_step(const std::vector<std::uint8_t>& bytes);
 
-// What the last stage sampled for one step: an id per sequence (-1 where none), and the
-// log-probabilities per sequence when a sequence asks for them (else empty).
+// What the last stage sampled for one step: an id per sequence (-1 where none), the
+// log-probabilities per sequence when a sequence asks for them (else empty), and the scored
+// prompt tokens' log-probabilities.
 struct SampledTokens {
   std::vector<int> ids;
   std::vector<TokenLogprobs> logprobs;
+  // Per sequence, the log-probabilities of its score_ids (empty when no sequence scores).
+  std::vector<std::vector<TokenLogprobs>> prompt_logprobs;
 };
 
 // A replica leader's answer over a relay: the step's (or ping's) status and, when ok, what

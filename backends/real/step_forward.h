@@ -16,7 +16,8 @@ namespace prima::real {
 class StepForward {
  public:
   virtual ~StepForward() = default;
-  // Checks the step, runs it, and sets logits to sampled_rows x vocab.
+  // Checks the step, runs it, and sets logits to the rows StepInput::logit_rows() names
+  // (logit_rows().size() x vocab).
   virtual Status forward(const StepInput& s, std::vector<float>* logits) = 0;
   // What runs it ("cuda:0 (NVIDIA H100 ...)", "prima CUDA emulator (CPU, 2 workers)").
   virtual std::string device() const = 0;

@@ -87,6 +87,7 @@ ServingEngine::ServingEngine(Runtime* rt, EngineOptions opts,
     if (migrator_ && r.status.ok())
       migrator_->on_step(id, step.batch.shape.tokens(), r.end_s - r.start_s);
     if (!r.status.ok()) ++counters_.step_failures;
+    if (on_step && r.status.ok()) on_step(step.batch.shape.tokens());
     if (health_->enabled()) on_step_health(id, r);
   };
   health_ = std::make_unique<HealthMonitor>(rt_, static_cast<HealthTarget*>(this),

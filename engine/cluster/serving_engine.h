@@ -146,6 +146,8 @@ class ServingEngine final : private HealthTarget,
   // (a speculative step's tokens one after another).
   std::function<void(const Sequence&)> on_token;
   std::function<void(const Sequence&)> on_end;
+  // After each step that completed: the tokens it computed (prefill chunks and decodes).
+  std::function<void(std::int64_t tokens)> on_step;
 
   // Ends every request still in the system (on replicas, in hand-off, waiting at the engine
   // for a healthy replica) as failed with `reason` (end of a run); stops periodic work. The

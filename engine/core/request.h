@@ -36,11 +36,19 @@ struct SamplingParams {
   // penalties, only the tokens whose surprisal is closest to the distribution's entropy (at
   // the temperature), up to this much probability mass, can be drawn. 1: off.
   double typical_p = 1.0;
+  // Min-p sampling (vLLM's min_p): after the penalties, the tokens whose probability at the
+  // temperature is below min_p times the most likely token's cannot be drawn. 0: off.
+  double min_p = 0;
   // Log-probabilities reported with each sampled token: -1 none; 0 the sampled token's;
   // n > 0 also the n most likely tokens (at most kMaxTopLogprobs). They are the model's raw
   // distribution (log-softmax of the logits before bias, penalties, temperature and cuts),
   // as vLLM reports by default.
   int logprobs = -1;
+  // Log-probabilities of the prompt's own tokens (scoring): -1 none; n >= 0 each prompt
+  // token's (from the second on: the first has no context) and the n most likely tokens at
+  // its position, raw as above. A request that asks for them bypasses the prefix cache (every
+  // prompt position must be computed).
+  int prompt_logprobs = -1;
 
   static constexpr int kMaxTopLogprobs = 20;
   // Whether the draw depends on the tokens seen so far (the sampler needs them).
@@ -83,6 +91,9 @@ struct Request {
   // Real backend: sampling one of these ids ends the sequence (end-of-generation tokens);
   // the id is kept as its last output token (Sequence::finish_reason = "stop").
   std::vector<int> stop_ids;
+  // Real backend: before this many output tokens no stop id can be sampled (vLLM's
+  // min_tokens; the executor masks their logits).
+  int min_tokens = 0;
 };
 
 enum class Outcome { kPending, kCompleted, kRejected, kFailed };
@@ -126,6 +137,9 @@ struct alignas(64) Sequence {
   // Real backend, when req.sampling.logprobs >= 0: the last sampled token's log-probabilities
   // (read by the engine's token event; replaced at each token).
   TokenLogprobs last_logprobs;
+  // Real backend, when req.sampling.prompt_logprobs >= 0: entry k is prompt token k + 1's
+  // log-probabilities given the tokens before it (filled chunk by chunk during prefill).
+  std::vector<TokenLogprobs> prompt_logprobs;
 
   Time finish_s = -1;
 

@@ -298,8 +298,9 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
     reserved_blocks = static_cast<int>(opts_.reserved_high_share * kv_->num_blocks());
   }
   // Prefix cache: share the cached blocks of its prompt (never the whole prompt).
-  const bool lookup =
-      kv_->prefix_caching() && s->swapped_blocks == 0 && s->num_computed == 0 && s->num_blocks == 0;
+  // A request scoring its prompt computes every position (no cached prefix).
+  const bool lookup = kv_->prefix_caching() && s->swapped_blocks == 0 && s->num_computed == 0 &&
+                      s->num_blocks == 0 && s->req.sampling.prompt_logprobs < 0;
   int hit = 0;
   if (lookup) s->num_computed = hit = kv_->match_prefix(*s);
   auto undo = [&] {
@@ -538,6 +539,7 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
     // A speculative step keeps the K/V of its next token and of the accepted drafts, and
     // produces those drafts plus the token sampled after them.
     const int produced = s->step_draft > 0 ? 1 + accepted_drafts(*s, result, i) : 1;
+    if (i < result.prompt_logprobs.size()) record_prompt_logprobs(s, result.prompt_logprobs[i]);
     s->num_computed += s->step_draft > 0 ? produced : s->step_tokens;
     s->step_draft = 0;
     if (prefix_caching) kv_->commit(*s, s->num_computed);
@@ -550,6 +552,7 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
         s->output_ids.push_back(tok);
         if (i < result.logprobs.size()) s->last_logprobs = result.logprobs[i];
         stop =
+            s->num_generated >= s->req.min_tokens &&
             std::find(s->req.stop_ids.begin(), s->req.stop_ids.end(), tok) != s->req.stop_ids.end();
       }
       // The first token (num_generated never decreases): first_token_s is read only then.
@@ -570,6 +573,17 @@ void Scheduler::complete(const ScheduledStep& step, const StepResult& result, Ti
   }
   if (left) std::erase_if(running_, [](const Sequence* s) { return !s->running; });
   back_to_ready(back, step.in_rank_order);
+}
+
+void Scheduler::record_prompt_logprobs(Sequence* s, const std::vector<TokenLogprobs>& lps) {
+  // Entry j scores the prompt token at position num_computed + j + 1; a recomputed chunk
+  // (after a preemption) writes the same positions again.
+  const std::size_t scored = static_cast<std::size_t>(std::max(0, s->req.prompt_tokens - 1));
+  if (lps.empty() || scored == 0) return;
+  if (s->prompt_logprobs.size() < scored) s->prompt_logprobs.resize(scored);
+  const std::size_t first = static_cast<std::size_t>(s->num_computed);
+  for (std::size_t j = 0; j < lps.size() && first + j < scored; ++j)
+    s->prompt_logprobs[first + j] = lps[j];
 }
 
 int Scheduler::accepted_drafts(const Sequence& s, const StepResult& r, std::size_t i) const {

@@ -149,6 +149,8 @@ class Scheduler {
   void add_work(Sequence* s, int n, Budget& b, ScheduledStep* step, Time now, int draft = 0);
   // Draft tokens of step sequence i accepted: the executor's count, else drawn (options).
   int accepted_drafts(const Sequence& s, const StepResult& r, std::size_t i) const;
+  // Keeps a step's prompt log-probabilities (StepResult::prompt_logprobs) by position.
+  static void record_prompt_logprobs(Sequence* s, const std::vector<TokenLogprobs>& lps);
   void admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, ScheduledStep* step, Time now);
   int batch_ready(Time now) const;  // dynamic batching: size of the batch to form now (0: wait)
   void form_batch(int n);

@@ -40,9 +40,26 @@ TEST(ServeOptions, FlagsFillTheOptions) {
   EXPECT_TRUE(d.given.empty());  // defaults are not "given"
   EXPECT_TRUE(d.http.api_key.empty());
 
-  const ServeOptions r = parsed({"--backend", "real", "--model", "m.gguf", "--tp", "2",
-                                 "--max-num-seqs", "4", "--no-repack", "--port", "0", "--api-key",
-                                 "k", "--served-model-name", "smol", "--comm-timeout", "2.5"});
+  const ServeOptions r = parsed({"--backend",
+                                 "real",
+                                 "--model",
+                                 "m.gguf",
+                                 "--tp",
+                                 "2",
+                                 "--max-num-seqs",
+                                 "4",
+                                 "--no-repack",
+                                 "--port",
+                                 "0",
+                                 "--api-key",
+                                 "k",
+                                 "--served-model-name",
+                                 "smol",
+                                 "smol-2",
+                                 "--comm-timeout",
+                                 "2.5",
+                                 "--max-num-batched-tokens",
+                                 "64"});
   ASSERT_TRUE(r.validate().ok()) << r.validate().message();
   EXPECT_EQ(r.model_path, "m.gguf");
   EXPECT_EQ(r.tp, 2);
@@ -50,7 +67,13 @@ TEST(ServeOptions, FlagsFillTheOptions) {
   EXPECT_TRUE(r.no_repack && !r.repack);
   EXPECT_EQ(r.http.port, 0);
   EXPECT_EQ(r.http.api_key, "k");
-  EXPECT_EQ(r.served_name, "smol");
+  EXPECT_EQ(r.served_names, (std::vector<std::string>{"smol", "smol-2"}));
+  EXPECT_EQ(r.max_num_batched_tokens, 64);
+  server::ModelInfo m;
+  m.name = "file-name";
+  apply_served_names(r, &m);
+  EXPECT_EQ(m.name, "smol");
+  EXPECT_EQ(m.aliases, (std::vector<std::string>{"smol-2"}));
   EXPECT_DOUBLE_EQ(r.comm_timeout_s, 2.5);
   EXPECT_TRUE(r.given.count("tp") && r.given.count("no-repack") && !r.given.count("pp"));
 
@@ -86,6 +109,8 @@ TEST(ServeOptions, FlagsOfTheOtherBackendAreRefused) {
       {{"--tp", "2"}, "--tp applies to --backend real only"},
       {{"--no-repack"}, "--no-repack applies to --backend real only"},
       {{"--comm-timeout", "5"}, "--comm-timeout applies to --backend real only"},
+      {{"--max-num-batched-tokens", "5"},
+       "--max-num-batched-tokens applies to --backend real only"},
       {{"--backend", "real", "--model", "m", "--repack", "--no-repack"},
        "--repack and --no-repack exclude each other"},
       {{"--backend", "real"}, "--backend real needs --model FILE.gguf"},
@@ -106,6 +131,10 @@ TEST(ServeOptions, EachBadValueNamesTheFlag) {
       {"sim", [](ServeOptions* o) { o->http.port = 70000; }, "--port: 70000 is not a TCP port"},
       {"sim", [](ServeOptions* o) { o->http.max_concurrent = 0; }, "--max-concurrent: 0"},
       {"sim", [](ServeOptions* o) { o->speed = 0; }, "--speed: 0 must be a positive number"},
+      {"sim", [](ServeOptions* o) { o->served_names = {""}; }, "--served-model-name"},
+      {"sim", [](ServeOptions* o) { o->http.allowed_origins = {"example.com"}; },
+       "--allowed-origins: 'example.com' must be *"},
+      {"real", [](ServeOptions* o) { o->max_num_batched_tokens = -1; }, "--max-num-batched-tokens"},
       {"real", [](ServeOptions* o) { o->max_num_seqs = 0; }, "--max-num-seqs must be >= 1"},
       {"real", [](ServeOptions* o) { o->max_model_len = -1; }, "--max-model-len"},
       {"real", [](ServeOptions* o) { o->kernel_threads = -1; }, "--kernel-threads >= 0"},

@@ -1,5 +1,5 @@
 // libFuzzer target for the HTTP request parsers: the input is a request body, parsed for each
-// API (OpenAI completions and chat, TGI, KServe v2) against a synthetic served model (no
+// API (OpenAI completions, chat and responses, TGI, KServe v2) against a synthetic served model (no
 // tokenizer: server/text_codec.h's synthetic codec). Beyond "no crash, no sanitizer report":
 //  - a refused body is a 4xx whose message is not empty and whose error body, in the API's
 //    own shape, is valid JSON (an error that cannot be written would be a 500);
@@ -36,7 +36,8 @@ struct Api {
 constexpr Api kApis[] = {{ApiKind::kCompletion, ErrorStyle::kOpenAI, "completion"},
                          {ApiKind::kChat, ErrorStyle::kOpenAI, "chat"},
                          {ApiKind::kTgi, ErrorStyle::kTgi, "tgi"},
-                         {ApiKind::kKServe, ErrorStyle::kKServe, "kserve"}};
+                         {ApiKind::kKServe, ErrorStyle::kKServe, "kserve"},
+                         {ApiKind::kResponses, ErrorStyle::kOpenAI, "responses"}};
 
 void check_error(const Api& api, const ApiError& e) {
   if (e.status < 400 || e.status > 499)

@@ -177,8 +177,8 @@ class RefusalTest(unittest.TestCase):
                      "best_of", "must be 1")
         self.refused(lambda: c.completions.create(model=m, prompt="x", suffix="y"),
                      "suffix", "not supported")
-        self.refused(lambda: c.completions.create(model=m, prompt="x", echo=True, logprobs=1),
-                     "echo", "logprobs")
+        self.refused(lambda: c.completions.create(model=m, prompt="x", max_tokens=0),
+                     "max_tokens", "'echo': true")
         self.refused(lambda: c.completions.create(model=m, prompt="x", logprobs=6),
                      "logprobs", "0 to 5")
         self.refused(lambda: c.chat.completions.create(model=m, messages=msgs, top_logprobs=2),
@@ -188,9 +188,9 @@ class RefusalTest(unittest.TestCase):
         self.refused(lambda: c.completions.create(model=m, prompt="x",
                                                   logit_bias={"nope": 1}),
                      "logit_bias.nope", "token ids")
-        self.refused(lambda: c.completions.create(model=m, prompt="x",
-                                                  extra_body={"min_tokens": 2}),
-                     "min_tokens", "not a field")
+        self.refused(lambda: c.completions.create(model=m, prompt="x", max_tokens=2,
+                                                  extra_body={"min_tokens": 3}),
+                     "min_tokens", "at most")
         if REAL:
             self.refused(lambda: c.completions.create(model=m, prompt="x",
                                                       logit_bias={"49152": 1}),
@@ -341,10 +341,6 @@ class PipelineParallelFieldsTest(unittest.TestCase):
 
     def test_pp2_logprobs_and_penalties_equal_one_process(self):
         import shutil
-        import signal
-        import subprocess
-        import tempfile
-        import time
         if not REAL:
             self.skipTest("real backend only")
         if not shutil.which("mpirun"):
@@ -354,35 +350,12 @@ class PipelineParallelFieldsTest(unittest.TestCase):
                   frequency_penalty=0.5, logit_bias={"28": -5},
                   extra_body={"repetition_penalty": 1.3})
         want = client().chat.completions.create(**kw).choices[0]
-        with tempfile.TemporaryDirectory() as d:
-            port_file = os.path.join(d, "port")
-            log = open(os.path.join(d, "log"), "w+")
-            proc = subprocess.Popen(
-                ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
-                 serve_test.PRIMA, "serve", "--backend", "real", "--model", MODEL_PATH,
-                 "--pp", "2", "--max-model-len", "256", "--max-num-seqs", "1",
-                 "--kernel-threads", "1", "--port", "0", "--port-file", port_file],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-            try:
-                deadline = time.time() + 120
-                while not os.path.exists(port_file):
-                    self.assertIsNone(proc.poll(), "mpirun exited early")
-                    self.assertLess(time.time(), deadline, "the PP server did not start")
-                    time.sleep(0.1)
-                import openai
-                with open(port_file) as f:
-                    port = int(f.read())
-                c = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="none",
-                                  max_retries=3, timeout=300)
-                got = c.chat.completions.create(**kw).choices[0]
-            finally:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-                log.close()
+        import openai
+        with serve_test.MpiServer(2, "--model", MODEL_PATH, "--pp", "2", "--max-model-len", "256",
+                                  "--max-num-seqs", "1", "--kernel-threads", "1") as srv:
+            c = openai.OpenAI(base_url=f"http://127.0.0.1:{srv.port}/v1", api_key="none",
+                              max_retries=3, timeout=300)
+            got = c.chat.completions.create(**kw).choices[0]
         self.assertEqual(got.message.content, want.message.content)
         self.assertEqual(len(got.logprobs.content), len(want.logprobs.content))
         for a, b in zip(got.logprobs.content, want.logprobs.content):

@@ -131,7 +131,6 @@ TEST(RequestFields, RefusedAndInvalidFieldsNameTheFieldAndWhatIsValid) {
   const std::vector<Case> cases = {
       {ApiKind::kCompletion, kCompl + R"(,"logprobs":6})", "logprobs", "from 0 to 5"},
       {ApiKind::kCompletion, kCompl + R"(,"logprobs":true})", "logprobs", "integer"},
-      {ApiKind::kCompletion, kCompl + R"(,"echo":true,"logprobs":1})", "echo", "one or the other"},
       {ApiKind::kCompletion, kCompl + R"(,"echo":"yes"})", "echo", "boolean"},
       {ApiKind::kCompletion, kCompl + R"(,"best_of":2})", "best_of", "must be 1"},
       {ApiKind::kCompletion, kCompl + R"(,"suffix":"end"})", "suffix", "not supported"},
@@ -146,7 +145,34 @@ TEST(RequestFields, RefusedAndInvalidFieldsNameTheFieldAndWhatIsValid) {
       {ApiKind::kCompletion, kCompl + R"(,"logit_bias":{"10":1}})", "logit_bias.10", "0..9"},
       {ApiKind::kCompletion, kCompl + R"(,"logit_bias":{"1":101}})", "logit_bias.1",
        "between -100 and 100"},
-      {ApiKind::kCompletion, kCompl + R"(,"min_tokens":3})", "min_tokens", "not a field"},
+      {ApiKind::kCompletion, kCompl + R"(,"min_tokens":17})", "min_tokens", "at most"},
+      {ApiKind::kCompletion, kCompl + R"(,"min_tokens":-1})", "min_tokens", "from 0"},
+      {ApiKind::kCompletion, kCompl + R"(,"min_p":1.5})", "min_p", "between 0 and 1"},
+      {ApiKind::kCompletion, kCompl + R"(,"stop_token_ids":[3,12]})", "stop_token_ids[1]", "0..9"},
+      {ApiKind::kCompletion, kCompl + R"(,"stop_token_ids":[-3]})", "stop_token_ids[0]",
+       "token id"},
+      {ApiKind::kCompletion, kCompl + R"(,"stop_token_ids":7})", "stop_token_ids", "list"},
+      {ApiKind::kCompletion, kCompl + R"(,"skip_special_tokens":1})", "skip_special_tokens",
+       "boolean"},
+      {ApiKind::kCompletion, kCompl + R"(,"store":true})", "store", "does not store"},
+      {ApiKind::kCompletion, kCompl + R"(,"max_tokens":0})", "max_tokens", "'echo': true"},
+      {ApiKind::kCompletion, kCompl + R"(,"stream_options":{"include_usage":true}})",
+       "stream_options", "'stream': true"},
+      {ApiKind::kCompletion, kCompl + R"(,"stream":true,"stream_options":{"usage":true}})",
+       "stream_options.usage", "not a field"},
+      {ApiKind::kChat, kChat + R"(,"chat_template_kwargs":{"enable_thinking":true}})",
+       "chat_template_kwargs.enable_thinking", "not a variable"},
+      {ApiKind::kChat, kChat + R"(,"continue_final_message":true})", "continue_final_message",
+       "add_generation_prompt"},
+      {ApiKind::kChat,
+       R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]})",
+       "messages[0].content[0].type", "reads text only"},
+      {ApiKind::kChat, R"({"model":"m","messages":[{"role":"user","content":"x","extra":1}]})",
+       "messages[0].extra", "not a field"},
+      {ApiKind::kChat, R"({"model":"m","messages":[{"role":"tool","content":"x"}]})",
+       "messages[0].role", "tool calling"},
+      {ApiKind::kChat, R"({"model":"m","messages":[{"role":"robot","content":"x"}]})",
+       "messages[0].role", "\"assistant\""},
       {ApiKind::kChat, kChat + R"(,"top_logprobs":2})", "top_logprobs", "'logprobs': true"},
       {ApiKind::kChat, kChat + R"(,"logprobs":true,"top_logprobs":21})", "top_logprobs",
        "from 0 to 20"},
@@ -157,7 +183,6 @@ TEST(RequestFields, RefusedAndInvalidFieldsNameTheFieldAndWhatIsValid) {
       {ApiKind::kChat, kChat + R"(,"functions":[{"name":"f"}]})", "functions", "tool-calling"},
       {ApiKind::kChat, kChat + R"(,"response_format":{"type":"json_object"}})", "response_format",
        "{\"type\": \"text\"}"},
-      {ApiKind::kChat, kChat + R"(,"echo":true})", "echo", "not a field"},
       {ApiKind::kTgi, tgi + R"({"best_of":2}})", "parameters.best_of", "must be 1"},
       {ApiKind::kTgi, tgi + R"({"watermark":true}})", "parameters.watermark", "send false"},
       {ApiKind::kTgi, tgi + R"({"typical_p":1.5}})", "parameters.typical_p", "<= 1"},
@@ -196,6 +221,108 @@ TEST(RequestFields, HarmlessValuesOfRefusedFieldsAreAccepted) {
   ParsedRequest c;
   auto e = parse(ApiKind::kCompletion, kCompl + R"(,"best_of":1,"suffix":"","echo":false})", &c);
   EXPECT_FALSE(e) << e->message;
+}
+
+TEST(RequestFields, VllmExtrasReachTheEngineRequest) {
+  TenTokens ten;
+  ParsedRequest p;
+  auto e =
+      parse(ApiKind::kCompletion, kCompl + R"(,"min_p":0.1,"min_tokens":4,"stop_token_ids":[2,9],
+                   "skip_special_tokens":false,"include_stop_str_in_output":true,"store":false})",
+            &p, &ten);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_DOUBLE_EQ(p.gen.sampling.min_p, 0.1);
+  EXPECT_EQ(p.gen.min_tokens, 4);
+  EXPECT_EQ(p.gen.stop_token_ids, (std::vector<int>{2, 9}));
+  EXPECT_FALSE(p.gen.skip_special_tokens);
+  EXPECT_TRUE(p.gen.include_stop_str);
+  // Scoring: echo with logprobs scores the prompt; max_tokens 0 generates nothing reported.
+  ParsedRequest s;
+  ASSERT_FALSE(
+      parse(ApiKind::kCompletion, kCompl + R"(,"echo":true,"logprobs":2,"max_tokens":0})", &s));
+  EXPECT_EQ(s.gen.sampling.prompt_logprobs, 2);
+  EXPECT_TRUE(s.score_only);
+  EXPECT_EQ(s.gen.max_tokens, 1);
+  // TGI's prefill logprobs; its stop sequences stay in the text.
+  ParsedRequest t;
+  ASSERT_FALSE(
+      parse(ApiKind::kTgi, R"({"inputs":"x","parameters":{"decoder_input_details":true}})", &t));
+  EXPECT_EQ(t.gen.sampling.prompt_logprobs, 0);
+  EXPECT_TRUE(t.gen.include_stop_str);
+}
+
+TEST(RequestFields, ChatRenderingFieldsAndEcho) {
+  ParsedRequest p;
+  auto e = parse(ApiKind::kChat,
+                 R"({"model":"m","messages":[{"role":"developer","content":"be brief"},
+                     {"role":"user","content":[{"type":"text","text":"hi"}]},
+                     {"role":"assistant","content":"Hello"}],
+                     "add_generation_prompt":false,"continue_final_message":true,"echo":true,
+                     "chat_template_kwargs":{"add_generation_prompt":false}})",
+                 &p);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(p.chat_echo, "Hello");
+  ParsedRequest q;  // echo without a final assistant message: nothing to continue
+  ASSERT_FALSE(parse(ApiKind::kChat, kChat + R"(,"echo":true})", &q));
+  EXPECT_EQ(q.chat_echo, "");
+}
+
+TEST(RequestFields, ModelNamesAliasesAndPlaceholders) {
+  ModelInfo m = model();
+  m.aliases = {"alias"};
+  for (const char* name : {"m", "alias", "tgi", "dummy"}) {
+    ParsedRequest p;
+    auto e = parse_request(
+        ApiKind::kChat,
+        std::string(R"({"model":")") + name + R"(","messages":[{"role":"user","content":"x"}]})", m,
+        {}, &p);
+    ASSERT_FALSE(e) << name << ": " << e->message;
+    // A served name is echoed as sent; a placeholder is answered with the model's name.
+    EXPECT_EQ(p.model, std::string(name) == "alias" ? "alias" : "m") << name;
+  }
+  ParsedRequest none;
+  ASSERT_FALSE(parse_request(ApiKind::kCompletion, R"({"prompt":"x"})", m, {}, &none));
+  EXPECT_EQ(none.model, "m");
+  ParsedRequest other;
+  auto e = parse_request(ApiKind::kCompletion, R"({"model":"gpt-4","prompt":"x"})", m, {}, &other);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 404);
+}
+
+TEST(RequestFields, ResponsesApiInputAndRefusals) {
+  ParsedRequest p;
+  auto e = parse(ApiKind::kResponses,
+                 R"({"model":"m","instructions":"be brief","max_output_tokens":5,
+                     "input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},
+                              {"type":"message","role":"assistant","content":[{"type":"output_text","text":"yo"}]},
+                              {"role":"user","content":"again"}],
+                     "temperature":0,"stream":true,"store":false,"text":{"format":{"type":"text"}}})",
+                 &p);
+  ASSERT_FALSE(e) << e->message;
+  EXPECT_EQ(p.gen.max_tokens, 5);
+  EXPECT_TRUE(p.stream);
+  EXPECT_EQ(p.gen.sampling.temperature, 0);
+  const std::string m = R"({"model":"m","input":"hi",)";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {m + R"("tools":[{"type":"web_search"}]})", "tools"},
+      {m + R"("store":true})", "store"},
+      {m + R"("previous_response_id":"resp_1"})", "previous_response_id"},
+      {m + R"("reasoning":{"effort":"low"}})", "reasoning"},
+      {m + R"("text":{"format":{"type":"json_schema"}}})", "text.format.type"},
+      {m + R"("frequency":1})", "frequency"},
+      {R"({"model":"m","input":[{"type":"function_call_output","call_id":"c","output":"x"}]})",
+       "input[0].type"},
+      {R"({"model":"m","input":[{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]})",
+       "input[0].content[0].type"},
+      {R"({"model":"m","input":[]})", "input"},
+  };
+  for (const auto& [body, param] : refused) {
+    ParsedRequest q;
+    auto err = parse(ApiKind::kResponses, body, &q);
+    ASSERT_TRUE(err) << body;
+    EXPECT_EQ(err->status, 400) << body;
+    EXPECT_EQ(err->param, param) << body << " -> " << err->message;
+  }
 }
 
 }  // namespace

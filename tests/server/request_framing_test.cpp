@@ -105,5 +105,29 @@ TEST(RequestFraming, RefusesAmbiguousOrUnsupportedFraming) {
   EXPECT_TRUE(g.expect_continue);
 }
 
+// A request without Content-Length or Transfer-Encoding has no body: a POST gets an explicit
+// "Content-Length: 0" so that httplib does not wait for a body until the connection closes.
+TEST(RequestFraming, ARequestWithoutALengthHasAnEmptyBody) {
+  for (const std::string eol : {"\r\n", "\n"}) {
+    std::string req = "POST /v1/completions HTTP/1.1" + eol + "Host: x" + eol + eol + "GET /";
+    Framing f;
+    ASSERT_EQ(frame_request(req, {}, &f), State::kComplete);
+    declare_empty_body(&req, &f);
+    EXPECT_EQ(req.substr(0, f.request_bytes), "POST /v1/completions HTTP/1.1" + eol + "Host: x" +
+                                                  eol + "Content-Length: 0" + eol + eol);
+    EXPECT_EQ(req.substr(f.request_bytes), "GET /");  // the next request is untouched
+  }
+  std::string get = "GET /health HTTP/1.1\r\n\r\n";
+  Framing g;
+  ASSERT_EQ(frame_request(get, {}, &g), State::kComplete);
+  declare_empty_body(&get, &g);
+  EXPECT_EQ(get, "GET /health HTTP/1.1\r\n\r\n");
+  std::string sized = "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}";
+  Framing h;
+  ASSERT_EQ(frame_request(sized, {}, &h), State::kComplete);
+  declare_empty_body(&sized, &h);
+  EXPECT_EQ(sized, "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+}
+
 }  // namespace
 }  // namespace prima::server

@@ -62,7 +62,7 @@ TEST(RequestParse, ErrorsNameTheField) {
   const std::vector<Case> cases = {
       {ApiKind::kCompletion, "{oops", 400, "", "not valid JSON"},
       {ApiKind::kCompletion, "3", 400, "", "JSON object"},
-      {ApiKind::kCompletion, R"({"prompt":"x"})", 400, "model", "'model'"},
+      {ApiKind::kCompletion, R"({"model":3,"prompt":"x"})", 400, "model", "'model'"},
       {ApiKind::kCompletion, R"({"model":"other","prompt":"x"})", 404, "model", "other"},
       {ApiKind::kCompletion, R"({"model":"m"})", 400, "prompt", "'prompt'"},
       {ApiKind::kCompletion, R"({"model":"m","prompt":{}})", 400, "prompt", "object"},

@@ -82,6 +82,23 @@ TEST(TextDecoder, IncompleteUtf8WaitsAndInvalidBytesBecomeReplacementCharacters)
   EXPECT_EQ(complete_utf8_prefix("ab\xF0\x9F\x98\x80"), 6u);
 }
 
+TEST(TextDecoder, IncludeStopKeepsTheStopStringAndTheLongestStartingThere) {
+  TextDecoder d({"ab", "abc"}, /*include_stop=*/true);
+  std::string out = d.push("xxa");
+  out += d.push("bcyy");
+  EXPECT_EQ(out, "xxabc");
+  EXPECT_TRUE(d.stopped());
+}
+
+TEST(TextDecoder, UnarmedPushesLookForNoStopAndAreNotMatchedLater) {
+  TextDecoder d({"."});
+  EXPECT_EQ(d.push("a.b", /*stops_armed=*/false), "a.b");
+  EXPECT_FALSE(d.stopped());
+  EXPECT_EQ(d.push("c"), "c");  // the earlier "." was released: not a stop now
+  EXPECT_EQ(d.push("d.e"), "d");
+  EXPECT_TRUE(d.stopped());
+}
+
 TEST(SyntheticCodec, CountsBytesAndNamesTheWords) {
   const TextCodec& c = synthetic_codec();
   EXPECT_FALSE(c.real());
@@ -90,7 +107,7 @@ TEST(SyntheticCodec, CountsBytesAndNamesTheWords) {
   EXPECT_EQ(g.prompt_tokens, 3);
   EXPECT_TRUE(g.prompt_ids.empty());
   GenRequest h;
-  ASSERT_FALSE(c.encode_chat({{"user", "abcd"}, {"assistant", ""}}, &h));
+  ASSERT_FALSE(c.encode_chat({{"user", "abcd"}, {"assistant", ""}}, {}, &h));
   EXPECT_EQ(h.prompt_tokens, tokens_for_bytes(4 + 16 + 4 + 9 + 16));
   EXPECT_EQ(c.piece(5, -1), token_text(5));
   EXPECT_TRUE(c.stop_ids().empty());

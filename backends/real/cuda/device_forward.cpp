@@ -120,20 +120,16 @@ Status DeviceForward::layer(int l, std::int64_t T) {
 
 Status DeviceForward::head(const StepInput& s, std::vector<float>* logits) {
   const LlamaConfig& c = w_.config();
-  const int H = c.hidden, n = s.sampled_rows();
+  const std::vector<std::int64_t> rows = s.logit_rows();
+  const int H = c.hidden, n = static_cast<int>(rows.size());
   logits->resize(std::size_t(n) * std::size_t(c.vocab));
   if (n == 0) return ok_status();
-  // The last row of each sampling sequence, normed into rows_.
-  std::int64_t row = 0;
-  int r = 0;
-  PRIMA_RETURN_IF_ERROR(rows_.reserve(std::size_t(n) * H * sizeof(float), "sampled rows"));
-  for (const SeqInput& q : s.seqs) {
-    row += std::int64_t(q.tokens.size());
-    if (!q.samples) continue;
-    PRIMA_CUDA_OK(p_cuda::rms_norm(x_.as<float>() + (row - 1) * H, weights_->output_norm(), 1, H,
-                                   c.eps, rows_.as<float>() + std::int64_t(r++) * H, stream_),
+  // The rows the step reads logits at (StepInput::logit_rows), normed into rows_.
+  PRIMA_RETURN_IF_ERROR(rows_.reserve(std::size_t(n) * H * sizeof(float), "logit rows"));
+  for (int r = 0; r < n; ++r)
+    PRIMA_CUDA_OK(p_cuda::rms_norm(x_.as<float>() + rows[r] * H, weights_->output_norm(), 1, H,
+                                   c.eps, rows_.as<float>() + std::int64_t(r) * H, stream_),
                   "output_norm");
-  }
   PRIMA_RETURN_IF_ERROR(logits_.reserve(logits->size() * sizeof(float), "logits"));
   PRIMA_RETURN_IF_ERROR(
       matmul(weights_->output(), rows_.as<float>(), n, logits_.as<float>(), "output"));

@@ -4,6 +4,8 @@
 // StepResults carry one id per sequence; health checks answer.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backends/real/real_backend.h"
 #include "backends/real/real_executor.h"
 #include "backends/real/tokenizer.h"
@@ -118,6 +120,40 @@ TEST(RealExecutor, MakeInputCopiesTheStep) {
   EXPECT_EQ(in.seqs[0].blocks, (std::vector<int>{7, 3}));  // 7 tokens in blocks of 4
   EXPECT_TRUE(in.seqs[0].samples);
   EXPECT_EQ(in.seqs[0].sampling.temperature, 0.5);
+  EXPECT_TRUE(in.seqs[0].score_ids.empty());
+}
+
+// A request scoring its prompt gets, per chunk, the prompt ids that follow the chunk's
+// positions; before min_tokens its stop ids are masked.
+TEST(RealExecutor, MakeInputScoresPromptChunksAndMasksStopIdsBeforeMinTokens) {
+  Sequence seq;
+  seq.req.id = 9;
+  seq.req.prompt_ids = {10, 11, 12, 13, 14};
+  seq.req.prompt_tokens = 5;
+  seq.req.sampling.prompt_logprobs = 0;
+  seq.req.stop_ids = {2, 3};
+  seq.req.min_tokens = 1;
+  StepBatch p;
+  SeqWork w;
+  w.request = 9;
+  w.seq = &seq;
+  w.num_tokens = 3;
+  w.context_len = 3;  // positions 0, 1, 2 score prompt[1], prompt[2], prompt[3]
+  w.samples = false;
+  p.add_seq(w);
+  real::StepInput in = real::RealExecutor::make_input(p, 4);
+  EXPECT_EQ(in.seqs[0].score_ids, (std::vector<int>{11, 12, 13}));
+  EXPECT_TRUE(in.seqs[0].sampling.logit_bias.empty());
+  StepBatch last;  // the last chunk: position 3 scores prompt[4], position 4 samples
+  w.num_tokens = 2;
+  w.context_len = 5;
+  w.samples = true;
+  last.add_seq(w);
+  in = real::RealExecutor::make_input(last, 4);
+  EXPECT_EQ(in.seqs[0].score_ids, (std::vector<int>{14}));
+  EXPECT_EQ(in.logit_rows(), (std::vector<std::int64_t>{0, 1}));
+  ASSERT_EQ(in.seqs[0].sampling.logit_bias.size(), 2u);  // no stop id before 1 output token
+  EXPECT_TRUE(std::isinf(in.seqs[0].sampling.logit_bias[0].second));
 }
 
 }  // namespace

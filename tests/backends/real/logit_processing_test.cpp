@@ -162,6 +162,27 @@ TEST(LogitProcessing, NothingAskedIsSampleTokenOnTheUntouchedRow) {
   }
 }
 
+TEST(LogitProcessing, MinPCutsBelowItsShareOfTheMostLikely) {
+  // At temperature 1, p_i / p_max = exp(l_i - l_max): with min_p 0.2 the cut is
+  // l_max + ln 0.2 = 3 - 1.609 = 1.391.
+  std::vector<float> l = {3.0f, 1.5f, 1.3f, -2.0f};
+  apply_min_p(l.data(), 4, 1.0, 0.2);
+  EXPECT_EQ(l[0], 3.0f);
+  EXPECT_EQ(l[1], 1.5f);
+  EXPECT_TRUE(std::isinf(l[2]) && l[2] < 0);
+  EXPECT_TRUE(std::isinf(l[3]) && l[3] < 0);
+  // At temperature 2 the cut is twice as far below: 3 - 3.219 = -0.219.
+  std::vector<float> t = {3.0f, 1.5f, 1.3f, -2.0f};
+  apply_min_p(t.data(), 4, 2.0, 0.2);
+  EXPECT_EQ(t[2], 1.3f);
+  EXPECT_TRUE(std::isinf(t[3]));
+  // Greedy and min_p 0 change nothing.
+  std::vector<float> g = {3.0f, -9.0f};
+  apply_min_p(g.data(), 2, 0.0, 0.9);
+  apply_min_p(g.data(), 2, 1.0, 0.0);
+  EXPECT_EQ(g, (std::vector<float>{3.0f, -9.0f}));
+}
+
 TEST(LogitProcessing, StepEncodingCarriesPenaltiesBiasLogprobsAndHistories) {
   StepInput s;
   SeqInput q;
@@ -174,8 +195,11 @@ TEST(LogitProcessing, StepEncodingCarriesPenaltiesBiasLogprobsAndHistories) {
   q.sampling.typical_p = 0.7;
   q.sampling.logit_bias = {{7, -100.f}, {9, 2.5f}};
   q.sampling.logprobs = 4;
+  q.sampling.prompt_logprobs = 2;
+  q.sampling.min_p = 0.25;
   q.prompt_history = {1, 2};
   q.output_history = {5};
+  q.score_ids = {2};
   s.seqs.push_back(q);
   auto back = decode_step(encode_step(s));
   ASSERT_TRUE(back.ok()) << back.status().message();
@@ -188,7 +212,13 @@ TEST(LogitProcessing, StepEncodingCarriesPenaltiesBiasLogprobsAndHistories) {
   EXPECT_EQ(r.sampling.logprobs, 4);
   EXPECT_EQ(r.prompt_history, q.prompt_history);
   EXPECT_EQ(r.output_history, q.output_history);
+  EXPECT_EQ(r.sampling.prompt_logprobs, 2);
+  EXPECT_DOUBLE_EQ(r.sampling.min_p, 0.25);
+  EXPECT_EQ(r.score_ids, q.score_ids);
   EXPECT_TRUE(back->wants_logprobs());
+  EXPECT_TRUE(back->wants_prompt_logprobs());
+  // Logit rows: the scored position (row 0), then the sampled one (row 1).
+  EXPECT_EQ(back->logit_rows(), (std::vector<std::int64_t>{0, 1}));
   // A bias count that runs past the end is an error, not a huge allocation.
   auto bytes = encode_step(s);
   bytes.resize(bytes.size() - 40);

@@ -221,6 +221,18 @@ TEST(StepReply, RoundTripsTheStatusAndTheTokensAndNamesTheByteOfABadOne) {
   ASSERT_EQ(ok->logprobs.size(), 3u);
   EXPECT_EQ(ok->logprobs[0].top, t.logprobs[0].top);
   EXPECT_FLOAT_EQ(ok->logprobs[2].logprob, -0.1f);
+  EXPECT_TRUE(ok->prompt_logprobs.empty());
+  // Scored prompt tokens, per sequence.
+  SampledTokens scored = t;
+  scored.prompt_logprobs = {
+      {TokenLogprobs{-3.5f, {{1, -0.5f}}}, TokenLogprobs{-0.75f, {}}}, {}, {}};
+  auto back = decode_reply(encode_reply(ok_status(), scored));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->prompt_logprobs.size(), 3u);
+  ASSERT_EQ(back->prompt_logprobs[0].size(), 2u);
+  EXPECT_FLOAT_EQ(back->prompt_logprobs[0][0].logprob, -3.5f);
+  EXPECT_EQ(back->prompt_logprobs[0][0].top, scored.prompt_logprobs[0][0].top);
+  EXPECT_FLOAT_EQ(back->prompt_logprobs[0][1].logprob, -0.75f);
 
   auto err = decode_reply(encode_reply(unavailable("rank 3 is gone"), {}));
   ASSERT_FALSE(err.ok());

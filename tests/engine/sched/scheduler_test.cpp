@@ -70,6 +70,52 @@ TEST(Scheduler, ChunkedPrefillThenDecode) {
   EXPECT_EQ(sch.num_running(), 0u);
 }
 
+// A request scoring its prompt keeps each chunk's prompt log-probabilities by position (entry k
+// scores prompt token k + 1), and bypasses the prefix cache: every position is computed.
+TEST(Scheduler, PromptLogprobsAreKeptByPositionAcrossChunks) {
+  kv::BlockManager kv(100, 16, 0.0);
+  SchedulerOptions o;
+  o.max_num_batched_tokens = 64;
+  o.enable_prefix_caching = true;
+  Scheduler sch(o, &kv);
+  auto warm = make_seq(1, 100, 1);
+  warm->req.prompt_ids.assign(100, 7);
+  sch.add(warm.get());
+  for (int t = 0; t < 3; ++t) {
+    auto st = sch.schedule(t);
+    if (!st.empty()) sch.complete(st, ok_result(), t);
+  }
+  auto a = make_seq(2, 100, 1);
+  a->req.prompt_ids.assign(100, 7);  // the same prompt: its prefix is cached
+  a->req.sampling.prompt_logprobs = 0;
+  sch.add(a.get());
+  auto s1 = sch.schedule(10);
+  ASSERT_EQ(s1.seqs.size(), 1u);
+  EXPECT_EQ(s1.batch.seqs[0].context_len - s1.batch.seqs[0].num_tokens, 0);  // no cache hit
+  StepResult r1;
+  r1.prompt_logprobs.resize(1);
+  for (int j = 0; j < 64; ++j) r1.prompt_logprobs[0].push_back(TokenLogprobs{-float(j), {}});
+  sch.complete(s1, r1, 11);
+  auto s2 = sch.schedule(12);
+  ASSERT_EQ(s2.batch.seqs[0].num_tokens, 36);
+  StepResult r2;
+  r2.prompt_logprobs.resize(1);
+  for (int j = 0; j < 35; ++j) r2.prompt_logprobs[0].push_back(TokenLogprobs{-100.f - j, {}});
+  sch.complete(s2, r2, 13);
+  ASSERT_EQ(a->prompt_logprobs.size(), 99u);
+  EXPECT_EQ(a->prompt_logprobs[0].logprob, 0.f);
+  EXPECT_EQ(a->prompt_logprobs[63].logprob, -63.f);
+  EXPECT_EQ(a->prompt_logprobs[64].logprob, -100.f);
+  EXPECT_EQ(a->prompt_logprobs[98].logprob, -134.f);
+  // The same prompt without scoring does take the cached prefix.
+  auto c = make_seq(3, 100, 1);
+  c->req.prompt_ids.assign(100, 7);
+  sch.add(c.get());
+  auto s3 = sch.schedule(14);
+  ASSERT_EQ(s3.seqs.size(), 1u);
+  EXPECT_GT(s3.batch.seqs[0].context_len - s3.batch.seqs[0].num_tokens, 0);
+}
+
 // Every step carries one SeqWork per sequence, in the order of ScheduledStep::seqs, and a
 // shape that is exactly their sum (the simulator times the shape, the real backend runs the
 // SeqWork: one plan for both). Over a run whose decodes cross block boundaries and run out of
