@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cli/commands.h"
+#include "cli/thread_for.h"
 #include "engine/calib/engine_fit.h"
 #include "engine/perf/engine_profile.h"
 
@@ -154,15 +155,15 @@ int run_engine_calibration(const CalibrateOptions& o) {
   if (o.fit) {
     std::fprintf(stderr, "fitting %zu terms of %s to %zu points...\n", space.params.size(),
                  engine.name.c_str(), points->size());
-    auto fitted = calib::fit_engine(*points, engine, space, o.gpu, o.threads);
+    auto fitted = calib::fit_engine(*points, engine, space, o.gpu, thread_for(o.threads));
     if (!fitted.ok()) return bad(fitted.status().message());
     engine = *fitted;
   }
-  const calib::Evaluation in_sample = calib::evaluate(*points, engine, o.threads);
+  const calib::Evaluation in_sample = calib::evaluate(*points, engine, thread_for(o.threads));
   std::optional<calib::CrossValidation> cv;
   if (o.cv) {
     std::fprintf(stderr, "cross-validating (leave one source out)...\n");
-    auto c = calib::cross_validate(*points, *start, space, o.gpu, o.threads);
+    auto c = calib::cross_validate(*points, *start, space, o.gpu, thread_for(o.threads));
     if (!c.ok()) return bad(c.status().message());
     cv = std::move(*c);
   }

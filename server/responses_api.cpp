@@ -42,9 +42,8 @@ Echo echo_of(const ParsedRequest& p, const std::string& body) {
                   .count();
   const json j = parse_or_null(body);  // parsed once already: an object
   if (j.is_object()) {
-    for (const char* f : {"instructions", "max_output_tokens"})
-      if (j.contains(f))
-        (std::string(f) == "instructions" ? e.instructions : e.max_output_tokens) = j.at(f);
+    e.instructions = j.value("instructions", json(nullptr));
+    e.max_output_tokens = j.value("max_output_tokens", json(nullptr));
     if (j.contains("metadata") && j.at("metadata").is_object()) e.metadata = j.at("metadata");
   }
   e.temperature = p.gen.sampling.temperature;

@@ -4,11 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <memory>
 #include <set>
-#include <thread>
 
 #include "engine/calib/analytic_run.h"
 #include "engine/metrics/summary.h"
@@ -64,39 +62,32 @@ std::vector<Prepared> prepare(const std::vector<const BenchPoint*>& points) {
   return out;
 }
 
-// Predicts every prepared point with `engine`'s terms, on `threads` threads.
+// Predicts every prepared point with `engine`'s terms, each point a work item of `pfor`.
 Evaluation run(const std::vector<Prepared>& prepared, const perf::EngineProfile& engine,
-               int threads) {
+               const ParallelFor& pfor) {
   Evaluation ev;
   ev.points.resize(prepared.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i = next++; i < prepared.size(); i = next++) {
-      const Prepared& x = prepared[i];
-      PointPrediction& r = ev.points[i];
-      r.point = x.point;
-      if (!x.sc) {
-        r.failure = x.failure;
-        continue;
-      }
-      scenario::Scenario sc = *x.sc;
-      auto e = std::make_shared<perf::EngineProfile>(*sc.calibration.engine);
-      e->terms = engine.terms;
-      e->per_gpu = engine.per_gpu;
-      sc.calibration.engine = e;
-      auto rep = run_analytic(sc);
-      if (!rep.ok()) {
-        r.failure = rep.status().message();
-        continue;
-      }
-      r.predicted = metric_of(*rep, *x.point);
-      r.error = (r.predicted - x.point->measured) / x.point->measured;
+  pfor(prepared.size(), [&](std::size_t i) {
+    const Prepared& x = prepared[i];
+    PointPrediction& r = ev.points[i];
+    r.point = x.point;
+    if (!x.sc) {
+      r.failure = x.failure;
+      return;
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
+    scenario::Scenario sc = *x.sc;
+    auto e = std::make_shared<perf::EngineProfile>(*sc.calibration.engine);
+    e->terms = engine.terms;
+    e->per_gpu = engine.per_gpu;
+    sc.calibration.engine = e;
+    auto rep = run_analytic(sc);
+    if (!rep.ok()) {
+      r.failure = rep.status().message();
+      return;
+    }
+    r.predicted = metric_of(*rep, *x.point);
+    r.error = (r.predicted - x.point->measured) / x.point->measured;
+  });
   std::vector<double> all;
   std::map<std::string, std::vector<double>> by;
   for (const auto& r : ev.points) {
@@ -198,8 +189,8 @@ Json point_scenario(const BenchPoint& p, const std::string& engine) {
 }
 
 Evaluation evaluate(const std::vector<const BenchPoint*>& points, const perf::EngineProfile& engine,
-                    int threads) {
-  return run(prepare(points), engine, threads);
+                    const ParallelFor& pfor) {
+  return run(prepare(points), engine, pfor);
 }
 
 EngineFitSpace default_engine_space() {
@@ -220,7 +211,7 @@ EngineFitSpace default_engine_space() {
 Result<perf::EngineProfile> fit_engine(const std::vector<const BenchPoint*>& all,
                                        const perf::EngineProfile& start,
                                        const EngineFitSpace& space, const std::string& gpu,
-                                       int threads) {
+                                       const ParallelFor& pfor) {
   // The fit runs every point many times: a run of more than kFitTokens output tokens (an
   // offline run of thousands of long requests, which the hardware and the KV sizing decide
   // more than the engine's terms) is predicted after the fit, not in it.
@@ -258,7 +249,7 @@ Result<perf::EngineProfile> fit_engine(const std::vector<const BenchPoint*>& all
   int evaluations = 0;
   auto f = [&](const std::vector<double>& x) {
     if (++evaluations > space.max_evaluations) return 1e9;
-    return objective(run(prepared, with(x), threads));
+    return objective(run(prepared, with(x), pfor));
   };
   auto best = perf::nelder_mead(f, x0, bounds, nm);
   if (!best.ok()) return best.status();
@@ -268,7 +259,7 @@ Result<perf::EngineProfile> fit_engine(const std::vector<const BenchPoint*>& all
 Result<CrossValidation> cross_validate(const std::vector<const BenchPoint*>& points,
                                        const perf::EngineProfile& start,
                                        const EngineFitSpace& space, const std::string& gpu,
-                                       int threads) {
+                                       const ParallelFor& pfor) {
   CrossValidation cv;
   std::set<std::string> sources;
   for (const BenchPoint* p : points) sources.insert(p->source);
@@ -288,9 +279,8 @@ Result<CrossValidation> cross_validate(const std::vector<const BenchPoint*>& poi
   for (const std::string& s : cv.sources) {
     std::vector<const BenchPoint*> train, test;
     for (const BenchPoint* p : points) (p->source == s ? test : train).push_back(p);
-    PRIMA_ASSIGN_OR_RETURN(perf::EngineProfile fitted,
-                           fit_engine(train, middle, space, gpu, threads));
-    Evaluation ev = evaluate(test, fitted, threads);
+    PRIMA_ASSIGN_OR_RETURN(perf::EngineProfile fitted, fit_engine(train, middle, space, gpu, pfor));
+    Evaluation ev = evaluate(test, fitted, pfor);
     for (auto& r : ev.points) {
       if (r.failure.empty()) {
         all.push_back(r.error);

@@ -2,7 +2,8 @@
 // with an engine profile on the built-in hardware profiles, fitting the engine's terms with the
 // hardware held fixed, and the error a report states: leave one source out (fit on every other
 // source's points, predict the held-out source's), overall and per metric. docs/fidelity.md.
-// Stateless; predictions run on `threads` threads, each its own engine.
+// Stateless; the predictions are the work items of the ParallelFor passed in (each its own
+// engine; the CLI runs them on --threads threads).
 #pragma once
 
 #include <map>
@@ -12,6 +13,7 @@
 
 #include "engine/calib/bench_points.h"
 #include "engine/config/json_reader.h"
+#include "engine/core/parallel.h"
 #include "engine/perf/engine_profile.h"
 #include "engine/perf/fit.h"
 
@@ -38,7 +40,7 @@ struct Evaluation {
 // Predicts each point with `engine` (its terms replace the built-in engine's; scheduler and KV
 // sizing are the point's engine's, as the source ran it).
 Evaluation evaluate(const std::vector<const BenchPoint*>& points, const perf::EngineProfile& engine,
-                    int threads = 2);
+                    const ParallelFor& pfor = serial_for());
 perf::ErrorSummary summarize(const std::vector<double>& errors);
 
 // The engine terms a fit moves and their bounds.
@@ -55,7 +57,7 @@ EngineFitSpace default_engine_space();
 Result<perf::EngineProfile> fit_engine(const std::vector<const BenchPoint*>& points,
                                        const perf::EngineProfile& start,
                                        const EngineFitSpace& space, const std::string& gpu,
-                                       int threads = 2);
+                                       const ParallelFor& pfor = serial_for());
 
 // Leave one source out over the points' sources (at least two): each source's points are
 // predicted by a fit to the others', each fit starting from the middle of the space (so the
@@ -67,7 +69,7 @@ struct CrossValidation {
 Result<CrossValidation> cross_validate(const std::vector<const BenchPoint*>& points,
                                        const perf::EngineProfile& start,
                                        const EngineFitSpace& space, const std::string& gpu,
-                                       int threads = 2);
+                                       const ParallelFor& pfor = serial_for());
 
 // The calibrated range of a set of points (engine_profile.h, EngineFidelity).
 void note_range(const std::vector<const BenchPoint*>& points, perf::EngineFidelity* f);

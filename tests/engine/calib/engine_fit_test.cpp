@@ -79,7 +79,7 @@ TEST(EngineFit, RecoversKnownTermsFromRunsSimulatedWithThem) {
   truth.terms.step_overhead_s = 0.0012;
   truth.terms.seq_overhead_s = 8e-6;
   truth.terms.graph_layer_overhead_s = 3e-6;
-  const Evaluation made = evaluate(ps, truth, 2);
+  const Evaluation made = evaluate(ps, truth);
   for (std::size_t i = 0; i < set->points.size(); ++i) {
     ASSERT_TRUE(made.points[i].failure.empty()) << made.points[i].failure;
     set->points[i].measured = made.points[i].predicted;
@@ -93,12 +93,12 @@ TEST(EngineFit, RecoversKnownTermsFromRunsSimulatedWithThem) {
   start.terms.step_overhead_s = 0.004;
   start.terms.seq_overhead_s = 1e-6;
   start.terms.graph_layer_overhead_s = 8e-6;
-  auto fitted = fit_engine(ps, start, space, "", 2);
+  auto fitted = fit_engine(ps, start, space, "");
   ASSERT_TRUE(fitted.ok()) << fitted.status().message();
-  const Evaluation again = evaluate(ps, *fitted, 2);
+  const Evaluation again = evaluate(ps, *fitted);
   EXPECT_LT(again.all.max_abs_error, 0.01);
   EXPECT_NEAR(fitted->terms.step_overhead_s, 0.0012, 0.0003);
-  auto cv = cross_validate(ps, start, space, "", 2);
+  auto cv = cross_validate(ps, start, space, "");
   ASSERT_TRUE(cv.ok()) << cv.status().message();
   EXPECT_EQ(cv->sources, (std::vector<std::string>{"A", "B", "C"}));
   EXPECT_EQ(cv->held_out.all.points, 5);
@@ -113,7 +113,7 @@ TEST(EngineFit, ShippedCrossValidationIsReproducible) {
   ASSERT_TRUE(set.ok()) << set.status().message();
   std::vector<const BenchPoint*> ps;
   for (const auto& p : set->points) ps.push_back(&p);
-  auto cv = cross_validate(ps, *perf::builtin_engine("sglang"), default_engine_space(), "", 2);
+  auto cv = cross_validate(ps, *perf::builtin_engine("sglang"), default_engine_space(), "");
   ASSERT_TRUE(cv.ok()) << cv.status().message();
   const perf::EngineProfile* shipped = perf::builtin_engine("sglang");
   for (const auto& [gpu, f] : shipped->fidelity) {
@@ -139,7 +139,7 @@ TEST(EngineFit, ShippedProfilesStateTheirOwnFitAndMeetTheirBounds) {
     for (const auto& p : set->points) ps.push_back(&p);
     const perf::EngineProfile* shipped = perf::builtin_engine(name);
     ASSERT_NE(shipped, nullptr) << name;
-    const Evaluation ev = evaluate(ps, *shipped, 2);
+    const Evaluation ev = evaluate(ps, *shipped);
     ASSERT_FALSE(shipped->fidelity.empty()) << name;
     for (const auto& [gpu, f] : shipped->fidelity) {
       std::vector<double> errs;
