@@ -266,10 +266,12 @@ void EngineBridge::publish() {
     for (const auto& r : engine_->replicas()) {
       queried += r->kv().prefix_lookup_tokens();
       hit += r->kv().prefix_hit_tokens();
-      metrics_->set_cache_config(r->kv().block_size(), r->kv().num_blocks(),
-                                 r->kv().prefix_caching());
     }
     metrics_->on_prefix_cache(queried, hit);
+    if (!engine_->replicas().empty()) {  // the first replica's (published once)
+      const auto& kv = engine_->replicas().front()->kv();
+      metrics_->set_cache_config(kv.block_size(), kv.num_blocks(), kv.prefix_caching());
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   snap_ = s;

@@ -13,7 +13,6 @@
 #include "server/logprobs_json.h"
 #include "server/routes.h"
 #include "server/sse.h"
-#include "server/text_codec.h"
 
 namespace prima::server {
 namespace {
@@ -58,16 +57,6 @@ json choice_logprobs(bool chat, const ParsedRequest& p, const std::vector<Stream
   return completion_logprobs(all, offset);
 }
 
-// The prompt's scored tokens (on the first output token), cut as the answer shows them.
-std::vector<StreamToken> scored_prompt(const ParsedRequest& p, const ServerContext& ctx,
-                                       const std::vector<StreamToken>& toks) {
-  if (toks.empty() || p.gen.sampling.prompt_logprobs < 0) return {};
-  std::vector<StreamToken> prompt = toks.front().prompt;
-  const TextCodec& codec = ctx.model.codec ? *ctx.model.codec : synthetic_codec();
-  if (!codec.real()) synthetic_prompt_pieces(p.prompt_text, &prompt);
-  return prompt;
-}
-
 // The "prima" object: timings, and the sampling seed used (drawn by the server when the
 // request gave none), so that a sampled answer can be reproduced.
 json prima_json(const StreamEnd& e) {
@@ -79,12 +68,7 @@ json prima_json(const StreamEnd& e) {
 class OpenAIFormatter : public StreamFormatter {
  public:
   OpenAIFormatter(bool chat, std::string id, const ParsedRequest& p, const ServerContext& ctx)
-      : chat_(chat),
-        id_(std::move(id)),
-        model_(p.model),
-        usage_(p.include_usage || p.continuous_usage),
-        p_(p),
-        ctx_(ctx) {}
+      : chat_(chat), id_(std::move(id)), model_(p.model), p_(p), ctx_(ctx) {}
 
   std::string open() override {
     if (chat_)
@@ -98,7 +82,7 @@ class OpenAIFormatter : public StreamFormatter {
     std::string out;
     for (const auto& t : toks) {
       if (t.index == 0 && p_.echo && p_.gen.sampling.prompt_logprobs >= 0)
-        out += echo_chunk(scored_prompt(p_, ctx_, {t}));
+        out += echo_chunk(scored_prompt(ctx_, p_, {t}));
       if (p_.score_only) continue;
       ++sent_;
       const std::string& text = t.text;
@@ -150,7 +134,7 @@ class OpenAIFormatter : public StreamFormatter {
     // until the usage chunk at the end.
     if (p_.continuous_usage)
       j["usage"] = usage_json(p_.gen.prompt_tokens, sent_);
-    else if (usage_)
+    else if (p_.include_usage)
       j["usage"] = nullptr;
     return j;
   }
@@ -170,7 +154,6 @@ class OpenAIFormatter : public StreamFormatter {
 
   bool chat_;
   std::string id_, model_;
-  bool usage_;
   ParsedRequest p_;
   const ServerContext& ctx_;
   int sent_ = 0;            // completion tokens sent so far
@@ -195,7 +178,7 @@ void generate(ServerContext* ctx, ApiKind kind, const httplib::Request& req,
   const StreamEnd e = wait_for_end(*ctx, *sub, &toks);
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kOpenAI);
   const std::string prompt = p.echo ? valid_utf8(p.prompt_text) : "";
-  const std::vector<StreamToken> scored = scored_prompt(p, *ctx, toks);
+  const std::vector<StreamToken> scored = scored_prompt(*ctx, p, toks);
   std::size_t offset = scored.empty() ? utf8_length(prompt) : 0;
   const std::string text = p.score_only ? "" : output_text(toks, e);
   if (p.score_only) toks.clear();
@@ -235,7 +218,7 @@ void add_openai_routes(httplib::Server& svr, ServerContext* ctx) {
   // Model ids may hold '/' ("org/name"): the id is the rest of the path.
   svr.Get(R"(/v1/models/(.+))", [ctx](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1].str();
-    if (model_name_accepted(ctx->model, id))
+    if (served_name(ctx->model, id))
       return res.set_content(model_json(*ctx, id).dump(), "application/json");
     send_error(res, model_not_found(id, ctx->model.name), ErrorStyle::kOpenAI);
   });

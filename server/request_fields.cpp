@@ -14,10 +14,6 @@ namespace {
 using config::JsonReader;
 using nlohmann::json;
 
-const TextCodec& codec_of(const ModelInfo& m) {
-  return m.codec ? *m.codec : synthetic_codec();
-}
-
 // An optional integer in [lo, hi].
 std::optional<std::int64_t> integer_in(const JsonReader& r, const char* key, std::int64_t lo,
                                        std::int64_t hi) {
@@ -241,9 +237,11 @@ void parse_penalty_fields(const JsonReader& r, const ModelInfo& m, GenRequest* g
   std::sort(sp.logit_bias.begin(), sp.logit_bias.end());
 }
 
-bool model_name_accepted(const ModelInfo& m, const std::string& name) {
-  return name == m.name || std::find(m.aliases.begin(), m.aliases.end(), name) != m.aliases.end() ||
-         name == "tgi" || name == "dummy";
+std::optional<std::string> served_name(const ModelInfo& m, const std::string& asked) {
+  if (asked == m.name || std::find(m.aliases.begin(), m.aliases.end(), asked) != m.aliases.end())
+    return asked;
+  if (asked == "tgi" || asked == "dummy") return m.name;
+  return std::nullopt;
 }
 
 // vLLM's extra sampling fields: min_p, min_tokens, stop_token_ids, skip_special_tokens,

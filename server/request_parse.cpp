@@ -47,14 +47,11 @@ void parse_qos(const JsonReader& r, GenRequest* g) {
 // "model": one of the served names (echoed back as sent), a TGI client's placeholder
 // (answered with the served name), or absent (the served model, as vLLM does).
 std::optional<ApiError> check_model(const JsonReader& r, const ModelInfo& m, std::string* out) {
-  *out = r.string("model", m.name);
-  if (*out == m.name || std::find(m.aliases.begin(), m.aliases.end(), *out) != m.aliases.end())
-    return std::nullopt;
-  if (model_name_accepted(m, *out)) {
-    *out = m.name;
-    return std::nullopt;
-  }
-  return model_not_found(*out, m.name);
+  const std::string asked = r.string("model", m.name);
+  const auto name = served_name(m, asked);
+  if (!name) return model_not_found(asked, m.name);
+  *out = *name;
+  return std::nullopt;
 }
 
 // max_tokens (explicit or default) against the context left after the prompt. `min`: the
@@ -87,10 +84,6 @@ std::optional<ApiError> check_lengths(std::optional<std::int64_t> max_tokens,
     g->max_tokens = static_cast<int>(std::max<long long>(1, n));
   }
   return std::nullopt;
-}
-
-const TextCodec& codec_of(const ModelInfo& m) {
-  return m.codec ? *m.codec : synthetic_codec();
 }
 
 // Encodes a text prompt; an empty tokenization is an error naming the field.

@@ -63,10 +63,11 @@ struct ParsedRequest {
   std::string chat_echo;  // chat "echo": the final assistant message the answer continues
 };
 
-// Whether `name` is one the served model answers to: its name, an alias, or a placeholder
-// that Text Generation Inference's clients send for "the model this server has" ("tgi",
-// "dummy": TGI serves one model and ignores the name).
-bool model_name_accepted(const ModelInfo& m, const std::string& name);
+// The name an answer reports for a request's "model" `asked`: `asked` itself when the model
+// is served under it (its name or an alias), the model's name for a placeholder that Text
+// Generation Inference's clients send for "the model this server has" ("tgi", "dummy": TGI
+// serves one model and ignores the name), nullopt for any other name.
+std::optional<std::string> served_name(const ModelInfo& m, const std::string& asked);
 
 // kResponses: OpenAI's Responses API (POST /v1/responses, text only).
 enum class ApiKind { kCompletion, kChat, kTgi, kKServe, kResponses };

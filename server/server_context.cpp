@@ -6,6 +6,8 @@
 #include <random>
 
 #include "server/connection.h"
+#include "server/logprobs_json.h"
+#include "server/text_codec.h"
 
 namespace prima::server {
 namespace {
@@ -80,6 +82,14 @@ nlohmann::json timing_json(const StreamEnd& e) {
           {"e2e_s", e.e2e_s()},
           {"queue_s", e.queue_s()},
           {"arrival_s", e.arrival_s}};
+}
+
+std::vector<StreamToken> scored_prompt(const ServerContext& ctx, const ParsedRequest& p,
+                                       const std::vector<StreamToken>& toks) {
+  if (toks.empty() || p.gen.sampling.prompt_logprobs < 0) return {};
+  std::vector<StreamToken> prompt = toks.front().prompt;
+  if (!codec_of(ctx.model).real()) synthetic_prompt_pieces(p.prompt_text, &prompt);
+  return prompt;
 }
 
 std::string unique_id(const std::string& prefix) {

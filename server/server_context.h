@@ -71,6 +71,13 @@ std::optional<ApiError> end_error(const StreamEnd& e);
 void set_timing_headers(httplib::Response& res, const StreamEnd& e);
 nlohmann::json timing_json(const StreamEnd& e);
 
+// The prompt's tokens with their log-probabilities, for a request that scores its prompt
+// (they come with its first output token, StreamToken::prompt): the model's pieces, or with
+// the sim backend the prompt text cut as it counts tokens (synthetic_prompt_pieces). Empty
+// when the request asked for none or got no token.
+std::vector<StreamToken> scored_prompt(const ServerContext& ctx, const ParsedRequest& p,
+                                       const std::vector<StreamToken>& toks);
+
 // A response id unique across servers and restarts: `prefix` ("cmpl-", "resp_") and 32
 // random hex digits.
 std::string unique_id(const std::string& prefix);

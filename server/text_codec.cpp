@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "server/request_parse.h"
 #include "server/synthetic_text.h"
 
 namespace prima::server {
@@ -35,6 +36,10 @@ std::vector<int> SyntheticCodec::prompt_ids(const GenRequest& g) const {
   std::vector<int> ids(static_cast<std::size_t>(std::max(g.prompt_tokens, 0)));
   for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int>(i);
   return ids;
+}
+
+const TextCodec& codec_of(const ModelInfo& m) {
+  return m.codec ? *m.codec : synthetic_codec();
 }
 
 const TextCodec& synthetic_codec() {

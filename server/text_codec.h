@@ -85,4 +85,8 @@ class SyntheticCodec : public TextCodec {
 // The codec used when a ServerContext / EngineBridge has none set.
 const TextCodec& synthetic_codec();
 
+struct ModelInfo;
+// The served model's codec: its own, else synthetic_codec().
+const TextCodec& codec_of(const ModelInfo& m);
+
 }  // namespace prima::server

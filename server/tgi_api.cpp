@@ -16,16 +16,11 @@
 #include "server/logprobs_json.h"
 #include "server/routes.h"
 #include "server/sse.h"
-#include "server/text_codec.h"
 
 namespace prima::server {
 namespace {
 
 using nlohmann::json;
-
-const TextCodec& codec_of(const ServerContext& ctx) {
-  return ctx.model.codec ? *ctx.model.codec : synthetic_codec();
-}
 
 const char* finish_reason(const StreamEnd& e) {
   if (e.finish_reason == "length") return "length";
@@ -49,19 +44,17 @@ json stream_details_json(const StreamEnd& e) {
 // and log-probabilities (real backend), or the prompt cut as the sim backend counts it (4
 // bytes a token, ids 0, 1, ...) with synthetic log-probabilities. The first token has no
 // context: its logprob is null, as TGI's.
-json prefill_json(const ParsedRequest& p, const TextCodec& codec,
+json prefill_json(const ServerContext& ctx, const ParsedRequest& p,
                   const std::vector<StreamToken>& toks) {
-  std::vector<StreamToken> prompt = toks.empty() ? std::vector<StreamToken>() : toks[0].prompt;
-  if (!codec.real()) synthetic_prompt_pieces(p.prompt_text, &prompt);
   json out = json::array();
-  for (const auto& t : prompt)
+  for (const auto& t : scored_prompt(ctx, p, toks))
     out.push_back({{"id", t.id},
                    {"text", valid_utf8(t.piece)},
                    {"logprob", t.has_logprob ? json(t.logprob) : json(nullptr)}});
   return out;
 }
 
-json details_json(const ParsedRequest& p, const TextCodec& codec,
+json details_json(const ServerContext& ctx, const ParsedRequest& p,
                   const std::vector<StreamToken>& toks, const StreamEnd& e) {
   json tokens = json::array(), top = json::array();
   for (const auto& t : toks) {
@@ -71,7 +64,7 @@ json details_json(const ParsedRequest& p, const TextCodec& codec,
   json d{{"finish_reason", finish_reason(e)},
          {"generated_tokens", e.output_tokens},
          {"seed", seed_json(e)},
-         {"prefill", p.decoder_input_details ? prefill_json(p, codec, toks) : json::array()},
+         {"prefill", p.decoder_input_details ? prefill_json(ctx, p, toks) : json::array()},
          {"tokens", std::move(tokens)},
          {"prima", timing_json(e)}};
   if (p.top_n_tokens > 0) d["top_tokens"] = std::move(top);
@@ -128,7 +121,7 @@ void generate(ServerContext* ctx, bool stream, const httplib::Request& req,
   if (auto err = end_error(e)) return send_error(res, *err, ErrorStyle::kTgi);
   const std::string prefix = p.return_full_text ? p.prompt_text : "";
   json body{{"generated_text", valid_utf8(prefix + output_text(toks, e))}};
-  if (p.details) body["details"] = details_json(p, codec_of(*ctx), toks, e);
+  if (p.details) body["details"] = details_json(*ctx, p, toks, e);
   set_timing_headers(res, e);
   res.set_header("x-generated-tokens", std::to_string(e.output_tokens));
   res.set_header("x-prompt-tokens", std::to_string(e.prompt_tokens));

@@ -24,14 +24,10 @@ namespace {
 using config::JsonReader;
 using nlohmann::json;
 
-const TextCodec& codec_of(const ServerContext& ctx) {
-  return ctx.model.codec ? *ctx.model.codec : synthetic_codec();
-}
-
-// "model" is optional (vLLM's tokenizer requests); when given it must be the served one.
+// "model" is optional (vLLM's tokenizer requests); when given it must be a served name.
 std::optional<ApiError> check_model(const JsonReader& r, const ServerContext& ctx) {
   const std::string model = r.string("model", ctx.model.name);
-  if (model == ctx.model.name) return std::nullopt;
+  if (served_name(ctx.model, model)) return std::nullopt;
   return model_not_found(model, ctx.model.name);
 }
 
@@ -64,7 +60,7 @@ std::optional<ApiError> tokenize(const ServerContext& ctx, const JsonReader& r, 
   fixed_bool(r, "continue_final_message", false,
              "chat completions always start a new assistant turn");
   const bool strs = r.boolean("return_token_strs", false);
-  const TextCodec& codec = codec_of(ctx);
+  const TextCodec& codec = codec_of(ctx.model);
   GenRequest g;
   if (has_prompt) {
     codec.encode(r.string("prompt"), &g);
@@ -100,7 +96,7 @@ std::optional<ApiError> detokenize(const ServerContext& ctx, const JsonReader& r
                                              i, config::brief(v)));
     ids.push_back(v.get<int>());
   }
-  const TextCodec& codec = codec_of(ctx);
+  const TextCodec& codec = codec_of(ctx.model);
   if (auto e = codec.check_ids(ids, "tokens")) return e;
   std::string bytes;  // joined before the UTF-8 check: a character may span tokens
   for (int id : ids) bytes += codec.id_text(id);

@@ -375,6 +375,7 @@ class ServingDetailsTest(unittest.TestCase):
         status, _, body = post("/v1/completions", {"prompt": "Hi", "max_tokens": 2})
         self.assertEqual(status, 200)
         self.assertEqual(body["model"], NAMES[0])
+        self.assertEqual(post("/tokenize", {"model": NAMES[1], "prompt": "Hi"})[0], 200)
         status, _, body = post("/v1/chat/completions", {
             "model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})
         self.assertEqual(status, 404)
