@@ -78,9 +78,9 @@ struct SpawnResult {
   std::string err;
 };
 
-// Runs `python script kind dir` with stdout to /dev/null and stderr captured.
+// Runs `python script args...` with stdout to /dev/null and stderr captured.
 SpawnResult run_script(const std::string& python, const std::string& script,
-                       const std::string& kind, const std::string& dir) {
+                       const std::vector<std::string>& args) {
   SpawnResult r;
   TempFile err_file("prima_render_err", ".txt");
   posix_spawn_file_actions_t fa;
@@ -90,7 +90,8 @@ SpawnResult run_script(const std::string& python, const std::string& script,
   if (!err_file.path().empty())
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err_file.path().c_str(),
                                      O_WRONLY | O_TRUNC, 0);
-  std::vector<std::string> argv_s = {python, script, kind, dir};
+  std::vector<std::string> argv_s = {python, script};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -122,35 +123,63 @@ std::vector<std::string> interpreters() {
   return out;
 }
 
-}  // namespace
+// The renderer's files (reports/*.py and reports/style.css) written from the binary into a
+// temporary directory, removed when this goes out of scope.
+class RendererDir {
+ public:
+  RendererDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/prima_render_XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) != nullptr) dir_ = buf.data();
+  }
+  ~RendererDir() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  RendererDir(const RendererDir&) = delete;
+  RendererDir& operator=(const RendererDir&) = delete;
 
-Status render_html_report(const std::string& kind, const std::string& dir) {
-  if (kind != "simulate" && kind != "plan")
-    return invalid_argument("report kind '" + kind + "': expected simulate or plan");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return invalid_argument(dir + ": no such directory");
+  // Writes every embedded reports/ file; the path of render.py, or an error.
+  Result<std::string> write() {
+    if (dir_.empty()) return internal_error("cannot create a temporary directory for the renderer");
+    bool found = false;
+    for (const auto& f : config::embedded_files()) {
+      const std::string path = f.path;
+      if (path.rfind("reports/", 0) != 0) continue;
+      const std::string out_path = dir_ + "/" + path.substr(8);
+      std::ofstream out(out_path, std::ios::binary);
+      out << f.content;
+      out.close();
+      if (!out) return internal_error(out_path + ": cannot write the renderer");
+      found = found || path == kScript;
+    }
+    if (!found) return internal_error(std::string(kScript) + " is not embedded in this binary");
+    return dir_ + "/render.py";
+  }
 
-  // The renderer: $PRIMA_REPORT_SCRIPT (for working on it without rebuilding), else the copy
-  // embedded in the binary, written to a temporary file.
+ private:
+  std::string dir_;
+};
+
+// Runs the renderer with `args` (its command line after the script), trying each interpreter.
+Status run_renderer(const std::vector<std::string>& args) {
+  // $PRIMA_REPORT_SCRIPT (a render.py in a source tree, its modules beside it: for working on
+  // the renderer without rebuilding), else the copy embedded in the binary.
   std::string script;
-  TempFile tmp("prima_render", ".py");
+  RendererDir tmp;
   if (const char* s = std::getenv("PRIMA_REPORT_SCRIPT"); s && *s) {
     script = s;
   } else {
-    auto text = config::embedded_file(kScript);
-    if (!text) return internal_error(std::string(kScript) + " is not embedded in this binary");
-    if (tmp.path().empty())
-      return internal_error("cannot create a temporary file for the renderer");
-    std::ofstream out(tmp.path(), std::ios::binary);
-    out << *text;
-    out.close();
-    if (!out) return internal_error(tmp.path() + ": cannot write the renderer");
-    script = tmp.path();
+    auto written = tmp.write();
+    if (!written.ok()) return written.status();
+    script = *written;
   }
 
   std::string tried, missing_dep;
   for (const auto& py : interpreters()) {
-    SpawnResult r = run_script(py, script, kind, dir);
+    SpawnResult r = run_script(py, script, args);
     tried += (tried.empty() ? "" : ", ") + py;
     if (!r.started) continue;
     if (r.exit_code == 0) return ok_status();
@@ -168,6 +197,24 @@ Status render_html_report(const std::string& kind, const std::string& dir) {
   return failed_precondition("HTML report: python3 not found (tried " + tried +
                              "): install python3 and python3-matplotlib (scripts/setup.sh "
                              "does)");
+}
+
+}  // namespace
+
+Status render_html_report(const std::string& kind, const std::string& dir) {
+  if (kind != "simulate" && kind != "plan")
+    return invalid_argument("report kind '" + kind + "': expected simulate or plan");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return invalid_argument(dir + ": no such directory");
+  return run_renderer({kind, dir});
+}
+
+Status render_html_comparison(const std::string& before, const std::string& after,
+                              const std::string& out_file) {
+  std::error_code ec;
+  for (const auto* d : {&before, &after})
+    if (!fs::is_directory(*d, ec)) return invalid_argument(*d + ": no such directory");
+  return run_renderer({"compare", before, after, out_file});
 }
 
 }  // namespace prima::cli

@@ -88,6 +88,15 @@ OJson extra_sections(const scenario::Scenario& sc, const plan::MemoryFit& fit, i
                           {"pipeline_parallel", sc.plan.pipeline_parallel},
                           {"micro_batch", sc.plan.micro_batch},
                           {"replicas", sc.plan.replicas}};
+  // The batch limits a replica runs under, and the most sequences it keeps running at once:
+  // max_num_seqs, or micro-batch x stages when pipeline micro-batches cap each step.
+  const int running_cap =
+      sc.plan.micro_batch > 0 && sc.plan.pipeline_parallel > 1
+          ? std::min(sc.scheduler.max_num_seqs, sc.plan.micro_batch * sc.plan.pipeline_parallel)
+          : sc.scheduler.max_num_seqs;
+  j["deployment"]["max_num_seqs"] = sc.scheduler.max_num_seqs;
+  j["deployment"]["max_num_batched_tokens"] = sc.scheduler.max_num_batched_tokens;
+  j["deployment"]["max_running_per_replica"] = running_cap;
   if (sc.plan.placement == plan::Placement::kStageMajor)
     j["deployment"]["placement"] = "stage_major";  // packed (the default) is not written
   // Disaggregated pools with their own layout and batch limits.
@@ -255,6 +264,33 @@ void pool_utilization(const SimCluster& cl, double simulated_s, OJson* report) {
   }
 }
 
+// What the run was asked to serve, for the reports' verdicts: the scenario's description, the
+// arrival window and its workload section as written (after --set overrides).
+OJson workload_section(const scenario::Scenario& sc) {
+  OJson w{{"duration_s", sc.duration_s}};
+  const auto& r = sc.resolved;
+  if (r.contains("description") && r["description"].is_string())
+    w["description"] = r["description"].get<std::string>();
+  if (r.contains("workload") && r["workload"].is_object())
+    w["spec"] = OJson::parse(r["workload"].dump());
+  return w;
+}
+
+// slo.target: the share of requests that must meet the bounds (the scenario's slo.attainment,
+// else 0.99 as `prima plan` assumes) and where it came from.
+void slo_target(const scenario::Scenario& sc, OJson* report) {
+  double target = 0.99;
+  std::string from = "default";
+  const auto& r = sc.resolved;
+  if (r.contains("slo") && r["slo"].is_object() && r["slo"].contains("attainment") &&
+      r["slo"]["attainment"].is_number()) {
+    target = r["slo"]["attainment"].get<double>();
+    from = "scenario";
+  }
+  (*report)["slo"]["target"] = target;
+  (*report)["slo"]["target_source"] = from;
+}
+
 }  // namespace
 
 OJson build_simulation_report(const scenario::Scenario& sc, const SimCluster& cl,
@@ -276,6 +312,10 @@ OJson build_simulation_report(const scenario::Scenario& sc, const SimCluster& cl
   in.extra = extra_sections(sc, cl.fit, cl.kv_blocks, cl.pools, engine, t.kv_usage_mean,
                             t.fragmentation_mean);
   cluster_sections(cl.copts, engine, rec, cl.max_capped_from, &in.extra);
+  in.extra["workload"] = workload_section(sc);
+  // The fault timeline as written, so a comparison of two runs can say how their faults differ.
+  if (sc.resolved.contains("faults") && sc.resolved["faults"].is_array())
+    in.extra["faults"] = OJson::parse(sc.resolved["faults"].dump());
   in.extra["failover"] = failover_section(cl.copts, engine);
   if (!cl.load_errors.empty()) in.extra["load_errors"] = cl.load_errors;
   in.extra["incidents"] = metrics::incidents_json(rec, fault_windows(sc), t.simulated_s);
@@ -290,6 +330,7 @@ OJson build_simulation_report(const scenario::Scenario& sc, const SimCluster& cl
         in.gpu_labels.push_back({d, sc.topology.node_of(d), pl.replica, static_cast<int>(s)});
   OJson report = metrics::build_report(rec, in);
   if (!cl.pools.empty()) pool_utilization(cl, t.simulated_s, &report);
+  slo_target(sc, &report);
   return report;
 }
 

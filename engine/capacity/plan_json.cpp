@@ -193,6 +193,15 @@ Json build_plan_json(const PlanSpec& spec, const std::vector<SearchedConfig>& se
   Json j;
   j["name"] = spec.name;
   j["scenario"] = spec.scenario_path.empty() ? Json("inline") : Json(spec.scenario_path);
+  // The model asked about, as the base scenario names it (a searched quantization shows in
+  // each configuration's key).
+  if (spec.scenario.is_object() && spec.scenario.contains("model")) {
+    const Json& m = spec.scenario["model"];
+    j["model"] = Json{{"name", m.is_string()   ? m
+                               : m.is_object() ? m.value("name", Json("custom"))
+                                               : Json("custom")},
+                      {"quantization", spec.scenario.value("quantization", Json("fp16"))}};
+  }
   j["slo"] = slo_json(spec.slo);
   Json fid = Json::object();
   for (const auto& [gpu, f] : fidelity) fid[gpu] = f;

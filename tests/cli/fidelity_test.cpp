@@ -133,8 +133,8 @@ TEST(Fidelity, RooflineIsUncalibrated) {
   EXPECT_FALSE(f.contains("median_abs_error"));
   EXPECT_TRUE(contains(r.result.out, "  fidelity   roofline only, uncalibrated\n")) << r.result.out;
   EXPECT_TRUE(contains(r.html,
-                       "<div class=\"fidelity uncalibrated\"><b>Fidelity:</b> roofline "
-                       "only, uncalibrated"))
+                       "<div class=\"fidelity uncalibrated\">Predicted with the generic engine "
+                       "profile, <b>uncalibrated</b>: these figures have not been checked"))
       << r.html.substr(0, 3000);
 }
 
@@ -173,9 +173,17 @@ TEST(Fidelity, TheReportStatesTheOutOfSampleError) {
   EXPECT_TRUE(f["out_of_range"].empty()) << f.dump(1);
   EXPECT_TRUE(contains(r.result.out, std::string("  fidelity   ") + kProfiledSummary + "\n"))
       << r.result.out;
-  EXPECT_TRUE(
-      contains(r.html, std::string("<div class=\"fidelity\"><b>Fidelity:</b> ") + kProfiledSummary))
+  // The page says it in words (the out-of-sample median and max first, in-sample labelled),
+  // with the summary line beside it.
+  EXPECT_TRUE(contains(r.html,
+                       "<div class=\"fidelity\">Predicted with the test-engine engine profile on "
+                       "the " +
+                           std::string(kProfiled) +
+                           " hardware profile. On measurements it was not fitted to, its "
+                           "predictions were off by 6.2% (median), at most 19.0%"))
       << r.html.substr(0, 3000);
+  EXPECT_TRUE(contains(r.html, "(In-sample fit: 3.0% median, not the error to expect.)"));
+  EXPECT_TRUE(contains(r.html, std::string("<span class=\"muted\">") + kProfiledSummary));
   // A run outside the calibrated range says so, and by how much.
   json big = scenario_with_engine(kProfiled, true);
   big["model"] = "llama-2-70b";
@@ -231,11 +239,18 @@ TEST(Fidelity, PlanGivesTheFidelityOfEachGpuType) {
   EXPECT_TRUE(contains(r.out, std::string("  fidelity   ") + kPlain + ": " + kUnmeasured)) << r.out;
   EXPECT_TRUE(contains(r.out, "model err")) << r.out;
   const std::string html = read_file(dir + "/out/report.html");
-  EXPECT_TRUE(
-      contains(html, std::string("<b>Fidelity on ") + kProfiled + ":</b> " + kProfiledSummary));
-  EXPECT_TRUE(contains(html, std::string("<div class=\"fidelity uncalibrated\"><b>Fidelity on ") +
-                                 kPlain + ":</b> " + kUnmeasured));
-  EXPECT_TRUE(contains(html, "model error (median)"));
+  // One statement per GPU type, in words, the summary line beside it.
+  EXPECT_TRUE(contains(html, std::string("<div class=\"fidelity\"><b>") + kProfiled +
+                                 ":</b> Predicted with the test-engine engine profile on the " +
+                                 kProfiled +
+                                 " hardware profile. On measurements it was not fitted "
+                                 "to, its predictions were off by 6.2% (median)"));
+  EXPECT_TRUE(contains(html, std::string("<span class=\"muted\">") + kProfiledSummary));
+  EXPECT_TRUE(contains(html, std::string("<div class=\"fidelity uncalibrated\"><b>") + kPlain +
+                                 ":</b> Predicted with the test-engine engine profile, "
+                                 "<b>uncalibrated</b>"));
+  EXPECT_TRUE(contains(html, std::string("<span class=\"muted\">") + kUnmeasured));
+  EXPECT_TRUE(contains(html, "model error (median, max)"));
 }
 
 }  // namespace

@@ -112,11 +112,16 @@ TEST(Replay, ARecordedRunReplaysToItself) {
   EXPECT_EQ(j["fidelity"]["profile"], "A100-SXM4-80GB");
   EXPECT_EQ(j["scenario"], kScenario);
 
-  // The page: self-contained, a CDF per metric and the table.
+  // The page: self-contained, the verdict (the same simulator: within the stated error on
+  // every metric), a CDF per measured metric (no ITL: none was measured) and the table.
   const std::string html = read_file(dir + "/replay/comparison.html");
   std::size_t svgs = 0;
   for (auto p = html.find("<svg"); p != std::string::npos; p = html.find("<svg", p + 1)) ++svgs;
-  EXPECT_EQ(svgs, 5u);
+  EXPECT_EQ(svgs, 4u);
+  EXPECT_NE(html.find("<div class=\"verdict ok\""), std::string::npos);
+  EXPECT_NE(html.find("within the stated error"), std::string::npos);
+  EXPECT_NE(html.find("Not in the measured run, so not compared: ITL."), std::string::npos);
+  EXPECT_EQ(html.find("(none)"), std::string::npos);
   EXPECT_NE(html.find("<polyline"), std::string::npos);
   EXPECT_NE(html.find("<table>"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
