@@ -125,6 +125,42 @@ def flatten_lists(d):
     return d
 
 
+def moved(a, b, share=0.05):
+    """Whether a figure changed by at least `share` of its value (any change from 0)."""
+    a, b = num(a), num(b)
+    if a is None or b is None:
+        return False
+    return b != a if a == 0 else abs(b - a) / abs(a) >= share
+
+
+def overall(ra, rb):
+    """(css class, headline) of a comparison. It helps when the SLO is met where it was missed,
+    fewer requests fail, SLO attainment rises by 5 points or more, or (none of those getting
+    worse) a p99 latency falls by 10% or more with no p99 rising that much; it makes things
+    worse in the mirror cases; otherwise it has little effect."""
+    met_a, met_b = slo_met(ra), slo_met(rb)
+    fail_a = num(get(ra, "requests", "failed")) or 0
+    fail_b = num(get(rb, "requests", "failed")) or 0
+    att_a, att_b = num(get(ra, "slo", "attainment")), num(get(rb, "slo", "attainment"))
+    d_att = (att_b - att_a) if att_a is not None and att_b is not None else 0
+    lat = [(num(get(ra, "latency_s", k, "p99")), num(get(rb, "latency_s", k, "p99")))
+           for k in ("ttft", "tpot", "e2e")]
+    faster = any(x and y is not None and y <= 0.9 * x for x, y in lat)
+    slower = any(x and y is not None and y >= 1.1 * x for x, y in lat)
+    worse = (met_a and met_b is False) or fail_b > fail_a or d_att <= -0.05
+    better = (met_b and met_a is False) or fail_b < fail_a or d_att >= 0.05
+    if better and not worse:
+        return "ok", "The change helps" + ("" if met_b is not False else " (SLO still missed)")
+    if worse and not better:
+        return "fail", "The change makes it worse"
+    if not better and not worse:
+        if faster and not slower:
+            return "ok", "The change helps"
+        if slower and not faster:
+            return "fail", "The change makes it worse"
+    return "mixed", "The change has mixed or little effect"
+
+
 def verdict_cell(run):
     met = slo_met(run.report)
     word = {True: "SLO met", False: "SLO missed", None: "no SLO"}[met]
@@ -154,15 +190,13 @@ def render_compare(plt, dir_a, dir_b):
         worse += good is False
         rows.append('<tr data-figure="%s"><td>%s</td><td>%s</td><td>%s</td><td class="%s">%s'
                     "</td></tr>" % (esc(label), label, show(va, unit), show(vb, unit), cls, text))
-    met_a, met_b = slo_met(ra), slo_met(rb)
-    fail_a, fail_b = num(get(ra, "requests", "failed")) or 0, num(get(rb, "requests", "failed")) or 0
-    if (met_b and not met_a) or (fail_b < fail_a and worse <= better):
-        cls, head = "ok", "The change helps"
-    elif (met_a and not met_b) or fail_b > fail_a or worse > better:
-        cls, head = "fail", "The change makes it worse"
-    else:
-        cls, head = "mixed", "The change has little effect"
+    cls, head = overall(ra, rb)
     head += ": %s &rarr; %s" % (verdict_cell(a), verdict_cell(b))
+    costs = ["%s %s &rarr; %s" % (label, show(getter(ra), unit), show(getter(rb), unit))
+             for label, getter, kind, unit in FIGURES
+             if change(getter(ra), getter(rb), kind)[2] is False and moved(getter(ra), getter(rb))]
+    if cls == "ok" and costs:
+        head += ' <span class="muted">(at a cost: %s)</span>' % "; ".join(costs)
     body.append('<div class="verdict %s compare" id="verdict" data-better="%d" data-worse="%d">'
                 "<h2>%s</h2>%s<table><tr><th></th><th>before</th><th>after</th><th>change</th>"
                 "</tr>%s</table></div>" % (

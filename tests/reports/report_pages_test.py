@@ -48,6 +48,9 @@ def setUpModule():
     run("report", os.path.join(OUT, "node"), os.path.join(OUT, "node_fix"))
     run("report", os.path.join(OUT, "thermal"), os.path.join(OUT, "thermal_fix"), "--out",
         os.path.join(OUT, "thermal_compare.html"))
+    # The other way round: undoing the fix.
+    run("report", os.path.join(OUT, "node_fix"), os.path.join(OUT, "node"), "--out",
+        os.path.join(OUT, "node_undone.html"))
 
 
 def page(name):
@@ -182,6 +185,13 @@ class ComparePage(unittest.TestCase, ChartChecks):
         differs = [row for t in doc.find_all("table") for row in t.rows()]
         self.assertIn(["failover.health_checks", "False", "True"], differs)
         self.check_charts(page(os.path.join("node_fix", "compare.html")))
+
+    def test_undoing_the_fix_makes_it_worse(self):
+        box = dom.parse(page("node_undone.html")).find("div", id="verdict")
+        self.assertIn("fail", box.classes)
+        self.assertTrue(box.find("h2").text().startswith("The change makes it worse"))
+        fig = box.find("tr", data_figure="requests failed").rows()[0]
+        self.assertEqual(fig[1:3], ["0", format(report("node")["requests"]["failed"], ",")])
 
     def test_charts_share_axes_and_faults_differ(self):
         html_text = page("thermal_compare.html")
