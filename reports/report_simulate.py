@@ -11,7 +11,7 @@ from report_common import (BadInput, COLORS, MAX_POINTS, column, dur, esc, fidel
                            read_json_file, stated_error, svg_of, table)
 from report_incident import analyse, verdict_html
 from report_verdict import (binding_limits, headroom_words, load_words, slo_met, slo_rows,
-                            slo_target)
+                            slo_target, stage_utilization)
 
 
 class Run:
@@ -88,9 +88,15 @@ def slo_verdict(run):
                        else "default; set slo.attainment in the scenario"))
     offered, work = load_words(r, run.requests)
     out.append("<p><b>Offered load:</b> %s. <b>Workload:</b> %s.</p>" % (offered, work))
-    if run.limits:
+    waiting = [num(x.get("waiting")) or 0 for x in run.timeline]
+    queued = sum(1 for w in waiting if w > 0) / len(waiting) if waiting else 0
+    if run.limits and queued >= 0.05:
         out.append("<p><b>Limit that binds:</b> %s.</p>" % "; ".join(
             "<b>%s</b>: %s" % (esc(n), e) for n, e, _ in run.limits))
+    elif run.limits:
+        out.append("<p><b>Closest limit</b> (nothing queues yet: requests waited in %s of the "
+                   "seconds): %s.</p>" % (pct(queued), "; ".join(
+                       "<b>%s</b>: %s" % (esc(n), e) for n, e, _ in run.limits)))
     else:
         out.append("<p><b>Limit that binds:</b> none at this load (%s).</p>" %
                    headroom_words(r, run.timeline))
@@ -331,6 +337,34 @@ def cdf_chart(plt, rows, slo_bounds):
     return svg_of(plt, fig)
 
 
+def stage_chart(plt, run):
+    """Busy share per pipeline stage (the whole run), the busiest in red with a 100% cap line:
+    with PP > 1 the busiest stage sets the pace of every micro-batch. "" with one stage."""
+    stages = stage_utilization(run.report)
+    if len(stages) < 2:
+        return ""
+    names = ["stage %d" % s for s in stages]
+    vals = [stages[s] for s in stages]
+    top = max(vals)
+    fig, ax = plt.subplots(figsize=(4.5, 0.5 + 0.35 * len(vals)))
+    ax.barh(names, vals, color=["#d62728" if v == top else COLORS[0] for v in vals])
+    ax.axvline(1.0, color="#d62728", ls="--", lw=1)
+    for y, v in enumerate(vals):
+        ax.text(min(v, 0.98), y, " %s" % pct(v).replace("&ndash;", ""), va="center",
+                ha="right" if v > 0.85 else "left", fontsize=8,
+                color="white" if v > 0.85 else "#222")
+    ax.set_xlim(0, 1.05)
+    ax.invert_yaxis()
+    ax.xaxis.set_major_formatter(_percent())
+    ax.set_title("GPU busy by pipeline stage (whole run)", loc="left", fontsize=9)
+    return svg_of(plt, fig)
+
+
+def _percent():
+    from matplotlib.ticker import FuncFormatter
+    return FuncFormatter(lambda v, _pos: "%d%%" % round(v * 100))
+
+
 def render_simulate(plt, d):
     run = Run(d)
     body = ["<h1>prima simulate: %s</h1>" % esc(run.name)]
@@ -344,6 +378,9 @@ def render_simulate(plt, d):
     cdf = cdf_chart(plt, run.requests, run.bounds)
     if cdf:
         body.append("<h2>Latency distribution</h2>" + cdf)
+    stages = stage_chart(plt, run)
+    if stages:
+        body.append("<h2>Pipeline stages</h2>" + stages)
     if run.timeline:
         body.extend(timelines(plt, run))
     else:

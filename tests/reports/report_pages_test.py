@@ -122,7 +122,9 @@ class SimulatePage(unittest.TestCase, ChartChecks):
             text = box.text()
             rate = r["workload"]["spec"]["arrival"]["rate_rps"]
             self.assertIn("Offered load: Poisson arrivals at %g req/s" % rate, text)
-            self.assertIn("Limit that binds:", text)
+            # What limits the run: binding when requests queue, else the closest limit.
+            self.assertTrue("Limit that binds:" in text or "Closest limit (nothing queues yet"
+                            in text, text)
             self.assertIn("fidelity.md", text)
 
     def test_the_binding_limit_is_named_and_drawn(self):
@@ -133,6 +135,12 @@ class SimulatePage(unittest.TestCase, ChartChecks):
         self.assertIn("batch cap: running requests at the cap (micro-batch 16 × 2 pipeline "
                       "stages = 32 per replica)", doc.find("div", id="verdict").text())
         queue = [c for c in timeline_charts(doc) if "Requests running and waiting" in c.text()]
+        # The default scenario does not queue: its stage imbalance is the closest limit, and
+        # the stages' busy shares are drawn.
+        d = dom.parse(page("default"))
+        self.assertIn("Closest limit (nothing queues yet", d.find("div", id="verdict").text())
+        self.assertIn("pipeline stage 0", d.find("div", id="verdict").text())
+        self.assertIn("GPU busy by pipeline stage", d.text())
         self.assertEqual(len(queue), 1)
         self.assertIn("cap 32", queue[0].text())
 
