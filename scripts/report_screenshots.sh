@@ -15,6 +15,8 @@ if [ -z "$CHROME" ]; then
   exit 1
 fi
 [ -x "$BIN" ] || { echo "report_screenshots.sh: $BIN: no prima binary (build it first)" >&2; exit 1; }
+# The pages from this tree's renderer, even when build/prima embeds an older copy.
+export PRIMA_REPORT_SCRIPT="$PWD/reports/render.py"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p docs/images reports/examples
