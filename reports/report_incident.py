@@ -64,6 +64,17 @@ def analyse(inc, requests, bounds, arrivals_end):
     arr = lambda r: num(r.get("arrival_s"))  # noqa: E731
     rows = [r for r in requests if arr(r) is not None]
     has_bounds = isinstance(bounds, dict) and any(num(v) for v in bounds.values())
+    # Requests by whole second of arrival, so a window's requests are a few bins, not a scan.
+    by_second = {}
+    for r in rows:
+        by_second.setdefault(int(arr(r) // 1), []).append(r)
+
+    def arrived(lo, hi):
+        out = []
+        for sec in range(int(lo // 1), int(-(-hi // 1))):
+            out.extend(r for r in by_second.get(sec, ()) if lo <= arr(r) < hi)
+        return out
+
     before = [r for r in rows if arr(r) < start]
     base = phase_figures(before, bounds)
     base["rejected_share"] = base["rejected"] / base["requests"] if base["requests"] else 0
@@ -77,7 +88,7 @@ def analyse(inc, requests, bounds, arrivals_end):
             lo, hi = t + k * WINDOW_S, t + (k + 1) * WINDOW_S
             if lo >= arrivals_end:
                 break
-            fig = phase_figures([r for r in rows if lo <= arr(r) < hi], bounds)
+            fig = phase_figures(arrived(lo, hi), bounds)
             if not _healthy(fig, base, has_bounds):
                 ok = False
                 break
@@ -98,7 +109,7 @@ def analyse(inc, requests, bounds, arrivals_end):
     t = start
     horizon = recovered if recovered is not None else (arrivals_end or end)
     while t < max(horizon, end):
-        fig = phase_figures([r for r in rows if t <= arr(r) < t + WINDOW_S], bounds)
+        fig = phase_figures(arrived(t, t + WINDOW_S), bounds)
         key = (fig["failed"], fig["e2e_p99"] or 0)
         if fig["requests"] and (rank is None or key > rank):
             rank, peak, peak_t = key, fig, t
