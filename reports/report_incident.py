@@ -101,7 +101,8 @@ def analyse(inc, requests, bounds, arrivals_end):
               ("during", [r for r in rows if start <= arr(r) < end]),
               ("recovering", [r for r in rows if end <= arr(r) < stop]),
               ("after", [r for r in rows if arr(r) >= stop])]
-    figures = [(name, phase_figures(g, bounds)) for name, g in phases if g or name != "recovering"]
+    figures = [(name, phase_figures(g, bounds)) for name, g in phases
+               if g or name not in ("recovering", "after")]
 
     # Peak: the worst 10-second window of arrivals from the onset to recovery: the most failed
     # requests, then the longest E2E p99.
@@ -118,7 +119,8 @@ def analyse(inc, requests, bounds, arrivals_end):
     return dict(fault=inc.get("fault") or inc.get("type") or "fault", type=inc.get("type"),
                 target=inc.get("target"), start=start, end=end, recovered=recovered,
                 peak=peak, peak_t=peak_t, phases=figures, failed=failed_total,
-                failed_inside=num(inc.get("failed_inside")), has_bounds=has_bounds)
+                failed_inside=num(inc.get("failed_inside")), has_bounds=has_bounds,
+                ongoing=inc.get("ongoing") is True)
 
 
 def verdict_html(a, description=None):
@@ -129,10 +131,15 @@ def verdict_html(a, description=None):
     worse = failed > 0 or (
         a["has_bounds"] and during.get("attainment") is not None and
         before.get("attainment") is not None and during["attainment"] < before["attainment"] - 0.05)
-    cls = "fail" if worse else "ok"
-    head = "%s (%s on %s) at %s, lasting %s" % (
-        esc(a["fault"]), esc(a["type"] or "?"), esc(a["target"] or "?"), dur(a["start"]),
-        dur(a["end"] - a["start"]))
+    slower = (during.get("e2e_p99") is not None and before.get("e2e_p99") and
+              during["e2e_p99"] > 1.5 * before["e2e_p99"])
+    cls = "fail" if worse else "mixed" if slower else "ok"
+    if a.get("ongoing"):
+        span = "from %s, still on when the run ended" % dur(a["start"])
+    else:
+        span = "at %s, lasting %s" % (dur(a["start"]), dur(a["end"] - a["start"]))
+    head = "%s (%s on %s) %s" % (esc(a["fault"]), esc(a["type"] or "?"), esc(a["target"] or "?"),
+                                 span)
     lines = []
     if failed:
         lines.append("<b>%s requests failed</b>%s." % (
@@ -152,6 +159,8 @@ def verdict_html(a, description=None):
                      "<b>%s after it ended</b> (%s after its onset)." % (
                          dur(a["recovered"]), dur(a["recovered"] - a["end"]),
                          dur(a["recovered"] - a["start"])))
+    elif a.get("ongoing"):
+        lines.append("No recovery to measure: the fault lasts to the end of the run.")
     else:
         lines.append("<b>Not recovered</b> by the end of the arrivals.")
     rows = []
