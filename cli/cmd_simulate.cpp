@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -23,6 +24,38 @@ namespace fs = std::filesystem;
 
 namespace prima::cli {
 namespace {
+
+// "1.68 s" / "337 ms": a duration as people read it.
+std::string seconds_text(double s) {
+  return s >= 1 ? fmt::format("{:.3g} s", s) : fmt::format("{:.3g} ms", s * 1e3);
+}
+
+// The verdict, as report.html leads with it: SLO attainment against slo.target, and each bound
+// whose p99 is over it.
+void print_verdict(const nlohmann::ordered_json& r) {
+  const auto& slo = r["slo"];
+  if (!slo.contains("bounds") || slo["bounds"].empty()) {
+    std::printf("  verdict    no SLO set\n");
+    return;
+  }
+  const double att = slo["attainment"].get<double>();
+  const double target = slo.value("target", 0.99);
+  std::string over;
+  for (const char* k : {"ttft", "tpot", "e2e"}) {
+    const std::string key = std::string(k) + "_s";
+    if (!slo["bounds"].contains(key)) continue;
+    const double bound = slo["bounds"][key].get<double>();
+    const double p99 = r["latency_s"][k]["p99"].get<double>();
+    if (p99 > bound) {
+      std::string name = k;
+      for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      over += fmt::format("{}{} p99 {} > {}", over.empty() ? "; " : ", ", name, seconds_text(p99),
+                          seconds_text(bound));
+    }
+  }
+  std::printf("  verdict    SLO %s: %.1f%% of requests within every bound (target %.1f%%)%s\n",
+              att >= target ? "met" : "missed", 100 * att, 100 * target, over.c_str());
+}
 
 void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, bool html) {
   auto lat = [&](const char* k) {
@@ -64,6 +97,7 @@ void print_summary(const nlohmann::ordered_json& r, const std::string& out_dir, 
   // How far to trust the figures below: the cost model's calibration and its measured error.
   if (r.contains("fidelity"))
     std::printf("  fidelity   %s\n", r["fidelity"]["summary"].get<std::string>().c_str());
+  print_verdict(r);
   std::printf("  requests   submitted %lld  completed %lld  rejected %lld  failed %lld\n",
               q["submitted"].get<long long>(), q["completed"].get<long long>(),
               q["rejected"].get<long long>(), q["failed"].get<long long>());

@@ -196,6 +196,16 @@ TEST(Incidents, SummaryNamesTheFaultWindows) {
   EXPECT_NE(r.out.find("0 failed\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("failover   1 failed steps, 1 replicas out / 1 back"), std::string::npos)
       << r.out;
+  // The verdict comes before the figures, as in report.html.
+  EXPECT_NE(r.out.find("  verdict    SLO met: 100.0% of requests within every bound (target "
+                       "99.0%)\n  requests   "),
+            std::string::npos)
+      << r.out;
+  // Without health checks the SLO is missed, and the line says so.
+  auto sym = run_prima("simulate " + source_path("scenarios/incidents/node_failure.json") +
+                       " --no-files -q");
+  ASSERT_EQ(sym.exit_code, 0) << sym.err;
+  EXPECT_NE(sym.out.find("  verdict    SLO missed: "), std::string::npos) << sym.out;
 }
 
 // Every incident scenario comes as a pair, and every file is a valid scenario.
