@@ -162,7 +162,7 @@ std::vector<MetricVerdict> verdicts(const replay::Comparison& c) {
     MetricVerdict v{static_cast<replay::Metric>(m)};
     for (int s = 0; s < replay::kNumStats; ++s) {
       const double e = c.metrics[m].stats[s].error;
-      if (std::isfinite(e) && !(std::fabs(e) <= std::fabs(v.worst))) {
+      if (std::isfinite(e) && (!std::isfinite(v.worst) || std::fabs(e) > std::fabs(v.worst))) {
         v.worst = e;
         v.worst_stat = static_cast<replay::Stat>(s);
       }

@@ -105,7 +105,7 @@ def timeline_chart(plt, t, series, ylabel, windows, title, hlines=(), ylim=None,
     ax.set_xlim(0, end)
     if share:
         ax.set_ylim(0, 1.05)
-        ax.yaxis.set_major_formatter(_percent_formatter())
+        ax.yaxis.set_major_formatter(percent_formatter())
     elif ylim:
         ax.set_ylim(*ylim)
     elif lo >= 0:
@@ -114,13 +114,19 @@ def timeline_chart(plt, t, series, ylabel, windows, title, hlines=(), ylim=None,
     ax.set_xlabel("simulated time (s)")
     ax.set_title(title, loc="left", fontsize=9, pad=14 if windows else 6)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return chart_div(plt, fig, present, tight=False)
+
+
+def chart_div(plt, fig, series, tight=True):
+    """The figure as inline SVG in a <div class="chart"> carrying data-series (label:min:max of
+    each series), which the tests read to check that no drawn series is constant."""
     data = ";".join("%s:%s:%s" % (esc(lab).replace(";", ","), fmt(min(finite(ys)), ".6g"),
-                                  fmt(max(finite(ys)), ".6g")) for lab, ys in present)
-    return svg_of(plt, fig, tight=False).replace('<div class="chart">',
+                                  fmt(max(finite(ys)), ".6g")) for lab, ys in series if finite(ys))
+    return svg_of(plt, fig, tight=tight).replace('<div class="chart">',
                                                  '<div class="chart" data-series="%s">' % data, 1)
 
 
-def _percent_formatter():
+def percent_formatter():
     from matplotlib.ticker import FuncFormatter
     return FuncFormatter(lambda v, _pos: "%d%%" % round(v * 100))
 

@@ -4,17 +4,10 @@ distinguishable series and a `data-series` attribute per chart (as report_charts
 
 import textwrap
 
-from report_common import COLORS, esc, fmt, get, num, svg_of, table
-from report_plan_words import (LATENCIES, LINE_STYLES, MARKERS, MAX_CURVES, dicts, fmt_s, ident,
+from report_charts import chart_div
+from report_common import COLORS, dur, fmt, get, num, table
+from report_plan_words import (LATENCIES, LINE_STYLES, MARKERS, MAX_CURVES, dicts, ident,
                                metrics_of, share_words)
-
-
-def chart_div(plt, fig, series):
-    """The SVG, its <div> carrying data-series (label:min:max) like the simulate page's."""
-    data = ";".join("%s:%s:%s" % (esc(lab).replace(";", ","), fmt(min(ys), ".6g"),
-                                  fmt(max(ys), ".6g")) for lab, ys in series if ys)
-    return svg_of(plt, fig).replace('<div class="chart">',
-                                    '<div class="chart" data-series="%s">' % data, 1)
 
 
 def latency_scale(values):
@@ -85,7 +78,7 @@ def rate_charts(plt, results, rows, namer, bounds, att, rank_of):
                     label="goodput = offered")
         if bound is not None:
             ax.axhline(bound * scale, color="#d62728", ls="--", lw=1,
-                       label=("SLO " + fmt_s(bound)) if latency else "SLO %s" % share_words(bound))
+                       label=("SLO " + dur(bound)) if latency else "SLO %s" % share_words(bound))
         ys_all = [y for _, ys in drawn for y in ys]
         if latency and min(ys_all) > 0 and max(ys_all) / min(ys_all) > 10:
             ax.set_yscale("log")  # latency explodes past saturation: keep the SLO visible

@@ -7,7 +7,7 @@ import json
 import os
 import re
 
-from report_common import (config_label, esc, fmt, fmt_int, get, margin_caution, num, pct,
+from report_common import (config_label, dur, esc, fmt, fmt_int, get, margin_caution, num, pct,
                            stated_error, table)
 
 TOP_ROWS = 10          # rows of a long table shown; the rest folded in a <details>
@@ -175,18 +175,6 @@ def plan_model(plan, d, pruned):
                 break
     return pretty_model(name) if isinstance(name, str) else "", \
         pretty_quant(quant) if isinstance(quant, str) else ""
-
-
-def fmt_s(v):
-    """A duration in units people read: 22.9 ms, 303 ms, 2.14 s, 20.2 s, 1,234 s."""
-    v = num(v)
-    if v is None:
-        return "&ndash;"
-    if abs(v) < 0.9995:
-        return "%.3g ms" % (v * 1e3)
-    if abs(v) < 99.95:
-        return "%.3g s" % v
-    return "{:,.0f} s".format(v)
 
 
 def signed_pct(share):
@@ -387,7 +375,7 @@ class Namer:
 
 
 def slo_words(bounds, att):
-    parts = ["%s p99 &le; %s" % (label, fmt_s(bounds[k])) for k, label in LATENCIES if bounds[k]]
+    parts = ["%s p99 &le; %s" % (label, dur(bounds[k])) for k, label in LATENCIES if bounds[k]]
     text = ", ".join(parts) if parts else "no latency bound"
     if att is not None:
         text += ", for %s of requests" % share_words(att)
@@ -453,7 +441,7 @@ class Trust:
             if not b or v is None:
                 continue
             c = margin_caution("%s's %s p99 (%s against the %s bound)" % (
-                esc(who), label, fmt_s(v), fmt_s(b)), 1 - v / b,
+                esc(who), label, dur(v), dur(b)), 1 - v / b,
                 stated_error(self.for_metric(e, k), k))
             if c:
                 out.append(c)
@@ -469,7 +457,7 @@ def margin_text(m, bounds, att):
         if b and v is not None:
             share = 1 - v / b
             parts.append("%s p99 %s against %s (%s)" % (
-                label, fmt_s(v), fmt_s(b), ("%.0f%% under" % (share * 100)) if share >= 0
+                label, dur(v), dur(b), ("%.0f%% under" % (share * 100)) if share >= 0
                 else "%s over" % signed_pct(-share)))
     if m.get("attainment") is not None:
         parts.append("%s of requests met every bound%s" % (
@@ -485,7 +473,7 @@ def violation_words(e, bounds, att):
     for k, label in LATENCIES:
         b, v = bounds[k], m.get(k + "_p99_s")
         if b and v is not None and v > b:
-            out.append("%s p99 %s over the %s bound (%s)" % (label, fmt_s(v), fmt_s(b),
+            out.append("%s p99 %s over the %s bound (%s)" % (label, dur(v), dur(b),
                                                             signed_pct(v / b - 1)))
     a = m.get("attainment")
     if a is not None and att is not None and a < att - 1e-12:

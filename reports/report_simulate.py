@@ -5,13 +5,13 @@ peak, recovery and phases), then the summary tables, latency CDFs and aligned ti
 import os
 
 from report_charts import (flat_note, incident_windows, is_flat, moving_average, per_second,
-                           timeline_chart, SMOOTH_S)
+                           percent_formatter, timeline_chart, SMOOTH_S)
 from report_common import (BadInput, COLORS, MAX_POINTS, column, dur, esc, fidelity_words, fmt,
                            fmt_int, get, kv_table, margin_caution, num, page, pct, read_csv,
                            read_json_file, stated_error, svg_of, table)
 from report_incident import analyse, verdict_html
-from report_verdict import (binding_limits, headroom_words, load_words, slo_met, slo_rows,
-                            slo_target, stage_utilization)
+from report_verdict import (binding_limits, headroom_words, load_words, queued_share, slo_met,
+                            slo_rows, slo_target, stage_utilization)
 
 
 class Run:
@@ -88,8 +88,7 @@ def slo_verdict(run):
                        else "default; set slo.attainment in the scenario"))
     offered, work = load_words(r, run.requests)
     out.append("<p><b>Offered load:</b> %s. <b>Workload:</b> %s.</p>" % (offered, work))
-    waiting = [num(x.get("waiting")) or 0 for x in run.timeline]
-    queued = sum(1 for w in waiting if w > 0) / len(waiting) if waiting else 0
+    queued = queued_share(run.timeline)
     if run.limits and queued >= 0.05:
         out.append("<p><b>Limit that binds:</b> %s.</p>" % "; ".join(
             "<b>%s</b>: %s" % (esc(n), e) for n, e, _ in run.limits))
@@ -355,14 +354,9 @@ def stage_chart(plt, run):
                 color="white" if v > 0.85 else "#222")
     ax.set_xlim(0, 1.05)
     ax.invert_yaxis()
-    ax.xaxis.set_major_formatter(_percent())
+    ax.xaxis.set_major_formatter(percent_formatter())
     ax.set_title("GPU busy by pipeline stage (whole run)", loc="left", fontsize=9)
     return svg_of(plt, fig)
-
-
-def _percent():
-    from matplotlib.ticker import FuncFormatter
-    return FuncFormatter(lambda v, _pos: "%d%%" % round(v * 100))
 
 
 def render_simulate(plt, d):

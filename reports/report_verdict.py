@@ -141,6 +141,12 @@ def stage_utilization(report):
     return {s: sum(v) / len(v) for s, v in sorted(acc.items())}
 
 
+def queued_share(timeline):
+    """Share of the run's seconds in which some request was waiting."""
+    waiting = [num(r.get("waiting")) or 0 for r in timeline]
+    return sum(1 for w in waiting if w > 0) / len(waiting) if waiting else 0
+
+
 def binding_limits(report, timeline):
     """What limits the run, most binding first: [(name, evidence, cap_line)] where cap_line is
     (chart, y, label) to draw on a chart ("running", "kv", "links") or None. Empty: nothing
@@ -149,13 +155,12 @@ def binding_limits(report, timeline):
     dep = get(report, "deployment", default={}) or {}
     out = []
     cap, cap_text = running_cap_words(dep)
-    running, waiting, up = col("running"), col("waiting"), col("replicas_up")
+    running, up = col("running"), col("replicas_up")
     n = len(timeline)
     if cap and n:
         at_cap = sum(1 for r, u in zip(running, up)
                      if r is not None and u and r >= 0.95 * cap * u)
-        queued = sum(1 for w in waiting if w)
-        if at_cap >= max(3, 0.05 * n) and queued:
+        if at_cap >= max(3, 0.05 * n) and queued_share(timeline) > 0:
             out.append(("batch cap", "running requests at the cap (%s) for %s of the run while "
                         "requests waited" % (cap_text, pct(at_cap / n)),
                         ("running", cap * (max(finite(up)) if finite(up) else 1),

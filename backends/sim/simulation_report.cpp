@@ -279,16 +279,9 @@ OJson workload_section(const scenario::Scenario& sc) {
 // slo.target: the share of requests that must meet the bounds (the scenario's slo.attainment,
 // else 0.99 as `prima plan` assumes) and where it came from.
 void slo_target(const scenario::Scenario& sc, OJson* report) {
-  double target = 0.99;
-  std::string from = "default";
-  const auto& r = sc.resolved;
-  if (r.contains("slo") && r["slo"].is_object() && r["slo"].contains("attainment") &&
-      r["slo"]["attainment"].is_number()) {
-    target = r["slo"]["attainment"].get<double>();
-    from = "scenario";
-  }
-  (*report)["slo"]["target"] = target;
-  (*report)["slo"]["target_source"] = from;
+  const bool given = sc.slo.attainment > 0;
+  (*report)["slo"]["target"] = given ? sc.slo.attainment : 0.99;
+  (*report)["slo"]["target_source"] = given ? "scenario" : "default";
 }
 
 }  // namespace

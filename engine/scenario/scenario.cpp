@@ -51,10 +51,12 @@ static void parse_slo(const JsonReader& r, SloSpec* slo) {
   slo->ttft_s = r.duration_s("ttft", 0);
   slo->tpot_s = r.duration_s("tpot", 0);
   slo->e2e_s = r.duration_s("e2e", 0);
-  // The share of requests that must meet the bounds for the run to meet its SLO: the
-  // report's verdict reads it from the resolved scenario (report.json slo.target).
-  if (r.optional_number("attainment") && !(r.fraction("attainment", 1) > 0))
-    r.fail("attainment", "expected a share in (0, 1], e.g. 0.99");
+  // The share of requests that must meet the bounds for the run to meet its SLO (report.json
+  // slo.target, the verdict).
+  if (r.optional_number("attainment")) {
+    slo->attainment = r.fraction("attainment", 1);
+    if (!(slo->attainment > 0)) r.fail("attainment", "expected a share in (0, 1], e.g. 0.99");
+  }
   r.finish();
 }
 

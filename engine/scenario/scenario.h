@@ -30,6 +30,7 @@ struct SloSpec {
   double ttft_s = 0;
   double tpot_s = 0;
   double e2e_s = 0;
+  double attainment = 0;  // share of requests that must meet the bounds; 0: unset (0.99 assumed)
 };
 
 struct Scenario {
