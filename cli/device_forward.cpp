@@ -13,16 +13,18 @@ DeviceForwardMaker device_forward(const real::DeviceSpec& d) {
       break;
     case real::DeviceKind::kCuda:
 #if defined(PRIMA_HAVE_CUDA)
-      return [index = d.index](const real::LlamaWeights& w, int blocks, int block_size) {
-        return real::cuda::make_step_forward(w, blocks, block_size, index);
+      return [d](const real::LlamaWeights& w, int blocks, int block_size,
+                 const real::RankJob& job) -> Result<std::unique_ptr<real::StepForward>> {
+        PRIMA_ASSIGN_OR_RETURN(const int index, real::device_for_rank(d));
+        return real::cuda::make_step_forward(w, blocks, block_size, index, job);
       };
 #else
       break;
 #endif
     case real::DeviceKind::kCudaEmu:
 #if defined(PRIMA_HAVE_CUDA_EMU)
-      return [](const real::LlamaWeights& w, int blocks, int block_size) {
-        return real::cuda_emu::make_step_forward(w, blocks, block_size, 0);
+      return [](const real::LlamaWeights& w, int blocks, int block_size, const real::RankJob& job) {
+        return real::cuda_emu::make_step_forward(w, blocks, block_size, 0, job);
       };
 #else
       break;

@@ -21,16 +21,20 @@ real::DeviceSpec DeviceOptions::spec() const {
 }
 
 Status DeviceOptions::check_parallelism(int tp, int pp) const {
-  if (spec().kind == real::DeviceKind::kCpu || (tp == 1 && pp == 1)) return ok_status();
-  return invalid_argument("--device " + text + " runs --tp 1 --pp 1 only (got --tp " +
-                          std::to_string(tp) + " --pp " + std::to_string(pp) + ")");
+  const real::DeviceSpec d = spec();
+  if (d.kind != real::DeviceKind::kCuda || !d.indexed || (tp == 1 && pp == 1)) return ok_status();
+  return invalid_argument("--device " + text + " names one GPU, and --tp " + std::to_string(tp) +
+                          " --pp " + std::to_string(pp) +
+                          " runs one rank per GPU: use --device cuda (each rank takes the GPU "
+                          "of its local rank)");
 }
 
 void add_device_flag(po::options_description& opts) {
   opts.add_options()(
       "device", po::value<std::string>()->default_value("cpu"),
-      "cpu (the default), cuda[:N] or cuda-emu: where the forward pass runs. cuda runs it on "
-      "GPU N (--tp 1 --pp 1); where that cannot be (no CUDA build, no CUDA device, index out of "
+      "cpu (the default), cuda[:N] or cuda-emu: where the forward pass runs. cuda:N runs it on "
+      "GPU N; cuda, under mpirun with --tp/--pp, one rank per GPU (each its local rank's) with "
+      "NCCL between them; where that cannot be (no CUDA build, no CUDA device, index out of "
       "range) it fails at once with the reason, exit 2. cuda-emu runs the same GPU kernels on "
       "the CPU execution layer (every CUDA thread a fiber): for checks where no GPU is, far "
       "slower than cpu");

@@ -24,8 +24,8 @@ struct DeviceOptions {
   Status validate() const;
   // The parsed device (cpu when the text does not parse: validate() first).
   real::DeviceSpec spec() const;
-  // invalid_argument when the device is a GPU and the job is not --tp 1 --pp 1 (the GPU
-  // forward pass holds the whole model on one device).
+  // invalid_argument when the device names one GPU (cuda:N) and the job has several ranks
+  // (each rank takes its own GPU: plain cuda).
   Status check_parallelism(int tp, int pp) const;
 };
 

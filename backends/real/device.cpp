@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdlib>
 
 #if defined(PRIMA_HAVE_CUDA)
 #include "kernels/cuda/device_info.h"
@@ -28,7 +29,7 @@ Result<DeviceSpec> parse_device(std::string_view text) {
   const char* last = text.data() + text.size();
   const auto [end, ec] = std::from_chars(first, last, index);
   if (ec != std::errc() || end != last || index < 0) return bad();
-  return DeviceSpec{DeviceKind::kCuda, index};
+  return DeviceSpec{DeviceKind::kCuda, index, true};
 }
 
 std::string to_string(const DeviceSpec& d) {
@@ -74,6 +75,25 @@ Status check_device(const DeviceSpec& d) {
       "no CUDA build (prima was built without the CUDA kernels: "
       "PRIMA_CUDA found no nvcc); use --device cpu");
 #endif
+}
+
+Result<int> device_for_rank(const DeviceSpec& d) {
+  if (d.kind != DeviceKind::kCuda || d.indexed) return d.index;
+  int local = 0;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = std::getenv(var); v && *v) {
+      local = std::atoi(v);
+      break;
+    }
+#if defined(PRIMA_HAVE_CUDA)
+  const cuda::DeviceCount n = cuda::device_count();
+  if (local >= n.count)
+    return failed_precondition(fmt::format(
+        "--device cuda: this rank is local rank {} on its host, which has {} CUDA device{}: "
+        "launch at most one rank per GPU",
+        local, n.count, n.count == 1 ? "" : "s"));
+#endif
+  return local;
 }
 
 }  // namespace prima::real

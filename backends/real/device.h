@@ -18,7 +18,8 @@ enum class DeviceKind { kCpu, kCuda, kCudaEmu };
 
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;
-  int index = 0;  // cuda:N; 0 for cpu and plain "cuda"
+  int index = 0;         // cuda:N; 0 for cpu and plain "cuda"
+  bool indexed = false;  // "cuda:N" (not plain "cuda")
 };
 
 // "cpu", "cuda" (device 0), "cuda:N" (N a decimal index from 0) or "cuda-emu";
@@ -33,5 +34,10 @@ bool cuda_emu_built();
 
 // ok for the CPU. For CUDA, failed_precondition with the one-line reason (above).
 Status check_device(const DeviceSpec& d);
+
+// The device a rank of a job uses: cuda:N's N; for plain "cuda", the rank's local rank on its
+// host (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, SLURM_LOCALID; 0 without a launcher), one
+// process per GPU. failed_precondition when that local rank has no device of its own.
+Result<int> device_for_rank(const DeviceSpec& d);
 
 }  // namespace prima::real

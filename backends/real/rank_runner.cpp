@@ -92,7 +92,12 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
     }
   };
   if (device_) {
+    // The device forward pass receives and sends the stage's hidden states itself.
     PRIMA_RETURN_IF_ERROR(device_->forward(s, &logits_));
+    if (!layout_.last_stage() || layout_.tp_rank() != 0) return ok_status();
+    if (logits_.size() != uses.size() * std::size_t(V))
+      return internal_error("the device forward pass returned " + std::to_string(logits_.size()) +
+                            " logits for " + std::to_string(uses.size()) + " rows");
     consume(0, uses.size());
   } else {
     const int H = w_->config().hidden;

@@ -24,15 +24,6 @@
 
 namespace prima::real {
 
-struct RankLayout {
-  int tp = 1, pp = 1, rank = 0;
-  int stage() const { return rank / tp; }
-  int tp_rank() const { return rank % tp; }
-  int rank_of(int stage, int tp_rank) const { return stage * tp + tp_rank; }
-  bool first_stage() const { return stage() == 0; }
-  bool last_stage() const { return stage() == pp - 1; }
-};
-
 // Layers [begin, end) of `stage` when `layers` are split over `pp` stages (as evenly as
 // possible, earlier stages take the remainder).
 std::pair<int, int> stage_layers(int layers, int pp, int stage);
@@ -59,8 +50,8 @@ class RankRunner : public StepRunner {
   Status run_worker(bool keep_going = false);
 
   const RankLayout& layout() const { return layout_; }
-  // Runs every step's forward pass on `f` (borrowed; TP 1 and PP 1 only) instead of the CPU
-  // layers; sampling stays on the host.
+  // Runs this rank's share of every step on `f` (borrowed; it moves the stage's activations
+  // itself) instead of the CPU layers; sampling stays on the host.
   void use_forward(StepForward* f) { device_ = f; }
 
  private:

@@ -191,10 +191,9 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   runner_ = std::make_unique<RankRunner>(layout_, world_.get(), tp_group_.get(), weights_.get(),
                                          kv_.get(), pool_.get());
   if (o.device_forward) {
-    if (o.tp * o.pp != 1)
-      return invalid_argument("the GPU forward pass runs --tp 1 --pp 1 only (got --tp " +
-                              std::to_string(o.tp) + " --pp " + std::to_string(o.pp) + ")");
-    PRIMA_ASSIGN_OR_RETURN(device_, o.device_forward(*weights_, kv_->num_blocks(), o.block_size));
+    const RankJob job{layout_, world_.get(), tp_group_.get()};
+    PRIMA_ASSIGN_OR_RETURN(device_,
+                           o.device_forward(*weights_, kv_->num_blocks(), o.block_size, job));
     runner_->use_forward(device_.get());
     fmt::print(stderr, "prima: the forward pass runs on {}\n", device_->device());
   }

@@ -28,6 +28,7 @@ class Tokenizer;
 class GgufFile;
 class LlamaWeights;
 class StepForward;
+struct RankJob;
 
 struct RealBackendOptions {
   std::string model_path;
@@ -54,10 +55,12 @@ struct RealBackendOptions {
   // results (llama.cpp's float operations either way). Ignored (GGUF layout) on other CPUs:
   // see repacked(). The CLI packs unless --no-repack.
   bool repack = false;
-  // Makes the forward pass that runs the steps instead of the CPU layers (the GPU forward
-  // pass of --device cuda), from the rank's weights and the KV cache's blocks and block size;
-  // empty: the CPU path. TP 1 and PP 1 only. Its failure fails init().
-  std::function<Result<std::unique_ptr<StepForward>>(const LlamaWeights&, int, int)> device_forward;
+  // Makes the forward pass that runs the rank's share of the steps instead of the CPU layers
+  // (the GPU forward pass of --device cuda), from the rank's weights, the KV cache's blocks
+  // and block size, and the rank's place in the job with its communicators; empty: the CPU
+  // path. Its failure fails init().
+  std::function<Result<std::unique_ptr<StepForward>>(const LlamaWeights&, int, int, const RankJob&)>
+      device_forward;
 };
 
 // The KV blocks a backend of these options allocates for a model of `context_length` tokens

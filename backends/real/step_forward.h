@@ -1,23 +1,46 @@
-// StepForward: a whole forward pass of one rank holding the entire model (TP 1, PP 1) that
-// RankRunner runs in place of its CPU layers: the logits of a step's sampling rows, which
-// RankRunner then samples on the host as it does the CPU path's. The GPU forward pass
-// (backends/real/cuda/DeviceForward) is one; RealBackendOptions::device_forward makes it.
-// Called by one thread.
+// StepForward: one rank's share of a step's forward pass that RankRunner runs in place of its
+// CPU layers, with its own transfers between the ranks of the job (TP all-reduces within a
+// stage, hidden states from the previous stage and to the next): on the last stage's TP rank 0
+// the logits of the step's logit rows, which RankRunner then samples on the host as it does the
+// CPU path's; nothing elsewhere. The GPU forward pass (backends/real/cuda/DeviceForward) is one;
+// RealBackendOptions::device_forward makes it. Called by one thread.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "backends/real/comm/communicator.h"
 #include "backends/real/step_codec.h"
 #include "engine/core/status.h"
 
 namespace prima::real {
 
+// Where a rank sits in a TP x PP job. Ranks are laid out stage-major:
+// rank = stage * tp + tp_rank (rank 0: stage 0, TP rank 0, the leader).
+struct RankLayout {
+  int tp = 1, pp = 1, rank = 0;
+  int stage() const { return rank / tp; }
+  int tp_rank() const { return rank % tp; }
+  int rank_of(int stage, int tp_rank) const { return stage * tp + tp_rank; }
+  bool first_stage() const { return stage() == 0; }
+  bool last_stage() const { return stage() == pp - 1; }
+};
+
+// What a rank's forward pass needs of its job besides the weights: its place, the replica's
+// communicator (world ranks = RankLayout ranks) and its stage's TP group (null when tp == 1).
+// Borrowed: they outlive the forward pass.
+struct RankJob {
+  RankLayout layout;
+  Communicator* world = nullptr;
+  Communicator* tp_group = nullptr;
+};
+
 class StepForward {
  public:
   virtual ~StepForward() = default;
-  // Checks the step, runs it, and sets logits to the rows StepInput::logit_rows() names
-  // (logit_rows().size() x vocab).
+  // Checks the step and runs this rank's share of it. On the last stage's TP rank 0, sets
+  // logits to the rows StepInput::logit_rows() names (logit_rows().size() x vocab); on other
+  // ranks logits is left empty.
   virtual Status forward(const StepInput& s, std::vector<float>* logits) = 0;
   // What runs it ("cuda:0 (NVIDIA H100 ...)", "prima CUDA emulator (CPU, 2 workers)").
   virtual std::string device() const = 0;

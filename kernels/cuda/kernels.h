@@ -76,6 +76,12 @@ cudaError_t swiglu(const float* gate, const float* up, std::int64_t n, float* ou
 // y[i] += x[i].
 cudaError_t add_inplace(float* y, const float* x, std::int64_t n, cudaStream_t stream);
 
+// full (tokens x parts * cols) = each token's row of local (tokens x cols) at columns
+// [part * cols, (part + 1) * cols), zeros elsewhere: a rank's slice placed for the all-reduce
+// that gathers a tensor-parallel stage's slices (exact: every other rank adds zeros there).
+cudaError_t place_columns(const float* local, std::int64_t tokens, std::int64_t cols, int parts,
+                          int part, float* full, cudaStream_t stream);
+
 // *index = the index of the largest of x[0..n) (the lowest on ties, NaN never chosen unless
 // all are NaN: then 0), as the CPU sampler's argmax. One block; n up to 2^31 - 1.
 cudaError_t argmax(const float* x, std::int64_t n, int* index, cudaStream_t stream);

@@ -72,6 +72,16 @@ __global__ void add_kernel(float* y, const float* x, std::int64_t n) {
     y[i] += x[i];
 }
 
+// full[t][j] = local[t][j - offset] for j in [offset, offset + cols), 0 elsewhere.
+__global__ void place_columns_kernel(const float* local, std::int64_t tokens, std::int64_t cols,
+                                     std::int64_t width, std::int64_t offset, float* full) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < tokens * width;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t t = i / width, j = i % width - offset;
+    full[i] = j >= 0 && j < cols ? local[t * cols + j] : 0.0f;
+  }
+}
+
 }  // namespace
 
 cudaError_t rms_norm(const float* x, const float* w, std::int64_t rows, std::int64_t n, float eps,
@@ -113,6 +123,15 @@ cudaError_t swiglu(const float* gate, const float* up, std::int64_t n, float* ou
 cudaError_t add_inplace(float* y, const float* x, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaErrorInvalidValue;
   PRIMA_LAUNCH(add_kernel, grid_for(n), kThreads, 0, stream, y, x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t place_columns(const float* local, std::int64_t tokens, std::int64_t cols, int parts,
+                          int part, float* full, cudaStream_t stream) {
+  if (tokens <= 0 || cols <= 0 || parts <= 0 || part < 0 || part >= parts)
+    return cudaErrorInvalidValue;
+  PRIMA_LAUNCH(place_columns_kernel, grid_for(tokens * cols * parts), kThreads, 0, stream, local,
+               tokens, cols, cols * parts, cols * part, full);
   return cudaGetLastError();
 }
 

@@ -53,18 +53,29 @@ nlohmann::json simulate_report(const std::string& args, std::string* failure) {
   return without_run(std::move(j));
 }
 
-RunResult run_prima(const std::string& args) {
+RunResult run_shell(const std::string& cmd) {
   RunResult r;
   const std::string dir = temp_dir("run");
   const std::string out = dir + "/stdout", err = dir + "/stderr";
-  const std::string cmd =
-      std::string(PRIMA_BINARY) + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  int status = std::system(cmd.c_str());
+  const int status = std::system((cmd + " >" + out + " 2>" + err + " </dev/null").c_str());
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = read_file(out);
   r.err = read_file(err);
   std::filesystem::remove_all(dir);
   return r;
+}
+
+RunResult run_prima(const std::string& args) {
+  return run_shell(std::string(PRIMA_BINARY) + " " + args);
+}
+
+bool have_mpirun() {
+  return std::system("command -v mpirun > /dev/null 2>&1") == 0;
+}
+
+std::string mpirun_prima(int np) {
+  return "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " " +
+         std::string(PRIMA_BINARY) + " ";
 }
 
 }  // namespace prima::testing

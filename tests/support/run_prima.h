@@ -15,6 +15,12 @@ struct RunResult {
 
 // Runs `PRIMA_BINARY args` through /bin/sh (args are passed verbatim: quote them).
 RunResult run_prima(const std::string& args);
+// Runs a shell command line (stdin from /dev/null), capturing its exit code and output.
+RunResult run_shell(const std::string& cmd);
+// Whether mpirun is on PATH, and the start of a command line that runs PRIMA_BINARY as np
+// ranks under it: "mpirun --allow-run-as-root --oversubscribe -np NP PRIMA_BINARY ".
+bool have_mpirun();
+std::string mpirun_prima(int np);
 // A fresh empty directory under the test temp dir.
 std::string temp_dir(const std::string& name);
 std::string read_file(const std::string& path);

@@ -2,7 +2,9 @@
 // per operation on the forward pass's stream.
 #include "backends/real/cuda/device_forward.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "backends/real/llama_forward.h"
@@ -12,21 +14,29 @@ namespace prima::real::cuda {
 
 namespace p_cuda = ::prima::cuda;
 
-DeviceForward::DeviceForward(const LlamaWeights& w, int num_blocks, int block_size)
-    : w_(w), num_blocks_(num_blocks), block_size_(block_size) {}
+// The tag of the hidden states between stages on the host-staged path (RankRunner's own).
+constexpr int kTagHidden = 102;
+
+DeviceForward::DeviceForward(const LlamaWeights& w, int num_blocks, int block_size, Parallel par)
+    : w_(w), num_blocks_(num_blocks), block_size_(block_size), par_(std::move(par)) {}
 
 DeviceForward::~DeviceForward() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
 Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights& w, int num_blocks,
-                                                             int block_size) {
-  if (w.shard().tp != 1)
-    return invalid_argument("the GPU forward pass runs tensor parallelism 1 only (tp " +
-                            std::to_string(w.shard().tp) + ")");
+                                                             int block_size, Parallel par) {
+  const RankLayout& l = par.layout;
+  if (w.shard().tp != l.tp || w.shard().tp_rank != l.tp_rank())
+    return invalid_argument("the weights are TP rank " + std::to_string(w.shard().tp_rank) +
+                            " of " + std::to_string(w.shard().tp) + ", the rank's place TP rank " +
+                            std::to_string(l.tp_rank()) + " of " + std::to_string(l.tp));
+  if ((l.tp > 1 && !par.tp) || (l.pp > 1 && !par.pp))
+    return invalid_argument("a rank of --tp " + std::to_string(l.tp) + " --pp " +
+                            std::to_string(l.pp) + " needs its device transfers");
   if (num_blocks <= 0 || block_size <= 0)
     return invalid_argument("the KV cache needs at least one block of at least one token");
-  std::unique_ptr<DeviceForward> f(new DeviceForward(w, num_blocks, block_size));
+  std::unique_ptr<DeviceForward> f(new DeviceForward(w, num_blocks, block_size, std::move(par)));
   PRIMA_CUDA_OK(cudaStreamCreate(&f->stream_), "cudaStreamCreate");
   PRIMA_ASSIGN_OR_RETURN(f->weights_, DeviceWeights::upload(w, f->stream_));
   const LlamaConfig& c = w.config();
@@ -81,6 +91,13 @@ Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t
       std::string("matmul_q8 (") + what + ")");
 }
 
+Status DeviceForward::gather(const float* local, std::int64_t T, std::int64_t cols, float* full) {
+  const int tp = par_.layout.tp;
+  PRIMA_CUDA_OK(p_cuda::place_columns(local, T, cols, tp, par_.layout.tp_rank(), full, stream_),
+                "place_columns");
+  return par_.tp->allreduce_sum(full, std::size_t(T * cols * tp), stream_);
+}
+
 Status DeviceForward::layer(int l, std::int64_t T) {
   const LlamaConfig& c = w_.config();
   const DeviceLayer& L = weights_->layer(l);
@@ -107,7 +124,13 @@ Status DeviceForward::layer(int l, std::int64_t T) {
                                         tables_.as<int>(), table_off_.as<int>(), ctx_.as<int>(),
                                         scores_.as<float>(), max_ctx_, att_.as<float>(), stream_),
                 at + " attention");
-  PRIMA_RETURN_IF_ERROR(matmul(L.wo, att_.as<float>(), T, o_.as<float>(), "wo"));
+  if (par_.layout.tp > 1) {  // the whole attention output, this rank's rows of Wo, all of o
+    PRIMA_RETURN_IF_ERROR(gather(att_.as<float>(), T, lq, full_.as<float>()));
+    PRIMA_RETURN_IF_ERROR(matmul(L.wo, full_.as<float>(), T, part_.as<float>(), "wo"));
+    PRIMA_RETURN_IF_ERROR(gather(part_.as<float>(), T, L.wo.rows, o_.as<float>()));
+  } else {
+    PRIMA_RETURN_IF_ERROR(matmul(L.wo, att_.as<float>(), T, o_.as<float>(), "wo"));
+  }
   PRIMA_CUDA_OK(p_cuda::add_inplace(x, o_.as<float>(), T * H, stream_), at + " add");
   PRIMA_CUDA_OK(p_cuda::rms_norm(x, L.ffn_norm, T, H, c.eps, h_.as<float>(), stream_),
                 at + " ffn_norm");
@@ -115,7 +138,10 @@ Status DeviceForward::layer(int l, std::int64_t T) {
   PRIMA_RETURN_IF_ERROR(matmul(L.up, h_.as<float>(), T, u_.as<float>(), "up"));
   PRIMA_CUDA_OK(p_cuda::swiglu(g_.as<float>(), u_.as<float>(), T * nf, g_.as<float>(), stream_),
                 at + " swiglu");
-  return matmul(L.down, g_.as<float>(), T, o_.as<float>(), "down");
+  if (par_.layout.tp == 1) return matmul(L.down, g_.as<float>(), T, o_.as<float>(), "down");
+  PRIMA_RETURN_IF_ERROR(gather(g_.as<float>(), T, nf, full_.as<float>()));
+  PRIMA_RETURN_IF_ERROR(matmul(L.down, full_.as<float>(), T, part_.as<float>(), "down"));
+  return gather(part_.as<float>(), T, L.down.rows, o_.as<float>());
 }
 
 Status DeviceForward::head(const StepInput& s, std::vector<float>* logits) {
@@ -140,47 +166,95 @@ Status DeviceForward::head(const StepInput& s, std::vector<float>* logits) {
 }
 
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
-                                                       int block_size, int device) {
+                                                       int block_size, int device,
+                                                       const RankJob& job) {
   PRIMA_CUDA_OK(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   cudaDeviceProp p{};
   PRIMA_CUDA_OK(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
-  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<DeviceForward> f,
-                         DeviceForward::create(w, num_blocks, block_size));
   const bool emulated = std::string(p.name).rfind("prima CUDA emulator", 0) == 0;
+  DeviceForward::Parallel par;
+  par.layout = job.layout;
+  const char* env = std::getenv("PRIMA_DEVICE_COMM");
+  const bool host_staged = emulated || (env && std::string(env) == "host");
+  // One transfer object per communicator; each NCCL set-up is collective over its ranks, so
+  // every rank makes them in this order.
+  auto make = [&](Communicator* c) -> Result<std::unique_ptr<DeviceComm>> {
+    if (host_staged) return make_host_staged_comm(c);
+#if defined(PRIMA_DEVICE_NCCL)
+    return make_nccl_comm(c);
+#else
+    return failed_precondition(
+        "this prima was built without nccl.h, so --tp/--pp above 1 on CUDA devices has no NCCL; "
+        "set PRIMA_DEVICE_COMM=host to move the data through host memory");
+#endif
+  };
+  if (job.layout.pp > 1) {
+    PRIMA_ASSIGN_OR_RETURN(par.pp, make(job.world));
+  }
+  if (job.layout.tp > 1) {
+    PRIMA_ASSIGN_OR_RETURN(par.tp, make(job.tp_group));
+  }
+  const std::string comm = par.tp ? par.tp->name() : par.pp ? par.pp->name() : "";
+  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<DeviceForward> f,
+                         DeviceForward::create(w, num_blocks, block_size, std::move(par)));
   f->device_ =
       (emulated ? std::string("cuda-emu") : "cuda:" + std::to_string(device)) + " (" + p.name + ")";
+  if (!comm.empty())
+    f->device_ += ", rank " + std::to_string(job.layout.rank) + " of --tp " +
+                  std::to_string(job.layout.tp) + " --pp " + std::to_string(job.layout.pp) +
+                  " over " + comm;
   return std::unique_ptr<StepForward>(std::move(f));
 }
 
 Status DeviceForward::forward(const StepInput& s, std::vector<float>* logits) {
   PRIMA_RETURN_IF_ERROR(check_step(w_.config(), block_size_, num_blocks_, s));
+  logits->clear();
+  const RankLayout& lay = par_.layout;
   const LlamaConfig& c = w_.config();
   const std::int64_t T = s.total_tokens();
+  if (T == 0) return ok_status();
   const std::size_t f = sizeof(float);
   const std::size_t lq = std::size_t(w_.local_heads()) * c.head_dim,
-                    lkv = std::size_t(w_.local_kv_heads()) * c.head_dim;
+                    lkv = std::size_t(w_.local_kv_heads()) * c.head_dim,
+                    nf = std::size_t(w_.local_ffn()), H = std::size_t(c.hidden);
   PRIMA_RETURN_IF_ERROR(upload_step(s));
-  for (auto [b, n] : {std::pair{&x_, std::size_t(c.hidden)},
-                      {&h_, std::size_t(c.hidden)},
-                      {&o_, std::size_t(c.hidden)},
+  for (auto [b, n] : {std::pair{&x_, H},
+                      {&h_, H},
+                      {&o_, H},
                       {&q_, lq},
                       {&att_, lq},
                       {&k_, lkv},
                       {&v_, lkv},
-                      {&g_, std::size_t(w_.local_ffn())},
-                      {&u_, std::size_t(w_.local_ffn())}})
+                      {&g_, nf},
+                      {&u_, nf}})
     PRIMA_RETURN_IF_ERROR(b->reserve(n * std::size_t(T) * f, "activations"));
+  if (lay.tp > 1) {  // the gathered inputs of Wo and Wd, this rank's rows of their outputs
+    const std::size_t tp = std::size_t(lay.tp);
+    PRIMA_RETURN_IF_ERROR(full_.reserve(std::max(lq, nf) * tp * std::size_t(T) * f, "gathers"));
+    PRIMA_RETURN_IF_ERROR(part_.reserve(H * std::size_t(T) * f, "gathers"));
+  }
   PRIMA_RETURN_IF_ERROR(
       scores_.reserve(std::size_t(T) * std::size_t(w_.local_heads()) * std::size_t(max_ctx_) * f,
                       "attention scores"));
-  const DeviceMatrix& e = weights_->token_embd();
-  PRIMA_CUDA_OK(p_cuda::embed(e.type, e.data, e.row_bytes, e.cols, ids_.as<int>(), T,
-                              x_.as<float>(), stream_),
-                "embed");
+  if (lay.first_stage()) {
+    const DeviceMatrix& e = weights_->token_embd();
+    PRIMA_CUDA_OK(p_cuda::embed(e.type, e.data, e.row_bytes, e.cols, ids_.as<int>(), T,
+                                x_.as<float>(), stream_),
+                  "embed");
+  } else {
+    PRIMA_RETURN_IF_ERROR(par_.pp->recv(lay.rank_of(lay.stage() - 1, lay.tp_rank()), kTagHidden,
+                                        x_.as<float>(), std::size_t(T) * H, stream_));
+  }
   for (int l = 0; l < w_.num_layers(); ++l) PRIMA_RETURN_IF_ERROR(layer(l, T));
   if (w_.num_layers() > 0)
     PRIMA_CUDA_OK(p_cuda::add_inplace(x_.as<float>(), o_.as<float>(), T * c.hidden, stream_),
                   "add");
+  if (!lay.last_stage()) {
+    PRIMA_RETURN_IF_ERROR(par_.pp->send(lay.rank_of(lay.stage() + 1, lay.tp_rank()), kTagHidden,
+                                        x_.as<float>(), std::size_t(T) * H, stream_));
+    return cuda_status(cudaStreamSynchronize(stream_), "the step");
+  }
+  if (lay.tp_rank() != 0) return cuda_status(cudaStreamSynchronize(stream_), "the step");
   return head(s, logits);
 }
 

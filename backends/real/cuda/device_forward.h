@@ -7,9 +7,14 @@
 // product and residual, then the FFN (gate, up, SwiGLU, down); the final norm and the LM head
 // only for the rows that sample. The weights are uploaded once (DeviceWeights) and the KV cache
 // is one device allocation of num_blocks blocks, indexed by the engine's block ids. Logits are
-// copied back to the host, where the sampler runs (RankRunner, through StepForward). TP1 only
-// for now: a shard with tp > 1 is refused. Owned and called by one worker thread (not
-// thread-safe).
+// copied back to the host, where the sampler runs (RankRunner, through StepForward).
+// Tensor and pipeline parallelism, one process per GPU, as LlamaForward does them: a TP rank
+// computes its heads, its FFN columns and its rows of Wo and Wd, and the stage gathers the
+// attention output, the SwiGLU output and the Wo and Wd outputs with an all-reduce of
+// zero-padded buffers (exact, so every value is the single-device one) over its DeviceComm; a
+// stage receives the step's hidden states from the rank with its TP rank in the previous stage
+// and sends its own to the next; the last stage's TP rank 0 computes the logits. Owned and
+// called by one worker thread (not thread-safe).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "backends/real/cuda/device_buffer.h"
+#include "backends/real/cuda/device_comm.h"
 #include "backends/real/cuda/device_weights.h"
 #include "backends/real/llama_weights.h"
 #include "backends/real/step_codec.h"
@@ -28,15 +34,23 @@ namespace prima::real::cuda {
 
 class DeviceForward final : public StepForward {
  public:
+  // The transfers of a rank of a TP x PP job (both null for TP 1, PP 1): tp over the stage's
+  // TP group, pp over the replica's ranks (RankLayout ranks).
+  struct Parallel {
+    RankLayout layout;
+    std::unique_ptr<DeviceComm> tp, pp;
+  };
   // Uploads `w` to the current device and reserves the KV cache; `w` must outlive the result.
+  // `w`'s shard must be par.layout's (its TP degree and rank, its stage's layers).
   static Result<std::unique_ptr<DeviceForward>> create(const LlamaWeights& w, int num_blocks,
-                                                       int block_size);
+                                                       int block_size, Parallel par = {});
   ~DeviceForward() override;
   DeviceForward(const DeviceForward&) = delete;
   DeviceForward& operator=(const DeviceForward&) = delete;
 
-  // check_step, then the step: logits (sampled_rows x vocab) of the last token of each
-  // sampling sequence. A CUDA error fails the step with a status naming the call.
+  // check_step, then this rank's share of the step; on the last stage's TP rank 0, logits
+  // (logit rows x vocab), elsewhere none. A CUDA or transfer error fails the step with a status
+  // naming the call.
   Status forward(const StepInput& s, std::vector<float>* logits) override;
   std::string device() const override { return device_; }
 
@@ -46,17 +60,20 @@ class DeviceForward final : public StepForward {
  private:
   friend Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w,
                                                                 int num_blocks, int block_size,
-                                                                int device);
-  DeviceForward(const LlamaWeights& w, int num_blocks, int block_size);
+                                                                int device, const RankJob& job);
+  DeviceForward(const LlamaWeights& w, int num_blocks, int block_size, Parallel par);
   Status upload_step(const StepInput& s);
   Status layer(int l, std::int64_t T);
   // y (T x m.rows) = x (T x m.cols) W^T, x quantized first.
   Status matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y, const char* what);
   Status head(const StepInput& s, std::vector<float>* logits);
+  // full_ (T x tp * cols) = every TP rank's T x cols slice `local`, in TP-rank order.
+  Status gather(const float* local, std::int64_t T, std::int64_t cols, float* full);
   kernels::KvLayer kv_layer(int l) const;
 
   const LlamaWeights& w_;
   const int num_blocks_, block_size_;
+  Parallel par_;
   std::string device_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<DeviceWeights> weights_;
@@ -65,12 +82,16 @@ class DeviceForward final : public StepForward {
   // lengths), the block tables, and the activations.
   DeviceBuffer ids_, pos_, slots_, table_off_, ctx_, tables_, rows_;
   DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, scores_, logits_;
+  DeviceBuffer full_, part_;  // TP: a gathered input and a rank's slice of an output
   std::int64_t max_ctx_ = 0;
 };
 
-// The current device's forward pass for `w` as a StepForward, its device() naming the device
-// (cudaGetDeviceProperties); `device` is the index to use (cudaSetDevice).
+// The forward pass for `w` on device `device` (cudaSetDevice) as a StepForward, its device()
+// naming the device (cudaGetDeviceProperties). For a job of several ranks (job.layout), the
+// transfers are NCCL's on devices and host-staged over job.world / job.tp_group on the CPU
+// execution layer, or anywhere with PRIMA_DEVICE_COMM=host; device() then names them.
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
-                                                       int block_size, int device);
+                                                       int block_size, int device,
+                                                       const RankJob& job);
 
 }  // namespace prima::real::cuda

@@ -13,12 +13,14 @@ namespace prima::real {
 
 namespace cuda {
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
-                                                       int block_size, int device);
+                                                       int block_size, int device,
+                                                       const RankJob& job);
 }  // namespace cuda
 
 namespace cuda_emu {
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
-                                                       int block_size, int device);
+                                                       int block_size, int device,
+                                                       const RankJob& job);
 }  // namespace cuda_emu
 
 }  // namespace prima::real

@@ -2,38 +2,15 @@
 // gives exactly the single-process greedy ids (random models: TP 2 and 4, PP 2, TP 2 x PP 2;
 // SmolLM2: TP 3 and PP 2 when the model file is present).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
-#include <sstream>
 
 #include "tests/backends/real/model_fixture.h"
 #include "tests/support/run_prima.h"
 
 namespace prima::testing {
 namespace {
-
-bool have_mpirun() {
-  return std::system("command -v mpirun > /dev/null 2>&1") == 0;
-}
-
-std::string mpirun(int np) {
-  return "mpirun --allow-run-as-root --oversubscribe -np " + std::to_string(np) + " " +
-         std::string(PRIMA_BINARY) + " ";
-}
-
-// Runs a shell command (mpirun ...), capturing its exit code, stdout and stderr.
-RunResult run_cmd(const std::string& cmd) {
-  RunResult r;
-  const std::string dir = temp_dir("par_run");
-  const std::string out = dir + "/stdout", err = dir + "/stderr";
-  const int status = std::system((cmd + " >" + out + " 2>" + err + " </dev/null").c_str());
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(out);
-  r.err = read_file(err);
-  return r;
-}
 
 struct Layout {
   int tp, pp;
@@ -47,8 +24,8 @@ void expect_same_ids(const std::string& path, const std::string& prompt_args, in
   ASSERT_EQ(single.exit_code, 0) << single.err;
   ASSERT_FALSE(single.out.empty());
   for (const Layout& l : layouts) {
-    auto r = run_cmd(mpirun(l.tp * l.pp) + gen + " --tp " + std::to_string(l.tp) + " --pp " +
-                     std::to_string(l.pp));
+    auto r = run_shell(mpirun_prima(l.tp * l.pp) + gen + " --tp " + std::to_string(l.tp) +
+                       " --pp " + std::to_string(l.pp));
     ASSERT_EQ(r.exit_code, 0) << "tp " << l.tp << " pp " << l.pp << ": " << r.err;
     EXPECT_EQ(r.out, single.out) << "tp " << l.tp << " pp " << l.pp;
   }
@@ -69,7 +46,7 @@ TEST(Parallel, TpThatDoesNotDivideHeadsExitsTwo) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
   const std::string path = temp_dir("par_bad") + "/m.gguf";
   write_random_llama(RandomLlama{}, path);  // 4 heads
-  auto r = run_cmd(mpirun(3) + "generate --model " + path + " --prompt hi --tp 3");
+  auto r = run_shell(mpirun_prima(3) + "generate --model " + path + " --prompt hi --tp 3");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--tp 3 does not divide the model's attention heads (4)"), std::string::npos)
       << r.err;
@@ -79,13 +56,14 @@ TEST(Parallel, ReplicasThatDoNotSplitTheRanksExitTwo) {
   if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
   const std::string path = temp_dir("par_replicas") + "/m.gguf";
   write_random_llama(RandomLlama{}, path);
-  auto r = run_cmd(mpirun(3) + "serve --backend real --port 0 --model " + path + " --replicas 2");
+  auto r = run_shell(mpirun_prima(3) + "serve --backend real --port 0 --model " + path +
+                     " --replicas 2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--replicas 2: the 3 processes launched do not split into equal replicas"),
             std::string::npos)
       << r.err;
-  r = run_cmd(mpirun(4) + "serve --backend real --port 0 --model " + path +
-              " --replicas 2 --pp 2 --tp 2");
+  r = run_shell(mpirun_prima(4) + "serve --backend real --port 0 --model " + path +
+                " --replicas 2 --pp 2 --tp 2");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("--replicas 2 x --tp 2 x --pp 2 = 8 ranks, but 4 processes were launched"),
             std::string::npos)

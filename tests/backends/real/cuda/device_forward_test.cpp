@@ -167,23 +167,27 @@ TEST(DeviceForwardEmuSetup, PrimaGenerateRunsTheGpuForwardPassOnTheCpuLayer) {
   EXPECT_NE(emu.err.find("the forward pass runs on cuda-emu (prima CUDA emulator (CPU"),
             std::string::npos)
       << emu.err;
-  const auto tp = prima::testing::run_prima(args + " --device cuda-emu --pp 2");
-  EXPECT_EQ(tp.exit_code, 2) << tp.err;
-  EXPECT_NE(tp.err.find("--device cuda-emu runs --tp 1 --pp 1 only (got --tp 1 --pp 2)"),
-            std::string::npos)
-      << tp.err;
 }
 
-TEST(DeviceForwardEmuSetup, RefusesTensorParallelismAndAModelThatDoesNotFit) {
+TEST(DeviceForwardEmuSetup, RefusesAShardNotItsRanksAndAModelThatDoesNotFit) {
   const std::string path = source_path("models/SmolLM2-135M-Instruct.Q4_1.gguf");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present";
   real::ShardSpec tp3;
   tp3.tp = 3;
   auto m = LoadedModel::open(path, 8, 16, tp3);
   ASSERT_NE(m, nullptr);
-  auto d = DeviceForward::create(*m->weights, 8, 16);
+  auto d = DeviceForward::create(*m->weights, 8, 16);  // a TP 1 rank given a TP 3 shard
   ASSERT_FALSE(d.ok());
-  EXPECT_NE(d.status().message().find("tensor parallelism 1 only"), std::string::npos);
+  EXPECT_NE(d.status().message().find("the weights are TP rank 0 of 3, the rank's place TP rank 0 "
+                                      "of 1"),
+            std::string::npos)
+      << d.status().message();
+  DeviceForward::Parallel par;
+  par.layout = {3, 1, 0};
+  d = DeviceForward::create(*m->weights, 8, 16, std::move(par));  // no transfers given
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("needs its device transfers"), std::string::npos)
+      << d.status().message();
 
   auto one = LoadedModel::open(path, 8, 16);
   ASSERT_NE(one, nullptr);

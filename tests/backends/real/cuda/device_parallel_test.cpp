@@ -1,0 +1,78 @@
+// The GPU forward pass with tensor and pipeline parallelism, one process per (emulated) GPU:
+// `mpirun -np N prima generate --device cuda-emu --tp T --pp P` runs every rank's share on the
+// CUDA execution layer for the CPU, the stage's gathers and the hidden states between stages
+// moving through host memory over the job's communicator (DeviceComm's host-staged path; NCCL
+// on devices). The gathers are exact, so every layout gives the single device's ids, and those
+// are the CPU path's.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/backends/real/model_fixture.h"
+#include "tests/support/run_prima.h"
+
+namespace prima::testing {
+namespace {
+
+struct Layout {
+  int tp, pp;
+};
+
+// Greedy ids of `gen` on the CPU path, on one emulated device, and on the emulated devices of
+// each layout: all equal. Each process's emulator runs one worker (the ranks share 2 cores).
+void expect_device_layouts_give_the_cpu_ids(const std::string& gen,
+                                            const std::vector<Layout>& layouts) {
+  setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
+  const auto cpu = run_prima(gen + " --device cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  ASSERT_FALSE(cpu.out.empty());
+  const auto one = run_prima(gen + " --device cuda-emu");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, cpu.out) << "one emulated device";
+  for (const Layout& l : layouts) {
+    const std::string where = "--tp " + std::to_string(l.tp) + " --pp " + std::to_string(l.pp);
+    const auto r = run_shell(mpirun_prima(l.tp * l.pp) + gen + " --device cuda-emu " + where);
+    ASSERT_EQ(r.exit_code, 0) << where << ": " << r.err;
+    EXPECT_EQ(r.out, cpu.out) << where;
+    EXPECT_NE(r.err.find("rank 0 of " + where + " over host-staged"), std::string::npos)
+        << where << ": " << r.err;
+  }
+  unsetenv("PRIMA_CUDA_EMU_WORKERS");
+}
+
+TEST(DeviceParallelEmu, RandomModelTpAndPpGiveTheCpuIds) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
+  RandomLlama m;
+  m.kv_heads = 4;  // TP 4 needs 4 KV heads
+  m.layers = 3;
+  const std::string path = temp_dir("dev_par_random") + "/m.gguf";
+  write_random_llama(m, path);
+  expect_device_layouts_give_the_cpu_ids(
+      "generate --model " + path + " --prompt 'parallel ranks agree' --ids --max-tokens 12",
+      {{2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 3}});
+}
+
+TEST(DeviceParallelEmu, SmolLM2Tp3AndPp2GiveTheCpuIds) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
+  const std::string path = source_path("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present (scripts/setup.sh)";
+  expect_device_layouts_give_the_cpu_ids(
+      "generate --model " + path + " --prompt 'The three primary colors are' --ids --max-tokens 4",
+      {{3, 1}, {1, 2}});
+}
+
+// cuda:N names one GPU; a job of several ranks takes one GPU per rank (plain cuda).
+TEST(DeviceParallelEmu, OneNamedGpuForSeveralRanksExitsTwo) {
+  const auto r = run_prima("generate --model m.gguf --prompt hi --device cuda:0 --tp 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--device cuda:0 names one GPU, and --tp 2 --pp 1 runs one rank per GPU: "
+                       "use --device cuda"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace prima::testing
