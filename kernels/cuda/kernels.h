@@ -29,6 +29,11 @@ kernels::DType activation_type(kernels::DType weight_type);
 cudaError_t quantize_q8(kernels::DType type, const float* x, void* y, std::int64_t rows,
                         std::int64_t cols, cudaStream_t stream);
 
+// y = n floats rounded to `type` (F16 or BF16; nearest, ties to even), kernels/cpu's
+// quantize_row bit for bit: the activations of a dense GEMM with F16 or BF16 weights.
+cudaError_t to_half(kernels::DType type, const float* x, void* y, std::int64_t n,
+                    cudaStream_t stream);
+
 // y[t * rows + r] = W[r] . x[t] for t < tokens: W of type Q4_0, Q4_1 or Q8_0 (GGUF layout),
 // xq the tokens' activations quantized to activation_type(type) by quantize_q8. cols is a
 // multiple of 32, tokens at most 65,535.

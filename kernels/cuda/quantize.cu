@@ -1,10 +1,11 @@
-// Activation quantization (kernels.h quantize_q8): one warp per 32-element block, lane j holds
-// element j; the block's largest magnitude and the integer sum come from warp shuffles (exact
-// in any order), the codes from rintf (nearest, ties to even), so the blocks are kernels/cpu's
-// bit for bit. Stateless.
+// Activation quantization (kernels.h quantize_q8, and to_half for F16/BF16 weights): one warp per
+// 32-element block, lane j holds element j; the block's largest magnitude and the integer sum come
+// from warp shuffles (exact in any order), the codes from rintf (nearest, ties to even), so the
+// blocks are kernels/cpu's bit for bit. Stateless.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/block_quant.h"
+#include "kernels/cuda/half_math.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.h"
 
@@ -42,7 +43,24 @@ cudaError_t launch(const float* x, void* y, std::int64_t blocks, cudaStream_t st
   return cudaGetLastError();
 }
 
+__global__ void to_half_kernel(const float* x, std::uint16_t* y, std::int64_t n, bool bf16) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    y[i] = bf16 ? float_to_bfloat(x[i]) : float_to_half(x[i]);
+}
+
 }  // namespace
+
+cudaError_t to_half(kernels::DType type, const float* x, void* y, std::int64_t n,
+                    cudaStream_t stream) {
+  if (n <= 0 || (type != kernels::DType::kF16 && type != kernels::DType::kBF16))
+    return cudaErrorInvalidValue;
+  constexpr int kThreads = 256;
+  const std::int64_t g = (n + kThreads - 1) / kThreads;
+  PRIMA_LAUNCH(to_half_kernel, unsigned(g < 4096 ? g : 4096), kThreads, 0, stream, x,
+               static_cast<std::uint16_t*>(y), n, type == kernels::DType::kBF16);
+  return cudaGetLastError();
+}
 
 kernels::DType activation_type(kernels::DType weight_type) {
   return weight_type == kernels::DType::kQ4_1 ? kernels::DType::kQ8_1 : kernels::DType::kQ8_0;

@@ -33,6 +33,8 @@ std::vector<std::uint8_t> quantized_matrix(DType type, std::int64_t rows, std::i
   return w;
 }
 
+// The activations of a step converted for the weights of `type`: Q8_0/Q8_1 blocks (quantize_q8)
+// or F16/BF16 values (to_half), against kernels/cpu's quantize_row, bit for bit.
 CheckResult quantize(DType type) {
   const std::int64_t rows = 7, cols = 576;
   auto x = randn(rows * cols, 301, 2.0f);
@@ -43,8 +45,11 @@ CheckResult quantize(DType type) {
     kernels::quantize_row(type, x.data() + r * cols,
                           want.data() + r * kernels::row_bytes(type, cols), cols);
   DeviceBuffer dx(x), dy(bytes);
-  finish(cuda::quantize_q8(type, dx.as<float>(), dy.as<void>(), rows, cols, nullptr),
-         "quantize_q8");
+  if (type == DType::kF16 || type == DType::kBF16)
+    finish(cuda::to_half(type, dx.as<float>(), dy.as<void>(), rows * cols, nullptr), "to_half");
+  else
+    finish(cuda::quantize_q8(type, dx.as<float>(), dy.as<void>(), rows, cols, nullptr),
+           "quantize_q8");
   const auto got = dy.read<std::uint8_t>(bytes);
   for (std::size_t i = 0; i < bytes; ++i)
     if (got[i] != want[i])
@@ -171,6 +176,8 @@ CheckResult attention(std::int64_t cached, std::int64_t chunk) {
 void add_forward_checks(std::vector<Check>* out) {
   out->push_back({"quantize_q8_0", [] { return quantize(DType::kQ8_0); }});
   out->push_back({"quantize_q8_1", [] { return quantize(DType::kQ8_1); }});
+  out->push_back({"to_half_f16", [] { return quantize(DType::kF16); }});
+  out->push_back({"to_half_bf16", [] { return quantize(DType::kBF16); }});
   out->push_back({"matmul_q4_0_x5", [] { return matmul(DType::kQ4_0, 5); }});
   out->push_back({"matmul_q4_1_x5", [] { return matmul(DType::kQ4_1, 5); }});
   out->push_back({"matmul_q8_0_x1", [] { return matmul(DType::kQ8_0, 1); }});

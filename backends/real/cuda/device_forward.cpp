@@ -81,6 +81,25 @@ Status DeviceForward::upload_step(const StepInput& s) {
 
 Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y,
                              const char* what) {
+  if (m.type == kernels::DType::kF16 || m.type == kernels::DType::kBF16) {
+    if (!gemm_) {
+      std::string error;
+      gemm_ = p_cuda::make_gemm(&error);
+      if (!gemm_) return internal_error("the dense GEMM for F16/BF16 weights: " + error);
+    }
+    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols) * 2, "activations"));
+    PRIMA_CUDA_OK(p_cuda::to_half(m.type, x, xq_.as<void>(), T * m.cols, stream_),
+                  std::string("to_half (") + what + ")");
+    p_cuda::GemmShape g;
+    g.m = T;
+    g.n = m.rows;
+    g.k = m.cols;
+    g.in = m.type == kernels::DType::kF16 ? p_cuda::GemmType::kF16 : p_cuda::GemmType::kBF16;
+    g.out = p_cuda::GemmType::kF32;
+    if (std::string e = gemm_->run(g, xq_.as<void>(), m.data, y, stream_); !e.empty())
+      return internal_error(std::string(gemm_->name()) + " GEMM (" + what + "): " + e);
+    return ok_status();
+  }
   const kernels::DType act = p_cuda::activation_type(m.type);
   PRIMA_RETURN_IF_ERROR(
       xq_.reserve(kernels::row_bytes(act, m.cols) * std::size_t(T), "activations"));

@@ -2,15 +2,16 @@
 // shard: the same steps (mixed prefill chunks and decodes of several sequences) in the same
 // order of operations, on kernels/cuda's kernels: embedding lookup; per layer RMSNorm, the
 // activations quantized as kernels/cpu quantizes them (Q8_1 for Q4_1 weights, Q8_0 for Q4_0
-// and Q8_0) and the Q/K/V products, RoPE at each token's position, K/V written into the paged
-// cache at the sequence's block table, paged causal grouped-query attention, the output
-// product and residual, then the FFN (gate, up, SwiGLU, down); the final norm and the LM head
-// only for the rows that sample. The weights are uploaded once (DeviceWeights) and the KV cache
-// is one device allocation of num_blocks blocks, indexed by the engine's block ids. Logits are
-// copied back to the host, where the sampler runs (RankRunner, through StepForward).
-// Tensor and pipeline parallelism, one process per GPU, as LlamaForward does them: a TP rank
-// computes its heads, its FFN columns and its rows of Wo and Wd, and the stage gathers the
-// attention output, the SwiGLU output and the Wo and Wd outputs with an all-reduce of
+// and Q8_0, and rounded to F16/BF16 for F16/BF16 weights, whose products are the dense GEMM's:
+// cuBLASLt on devices, the reference kernel on the CPU layer) and the Q/K/V products, RoPE at each
+// token's position, K/V written into the paged cache at the sequence's block table, paged causal
+// grouped-query attention, the output product and residual, then the FFN (gate, up, SwiGLU, down);
+// the final norm and the LM head only for the rows that sample. The weights are uploaded once
+// (DeviceWeights) and the KV cache is one device allocation of num_blocks blocks, indexed by the
+// engine's block ids. Logits are copied back to the host, where the sampler runs (RankRunner,
+// through StepForward). Tensor and pipeline parallelism, one process per GPU, as LlamaForward does
+// them: a TP rank computes its heads, its FFN columns and its rows of Wo and Wd, and the stage
+// gathers the attention output, the SwiGLU output and the Wo and Wd outputs with an all-reduce of
 // zero-padded buffers (exact, so every value is the single-device one) over its DeviceComm; a
 // stage receives the step's hidden states from the rank with its TP rank in the previous stage
 // and sends its own to the next; the last stage's TP rank 0 computes the logits. Owned and
@@ -29,6 +30,7 @@
 #include "backends/real/step_codec.h"
 #include "backends/real/step_forward.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cuda/gemm.h"
 
 namespace prima::real::cuda {
 
@@ -77,6 +79,7 @@ class DeviceForward final : public StepForward {
   std::string device_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<DeviceWeights> weights_;
+  std::unique_ptr<::prima::cuda::Gemm> gemm_;  // F16/BF16 weights: made on first use
   DeviceBuffer kv_;
   // The step's per-token arrays (ids, positions, KV slots, block-table offsets, context
   // lengths), the block tables, and the activations.

@@ -8,7 +8,8 @@ namespace prima::real::cuda {
 namespace {
 
 bool device_type(kernels::DType t) {
-  return t == kernels::DType::kQ4_0 || t == kernels::DType::kQ4_1 || t == kernels::DType::kQ8_0;
+  return t == kernels::DType::kQ4_0 || t == kernels::DType::kQ4_1 || t == kernels::DType::kQ8_0 ||
+         t == kernels::DType::kF16 || t == kernels::DType::kBF16;
 }
 
 std::size_t matrix_bytes(const kernels::WeightView& v) {
@@ -41,7 +42,7 @@ Result<DeviceMatrix> DeviceWeights::matrix(const kernels::WeightView& v, const c
   if (!device_type(v.type))
     return invalid_argument(std::string("tensor ") + name + " is " +
                             kernels::type_traits(v.type)->name +
-                            ": the GPU forward pass takes Q4_0, Q4_1 and Q8_0 weights");
+                            ": the GPU forward pass takes Q4_0, Q4_1, Q8_0, F16 and BF16 weights");
   DeviceBuffer& b = copies_[v.data];
   const std::size_t n = matrix_bytes(v);
   if (b.bytes() == 0) {

@@ -1,8 +1,9 @@
 // One rank's Llama weights in device memory for the GPU forward pass: each matrix of the shard
 // (LlamaWeights' views, already sliced for tensor parallelism) copied once in its GGUF block
 // layout, the norms as floats; a matrix bound twice (the tied LM head) is copied once. Only
-// the types the device matmul takes (Q4_0, Q4_1, Q8_0) are accepted; the error names the
-// tensor and its type. Immutable after upload(); owned by the rank's worker.
+// the types the device products take are accepted (Q4_0, Q4_1, Q8_0: the quantized matmul;
+// F16, BF16: the dense GEMM); the error names the tensor and its type. Immutable after upload();
+// owned by the rank's worker.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -3,7 +3,7 @@
 // CUDA execution layer for the CPU, the stage's gathers and the hidden states between stages
 // moving through host memory over the job's communicator (DeviceComm's host-staged path; NCCL
 // on devices). The gathers are exact, so every layout gives the single device's ids, and those
-// are the CPU path's.
+// are the CPU path's, for quantized (Q4_1, Q8_0) and dense (F16, BF16) weights.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,6 +20,11 @@ namespace {
 struct Layout {
   int tp, pp;
 };
+
+// A random Llama's logits are so peaked that its greedy ids repeat one token; sampled at
+// temperature 20 with a fixed seed, the ids follow the whole distribution (the host's sampler
+// draws the same numbers), so a logit that differs by a fraction shows.
+const char* const kSampled = " --temperature 20 --seed 7";
 
 // Greedy ids of `gen` on the CPU path, on one emulated device, and on the emulated devices of
 // each layout: all equal. Each process's emulator runs one worker (the ranks share 2 cores).
@@ -51,8 +56,24 @@ TEST(DeviceParallelEmu, RandomModelTpAndPpGiveTheCpuIds) {
   const std::string path = temp_dir("dev_par_random") + "/m.gguf";
   write_random_llama(m, path);
   expect_device_layouts_give_the_cpu_ids(
-      "generate --model " + path + " --prompt 'parallel ranks agree' --ids --max-tokens 12",
+      "generate --model " + path + " --prompt 'parallel ranks agree' --ids --max-tokens 12" +
+          kSampled,
       {{2, 1}, {4, 1}, {1, 2}, {2, 2}, {1, 3}});
+}
+
+// F16 and BF16 weights go through the dense GEMM (the reference kernel here, cuBLASLt on
+// devices) with the activations rounded as kernels/cpu rounds them.
+TEST(DeviceParallelEmu, DenseF16AndBf16WeightsGiveTheCpuIds) {
+  if (!have_mpirun()) GTEST_SKIP() << "mpirun not found";
+  RandomLlama m;
+  m.attn_type = kernels::DType::kBF16;
+  m.ffn_type = kernels::DType::kF16;
+  m.embd_type = kernels::DType::kF16;  // the tied LM head too
+  const std::string path = temp_dir("dev_par_dense") + "/m.gguf";
+  write_random_llama(m, path);
+  expect_device_layouts_give_the_cpu_ids(
+      "generate --model " + path + " --prompt 'dense weights' --ids --max-tokens 12" + kSampled,
+      {{2, 1}, {1, 2}});
 }
 
 TEST(DeviceParallelEmu, SmolLM2Tp3AndPp2GiveTheCpuIds) {
