@@ -59,7 +59,8 @@ bool write_json(const std::string& path, const nlohmann::json& j) {
 }
 
 constexpr const char* kHelp = R"(
-Measures this machine with the real CPU backend: memory bandwidth, every linear layer (and
+Measures this machine with the real CPU backend (or, with --device cuda[:N] or cuda-emu, the
+GPU forward pass on that device): memory bandwidth, every linear layer (and
 the LM head) over batch sizes, attention over context lengths, norms/RoPE/SwiGLU, and whole
 forward steps (decode batches, prefill chunks). Fits the cost model's efficiency shares
 (gemm_memory, gemm_compute, attention_memory) to three of the steps and prints how well the
@@ -77,8 +78,8 @@ examples:
       --topology-out out/cpu/topology.json --scenario-out out/cpu/scenario.json
   prima simulate out/cpu/scenario.json      # report.json's "fidelity" is the profile's
   prima profile --model M.gguf --out cal.json --threads 1 --repeats 3 --batches 1,8,64
-  prima profile --model M.gguf --out gpu.json --device cuda   # exit 2 for now: profiling
-                                                              # the GPU is not built yet
+  prima profile --model M.gguf --out h100.json --device cuda:0   # a GPU: its bandwidth,
+      # launch time and the GPU forward pass's steps, fitted the same way (no CPU operators)
 
 Exit codes: 0 ok, 1 a measurement failed, 2 bad input (flags, model file).
 )";
@@ -101,8 +102,12 @@ Status make_output_dirs(const ProfileOptions& o) {
 // What was measured and how well the fitted model predicts each step, on stdout.
 void print_profile(const real::ProfileResult& r) {
   const perf::Efficiency& e = r.efficiency;
-  std::printf("%s, %d threads (%s kernels), read bandwidth %.1f GB/s\n", r.cpu.c_str(), r.threads,
-              r.isa.c_str(), r.mem_bw_Bps / 1e9);
+  if (r.device.empty())
+    std::printf("%s, %d threads (%s kernels), read bandwidth %.1f GB/s\n", r.cpu.c_str(), r.threads,
+                r.isa.c_str(), r.mem_bw_Bps / 1e9);
+  else
+    std::printf("%s: bandwidth %.1f GB/s, one kernel launch %.1f us\n", r.device.c_str(),
+                r.mem_bw_Bps / 1e9, r.dispatch_s * 1e6);
   std::printf("fitted: gemm_memory %.3f, gemm_compute %.3f, attention_memory %.3f\n", e.gemm_memory,
               e.gemm_compute, e.attention_memory);
   std::printf("%-8s %5s %7s %7s %11s %11s %7s\n", "step", "seqs", "tokens", "context",
@@ -176,14 +181,11 @@ int cmd_profile(const Args& args) {
   const ProfileOptions o = profile_options(vm);
   if (Status st = o.validate(); !st.ok()) return fail_with("prima profile", st);
   if (auto code = device_unavailable("prima profile", o.device)) return *code;
-  if (o.device.spec().kind != real::DeviceKind::kCpu) {
-    std::fprintf(stderr,
-                 "prima profile: --device %s: profiling the GPU forward pass is not built yet "
-                 "(prima generate and serve run it); use --device cpu\n",
-                 o.device.text.c_str());
-    return kExitBadInput;
-  }
-  return profile_machine(o);
+  if (o.device.spec().kind == real::DeviceKind::kCpu) return profile_machine(o);
+  ProfileOptions on_device = o;  // the GPU forward pass takes the GGUF layout, not panels
+  on_device.profile.device_forward = device_forward(o.device.spec());
+  on_device.profile.repack = false;
+  return profile_machine(on_device);
 }
 
 }  // namespace prima::cli

@@ -100,6 +100,7 @@ struct Fixture {
   std::unique_ptr<KvStore> kv;
   std::unique_ptr<kernels::ThreadPool> pool;
   std::unique_ptr<LlamaForward> fwd;
+  std::unique_ptr<StepForward> dev;  // --device: the GPU forward pass, with its own KV cache
   int blocks_per_seq = 0;
   int max_ctx = 0;  // the longest context measured (at most the model's)
 };
@@ -171,6 +172,34 @@ Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
     std::fill(L.v, L.v + n, std::uint16_t(0x2e66));
   }
   fx->fwd = std::make_unique<LlamaForward>(fx->w.get(), fx->kv.get(), fx->pool.get());
+  if (opts.device_forward) {
+    PRIMA_ASSIGN_OR_RETURN(
+        fx->dev, opts.device_forward(*fx->w, max_seqs * fx->blocks_per_seq, kBlockSize, RankJob{}));
+    r->device = fx->dev->device();
+  }
+  return ok_status();
+}
+
+// The device: its figures as the forward pass measures them, and the hardware spec the
+// simulator uses for it (the int8 dp4a peak, as the quantized matmul runs on CUDA cores).
+Status measure_device(const ProfileOptions& opts, const Fixture& fx, ProfileResult* r,
+                      const std::function<void(const std::string&)>& progress) {
+  PRIMA_ASSIGN_OR_RETURN(const DeviceFacts f, fx.dev->measure_device(opts.repeats));
+  r->cpu = f.name;
+  r->isa = "cuda";
+  r->model = model_spec_of(*fx.file, fx.cfg);
+  r->mem_bw_Bps = f.bandwidth_Bps;
+  r->peak_flops = f.peak_ops;
+  r->dispatch_s = f.launch_s;
+  progress("device: " + r->device + ", bandwidth " + std::to_string(f.bandwidth_Bps / 1e9) +
+           " GB/s, one kernel launch " + std::to_string(f.launch_s * 1e6) + " us");
+  r->hardware.name = opts.name.empty() ? "cuda:" + f.name : opts.name;
+  r->hardware.source = f.source;
+  r->hardware.hbm_bytes = f.memory_bytes;
+  r->hardware.hbm_bw_Bps = f.bandwidth_Bps;
+  r->hardware.fp16_flops = f.peak_ops;
+  r->hardware.bf16_flops = f.peak_ops;
+  r->hardware.int8_ops = 2 * f.peak_ops;
   return ok_status();
 }
 
@@ -310,7 +339,7 @@ Status time_steps(const ProfileOptions& opts, const Fixture& fx,
     Status err;
     std::vector<float> logits;
     const double t = median_time(std::max(1, opts.repeats / (s.n >= 256 ? 2 : 1)), [&] {
-      Status st2 = fx.fwd->forward(st, &logits);
+      Status st2 = fx.dev ? fx.dev->forward(st, &logits) : fx.fwd->forward(st, &logits);
       if (!st2.ok()) err = st2;
     });
     if (!err.ok()) return err;
@@ -349,7 +378,9 @@ Status fit_steps(const Fixture& fx, const std::vector<StepShape>& shapes, Profil
   e.step_overhead_s = 0;
   // Matmul and attention pool jobs per layer: QKV, attention, output, gate+up, down
   // (llama_forward.cpp; batches of several tokens add norm and conversion jobs).
-  e.layer_overhead_s = 5 * r->dispatch_s;
+  // On a device the launches are queued ahead of the kernels, so their gaps are not the
+  // measured launch-to-completion time: the fitted per-step cost takes them.
+  e.layer_overhead_s = fx.dev ? 0.0 : 5 * r->dispatch_s;
   e.allreduce_latency_s = 0;
   e.p2p_latency_s = 0;
   e.sampling_logit_s = 0;  // the measured steps compute logits but do not sample
@@ -415,11 +446,15 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
   ProfileResult r;
   Fixture fx;
   PRIMA_RETURN_IF_ERROR(open_fixture(opts, &r, &fx));
-  measure_machine(opts, fx, &r, progress);
   std::mt19937 rng(1);  // the operands' values (they do not change the timings' meaning)
-  time_layer_operators(opts, fx, &rng, &r, progress);
-  time_attention(opts, fx, &rng, &r);
-  progress("operators done (" + std::to_string(r.ops.size()) + " timings)");
+  if (fx.dev) {         // the device's whole steps; its operators are not timed one by one
+    PRIMA_RETURN_IF_ERROR(measure_device(opts, fx, &r, progress));
+  } else {
+    measure_machine(opts, fx, &r, progress);
+    time_layer_operators(opts, fx, &rng, &r, progress);
+    time_attention(opts, fx, &rng, &r);
+    progress("operators done (" + std::to_string(r.ops.size()) + " timings)");
+  }
   const std::vector<StepShape> shapes = step_shapes(fx.max_ctx);
   PRIMA_RETURN_IF_ERROR(time_steps(opts, fx, shapes, &r, progress));
   time_sampling(opts, fx, &rng, &r, progress);
@@ -445,15 +480,22 @@ perf::Fidelity step_fidelity(const ProfileResult& r) {
 perf::Profile to_profile(const ProfileResult& r) {
   perf::Profile p;
   p.name = r.hardware.name;
-  p.description = fmt::format("{}: the real CPU backend ({} threads, {} kernels) as a device",
-                              r.cpu, r.threads, r.isa);
-  p.source = fmt::format(
-      "prima profile: {} ({}) on {}, {} threads, {} kernels, median of {} runs; efficiency "
-      "fitted to the measured steps; read bandwidth measured over the model's size; peak = cpu MHz "
-      "x int8 "
-      "dot-product ops per cycle x threads",
-      std::filesystem::path(r.model_file).filename().string(), r.model.name, r.cpu, r.threads,
-      r.isa, r.repeats);
+  const std::string model_file = std::filesystem::path(r.model_file).filename().string();
+  if (r.device.empty()) {
+    p.description = fmt::format("{}: the real CPU backend ({} threads, {} kernels) as a device",
+                                r.cpu, r.threads, r.isa);
+    p.source = fmt::format(
+        "prima profile: {} ({}) on {}, {} threads, {} kernels, median of {} runs; efficiency "
+        "fitted to the measured steps; read bandwidth measured over the model's size; peak = cpu "
+        "MHz x int8 dot-product ops per cycle x threads",
+        model_file, r.model.name, r.cpu, r.threads, r.isa, r.repeats);
+  } else {
+    p.description = fmt::format("{}: prima's GPU forward pass on it", r.device);
+    p.source = fmt::format(
+        "prima profile --device: {} ({}) on {}, median of {} runs; efficiency fitted to the "
+        "measured steps; {}",
+        model_file, r.model.name, r.device, r.repeats, r.hardware.source);
+  }
   p.efficiency = r.efficiency;
   p.fidelity = step_fidelity(r);
   p.fidelity.profile = p.name;
@@ -490,6 +532,7 @@ nlohmann::json profile_to_json(const ProfileResult& r) {
                      {"fitted", s.fitted}});
   json j = perf::profile_to_json(to_profile(r));
   j["measurements"] = {{"cpu", r.cpu},
+                       {"device", r.device},
                        {"kernels", r.isa},
                        {"threads", r.threads},
                        {"repeats", r.repeats},
@@ -506,8 +549,11 @@ nlohmann::json profile_to_json(const ProfileResult& r) {
 
 nlohmann::json engine_to_json(const ProfileResult& r) {
   perf::EngineProfile e = *perf::builtin_engine("prima-cpu");
-  e.description = "prima's CPU backend on " + r.cpu + " (" + std::to_string(r.threads) +
-                  " threads, kernels " + r.isa + "): the engine terms prima profile fitted there";
+  e.description = r.device.empty() ? "prima's CPU backend on " + r.cpu + " (" +
+                                         std::to_string(r.threads) + " threads, kernels " + r.isa +
+                                         "): the engine terms prima profile fitted there"
+                                   : "prima's GPU forward pass on " + r.device +
+                                         ": the engine terms prima profile fitted there";
   e.source = "prima profile: " + r.model_file;
   e.per_gpu[r.hardware.name] = r.efficiency;
   e.fidelity.clear();

@@ -1,5 +1,6 @@
-// Profiler: measures the real CPU backend on this machine (`prima profile`) and fits the
-// simulator's calibration to it, so a simulated "CPU" replica can be compared with a real run.
+// Profiler: measures the real CPU backend on this machine (`prima profile`), or the GPU forward
+// pass on a device (`--device`), and fits the simulator's calibration to it, so a simulated
+// replica of it can be compared with a real run.
 //
 // What it measures (median of `repeats` runs after a warm-up, on a ThreadPool of `threads`):
 //   - the machine: memory read bandwidth (all threads streaming a 512 MiB buffer) and the
@@ -22,12 +23,15 @@
 #include <string>
 #include <vector>
 
+#include "backends/real/step_forward.h"
 #include "engine/core/status.h"
 #include "engine/model/model_spec.h"
 #include "engine/perf/calibration.h"
 #include "engine/plan/topology.h"
 
 namespace prima::real {
+
+class LlamaWeights;
 
 struct ProfileOptions {
   std::string model_path;
@@ -38,6 +42,12 @@ struct ProfileOptions {
   int repeats = 5;
   std::string name;     // hardware name of the profile (default "cpu:<model name>")
   bool repack = false;  // measure the packed-weight kernels (RealBackendOptions::repack)
+  // Profiles a device instead of the CPU (`--device cuda`, `cuda-emu`): makes the rank's GPU
+  // forward pass (RealBackendOptions::device_forward's form). Then the machine is the device's
+  // figures (StepForward::measure_device), the whole steps run on it, no CPU operator is timed,
+  // and the fit is the same.
+  std::function<Result<std::unique_ptr<StepForward>>(const LlamaWeights&, int, int, const RankJob&)>
+      device_forward;
 };
 
 struct OpTiming {
@@ -69,7 +79,8 @@ struct ProfileResult {
   model::Quantization quantization = model::Quantization::kW4A16;
   double mem_bw_Bps = 0;
   double peak_flops = 0;
-  double dispatch_s = 0;  // one empty parallel_for
+  double dispatch_s = 0;  // one empty parallel_for; on a device, one small kernel launch
+  std::string device;     // the device profiled ("" for the CPU): StepForward::device()
   model::ModelSpec model;
   plan::GpuSpec hardware;
   double sampling_s = 0;  // one token sampled at temperature 1 over the vocabulary

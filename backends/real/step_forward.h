@@ -35,6 +35,16 @@ struct RankJob {
   Communicator* tp_group = nullptr;
 };
 
+// What `prima profile --device` reads of the device a StepForward runs on.
+struct DeviceFacts {
+  std::string name;          // cudaDeviceProp::name
+  double memory_bytes = 0;   // total device memory
+  double bandwidth_Bps = 0;  // measured: a device-to-device copy, bytes read and written per s
+  double peak_ops = 0;       // the int8 dot-product (dp4a) peak: SMs x 512 ops x SM clock
+  double launch_s = 0;       // measured: one small kernel, launch to completion
+  std::string source;        // how the figures were obtained
+};
+
 class StepForward {
  public:
   virtual ~StepForward() = default;
@@ -44,6 +54,11 @@ class StepForward {
   virtual Status forward(const StepInput& s, std::vector<float>* logits) = 0;
   // What runs it ("cuda:0 (NVIDIA H100 ...)", "prima CUDA emulator (CPU, 2 workers)").
   virtual std::string device() const = 0;
+  // The device's figures, measured over `repeats` runs (median); unimplemented where the
+  // forward pass has no device of its own.
+  virtual Result<DeviceFacts> measure_device(int repeats) {
+    return failed_precondition("this forward pass has no device to measure");
+  }
 };
 
 }  // namespace prima::real

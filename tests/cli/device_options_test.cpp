@@ -57,6 +57,29 @@ TEST(DeviceOptions, BadValuesAreRefusedNamingTheFlag) {
   EXPECT_EQ(c.device.spec().index, 1);
 }
 
+// A job of several ranks runs one rank per GPU: plain cuda (each rank its local rank's GPU) and
+// cuda-emu take --tp/--pp; cuda:N, one named GPU, does not.
+TEST(DeviceOptions, SeveralRanksTakeOneGpuEach) {
+  const auto named =
+      parse(serve_flags(), {"--backend", "real", "--model", "m", "--device", "cuda:0", "--tp", "2"},
+            serve_options);
+  EXPECT_TRUE(refused(named.validate(),
+                      "--device cuda:0 names one GPU, and --tp 2 --pp 1 runs one rank per GPU: use "
+                      "--device cuda"));
+  const auto plain =
+      parse(generate_flags(),
+            {"--model", "m", "--prompt", "p", "--device", "cuda", "--tp", "3", "--pp", "2"},
+            generate_options);
+  EXPECT_TRUE(plain.validate().ok());
+  const auto emu = parse(generate_flags(),
+                         {"--model", "m", "--prompt", "p", "--device", "cuda-emu", "--pp", "2"},
+                         generate_options);
+  EXPECT_TRUE(emu.validate().ok());
+  auto one = real::device_for_rank(*real::parse_device("cuda:3"));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, 3);  // a named GPU, whatever the local rank
+}
+
 // The reason the build and machine give for --device cuda (this machine's; the tests below
 // that use it skip on a machine with a CUDA device, where nothing is refused).
 std::string expected_reason() {

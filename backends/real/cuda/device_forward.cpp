@@ -3,6 +3,7 @@
 #include "backends/real/cuda/device_forward.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -182,6 +183,79 @@ Status DeviceForward::head(const StepInput& s, std::vector<float>* logits) {
                                 cudaMemcpyDeviceToHost, stream_),
                 "copy of the logits");
   return cuda_status(cudaStreamSynchronize(stream_), "the step");
+}
+
+namespace {
+
+// The median of `repeats` runs of fn (seconds each), or the first error.
+template <typename Fn>
+Result<double> median_seconds(int repeats, Fn&& fn) {
+  std::vector<double> t;
+  for (int i = 0; i < std::max(1, repeats); ++i) {
+    PRIMA_ASSIGN_OR_RETURN(const double s, fn());
+    t.push_back(s);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+Result<DeviceFacts> DeviceForward::measure_device(int repeats) {
+  int dev = 0;
+  PRIMA_CUDA_OK(cudaGetDevice(&dev), "cudaGetDevice");
+  cudaDeviceProp p{};
+  PRIMA_CUDA_OK(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties");
+  int clock_khz = 0, sms = 0;
+  PRIMA_CUDA_OK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev), "the SM clock");
+  PRIMA_CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "the SM count");
+  std::size_t free_bytes = 0, total = 0;
+  PRIMA_CUDA_OK(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
+  const std::size_t n = std::min<std::size_t>(std::size_t(256) << 20, free_bytes / 4) & ~255u;
+  DeviceBuffer a, b, one;
+  PRIMA_RETURN_IF_ERROR(a.reserve(n, "the bandwidth measurement"));
+  PRIMA_RETURN_IF_ERROR(b.reserve(n, "the bandwidth measurement"));
+  PRIMA_RETURN_IF_ERROR(one.reserve(2 * sizeof(float), "the launch measurement"));
+  PRIMA_CUDA_OK(cudaMemsetAsync(a.as<void>(), 0, n, stream_), "cudaMemsetAsync");
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  PRIMA_CUDA_OK(cudaEventCreate(&e0), "cudaEventCreate");
+  PRIMA_CUDA_OK(cudaEventCreate(&e1), "cudaEventCreate");
+  auto copy = [&]() -> Result<double> {
+    PRIMA_CUDA_OK(cudaEventRecord(e0, stream_), "cudaEventRecord");
+    PRIMA_CUDA_OK(cudaMemcpyAsync(b.as<void>(), a.as<void>(), n, cudaMemcpyDeviceToDevice, stream_),
+                  "the device-to-device copy");
+    PRIMA_CUDA_OK(cudaEventRecord(e1, stream_), "cudaEventRecord");
+    PRIMA_CUDA_OK(cudaEventSynchronize(e1), "cudaEventSynchronize");
+    float ms = 0;
+    PRIMA_CUDA_OK(cudaEventElapsedTime(&ms, e0, e1), "cudaEventElapsedTime");
+    return std::max(double(ms) * 1e-3, 1e-9);
+  };
+  auto launch = [&]() -> Result<double> {
+    const auto t0 = std::chrono::steady_clock::now();
+    PRIMA_CUDA_OK(p_cuda::add_inplace(one.as<float>(), one.as<float>() + 1, 1, stream_),
+                  "add_inplace");
+    PRIMA_CUDA_OK(cudaStreamSynchronize(stream_), "the launch measurement");
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  Result<double> copy_s = copy();  // warm-up, then the medians
+  if (copy_s.ok()) copy_s = median_seconds(repeats, copy);
+  Result<double> launch_s = copy_s.ok() ? median_seconds(repeats * 20, launch) : copy_s;
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  PRIMA_RETURN_IF_ERROR(copy_s.status());
+  PRIMA_RETURN_IF_ERROR(launch_s.status());
+  DeviceFacts f;
+  f.name = p.name;
+  f.memory_bytes = double(p.totalGlobalMem);
+  f.bandwidth_Bps = 2.0 * double(n) / *copy_s;
+  f.peak_ops = double(sms) * 512.0 * double(clock_khz) * 1e3;
+  f.launch_s = *launch_s;
+  f.source = "prima profile --device: bandwidth = bytes read and written per second by a " +
+             std::to_string(n >> 20) +
+             " MiB device-to-device copy (events); peak = SMs x 512 int8 dp4a ops per cycle x "
+             "SM clock (" +
+             std::to_string(sms) + " SMs, " + std::to_string(clock_khz / 1000) + " MHz)";
+  return f;
 }
 
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,

@@ -55,6 +55,11 @@ class DeviceForward final : public StepForward {
   // naming the call.
   Status forward(const StepInput& s, std::vector<float>* logits) override;
   std::string device() const override { return device_; }
+  // Name and memory from cudaGetDeviceProperties; the bandwidth from a device-to-device copy
+  // of up to 256 MiB (bytes read and written) (a quarter of the free memory at most) timed by
+  // events; the dp4a peak from the SM count and clock; the launch time of a one-element kernel with
+  // its sync.
+  Result<DeviceFacts> measure_device(int repeats) override;
 
   std::size_t weight_bytes() const { return weights_->bytes(); }
   std::size_t kv_bytes() const { return kv_.bytes(); }

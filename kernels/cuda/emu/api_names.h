@@ -5,6 +5,7 @@
 // namespace prima::cuda to prima::cuda_emu for the same reason.
 #pragma once
 
+#define cudaDeviceGetAttribute prima_emu_cudaDeviceGetAttribute
 #define cudaDeviceReset prima_emu_cudaDeviceReset
 #define cudaDeviceSynchronize prima_emu_cudaDeviceSynchronize
 #define cudaEventCreate prima_emu_cudaEventCreate

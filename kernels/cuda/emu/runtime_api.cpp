@@ -226,6 +226,28 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   return cudaSuccess;
 }
 
+// The attributes the project reads: the SM clock (kHz; the emulator says 1 GHz, a nominal
+// figure for a CPU layer whose speed means nothing), the SM count and the compute capability.
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device != 0) return emu::fail(cudaErrorInvalidDevice);
+  switch (attr) {
+    case cudaDevAttrClockRate:
+      *value = 1000000;
+      return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount:
+      *value = emu::grid_workers();
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = emu::emulated_sm() / 10;
+      return cudaSuccess;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = emu::emulated_sm() % 10;
+      return cudaSuccess;
+    default:
+      return emu::fail(cudaErrorInvalidValue);
+  }
+}
+
 cudaError_t cudaRuntimeGetVersion(int* v) {
   *v = CUDART_VERSION;
   return cudaSuccess;

@@ -85,6 +85,40 @@ TEST(DeviceParallelEmu, SmolLM2Tp3AndPp2GiveTheCpuIds) {
       {{3, 1}, {1, 2}});
 }
 
+// `prima profile --device cuda-emu`: the device's figures and the GPU forward pass's steps,
+// fitted and written as a hardware profile, an engine and a simulated twin that simulates.
+// (The emulator's speed describes nothing: this checks the path, not the figures.)
+TEST(DeviceParallelEmu, ProfileMeasuresTheGpuForwardPass) {
+  RandomLlama m;
+  const std::string dir = temp_dir("dev_profile");
+  write_random_llama(m, dir + "/m.gguf");
+  setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
+  const auto r = run_prima("profile --model " + dir + "/m.gguf --device cuda-emu --repeats 1 " +
+                           "--contexts 128 --out " + dir + "/p.json --topology-out " + dir +
+                           "/t.json --scenario-out " + dir + "/s.json");
+  unsetenv("PRIMA_CUDA_EMU_WORKERS");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cuda-emu (prima CUDA emulator (CPU, 1 workers)): bandwidth"),
+            std::string::npos)
+      << r.out;
+  const auto p = read_json(dir + "/p.json");
+  const auto& meas = p["measurements"];
+  EXPECT_EQ(meas["device"].get<std::string>().rfind("cuda-emu (prima CUDA emulator", 0), 0u)
+      << meas.dump();
+  EXPECT_EQ(meas["kernels"], "cuda");
+  EXPECT_TRUE(meas["operators"].empty());  // no CPU operator timed for a device
+  EXPECT_GE(meas["steps"].size(), 8u);
+  for (const auto& s : meas["steps"]) EXPECT_GT(s["seconds"].get<double>(), 0) << s.dump();
+  EXPECT_GT(meas["read_bandwidth_GBps"].get<double>(), 0);
+  EXPECT_NE(p["source"].get<std::string>().find("device-to-device copy"), std::string::npos)
+      << p["source"];
+  EXPECT_NE(read_json(dir + "/p.engine.json")["description"].get<std::string>().find(
+                "prima's GPU forward pass on cuda-emu"),
+            std::string::npos);
+  const auto sim = run_prima("simulate " + dir + "/s.json --no-files -q");
+  EXPECT_EQ(sim.exit_code, 0) << sim.err;
+}
+
 // cuda:N names one GPU; a job of several ranks takes one GPU per rank (plain cuda).
 TEST(DeviceParallelEmu, OneNamedGpuForSeveralRanksExitsTwo) {
   const auto r = run_prima("generate --model m.gguf --prompt hi --device cuda:0 --tp 2");
