@@ -99,8 +99,8 @@ struct Fixture {
   std::unique_ptr<LlamaWeights> w;
   std::unique_ptr<KvStore> kv;
   std::unique_ptr<kernels::ThreadPool> pool;
-  std::unique_ptr<LlamaForward> fwd;
-  std::unique_ptr<StepForward> dev;  // --device: the GPU forward pass, with its own KV cache
+  std::unique_ptr<LlamaForward> fwd;  // the CPU path (kv, fwd) or the device's (dev)
+  std::unique_ptr<StepForward> dev;   // --device: the GPU forward pass, with its own KV cache
   int blocks_per_seq = 0;
   int max_ctx = 0;  // the longest context measured (at most the model's)
 };
@@ -144,8 +144,9 @@ double predict(const ProfileResult& r, const perf::Efficiency& e, const BatchSha
   return cm.step_time_s(b, none, none);
 }
 
-// The model's file, weights (repacked or not), a thread pool, a KV cache for 16 sequences
-// of the longest context measured (every page touched) and the forward pass over them.
+// The model's file, weights (repacked or not), a thread pool, and the forward pass over a KV
+// cache for 16 sequences of the longest context measured: the device's own (--device), or a
+// CPU cache with every page touched.
 Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
   GgufOpenOptions go;
   go.manifest = opts.manifest;
@@ -162,6 +163,12 @@ Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
                          *std::max_element(opts.contexts.begin(), opts.contexts.end()));
   const int max_seqs = 16;
   fx->blocks_per_seq = (std::max(fx->max_ctx, 512) + kBlockSize - 1) / kBlockSize;
+  if (opts.device_forward) {
+    PRIMA_ASSIGN_OR_RETURN(
+        fx->dev, opts.device_forward(*fx->w, max_seqs * fx->blocks_per_seq, kBlockSize, RankJob{}));
+    r->device = fx->dev->device();
+    return ok_status();
+  }
   fx->kv = std::make_unique<KvStore>(fx->cfg.layers, max_seqs * fx->blocks_per_seq, kBlockSize,
                                      fx->cfg.kv_heads, fx->cfg.head_dim);
   // Touch the whole cache (untouched pages would read as the shared zero page).
@@ -172,11 +179,6 @@ Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
     std::fill(L.v, L.v + n, std::uint16_t(0x2e66));
   }
   fx->fwd = std::make_unique<LlamaForward>(fx->w.get(), fx->kv.get(), fx->pool.get());
-  if (opts.device_forward) {
-    PRIMA_ASSIGN_OR_RETURN(
-        fx->dev, opts.device_forward(*fx->w, max_seqs * fx->blocks_per_seq, kBlockSize, RankJob{}));
-    r->device = fx->dev->device();
-  }
   return ok_status();
 }
 
