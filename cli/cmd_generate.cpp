@@ -19,6 +19,7 @@
 #include "cli/flags.h"
 #include "cli/generate_options.h"
 #include "cli/real_cluster_open.h"
+#include "cli/synthetic_option.h"
 
 namespace po = boost::program_options;
 
@@ -261,12 +262,16 @@ int cmd_generate(const Args& args) {
            "--prompt 'Hi' --chat\n"
            "         prima generate --model M.gguf --prompt 'Hi' --device cuda      # on GPU 0\n"
            "         prima generate --model M.gguf --prompt 'Hi' --device cuda-emu  # the GPU "
-           "kernels on the CPU execution layer (slow)\n";
+           "kernels on the CPU execution layer (slow)\n"
+           "         prima generate --synthetic llama-3-8b:bf16 --prompt 'Hi' --ids --device "
+           "cuda  # Llama 3 8B's shape, random weights\n";
     return kExitOk;
   }
   GenerateOptions o = generate_options(vm);
   if (Status st = o.validate(); !st.ok()) return fail(kExitBadInput, st.message());
   if (auto code = device_unavailable("prima generate", o.device)) return *code;
+  if (auto code = resolve_synthetic("prima generate", o.synthetic, &o.backend.model_path))
+    return *code;
   if (Status st = read_prompt_file(&o); !st.ok()) return fail(kExitBadInput, st.message());
   int exit_code = kExitOk;
   const std::unique_ptr<real::RealCluster> cl = open_cluster(o, &exit_code);

@@ -19,6 +19,7 @@
 #include "cli/flags.h"
 #include "cli/profile_options.h"
 #include "cli/serve_options.h"
+#include "cli/synthetic_option.h"
 #include "engine/cluster/serving_engine.h"
 
 namespace po = boost::program_options;
@@ -80,6 +81,10 @@ examples:
   prima profile --model M.gguf --out cal.json --threads 1 --repeats 3 --batches 1,8,64
   prima profile --model M.gguf --out h100.json --device cuda:0   # a GPU: its bandwidth,
       # launch time and the GPU forward pass's steps, fitted the same way (no CPU operators)
+  prima profile --synthetic llama-3-8b:bf16 --device cuda:0 --out out/h100-8b/profile.json
+      # Llama 3 8B's shape with random BF16 weights (made once, 16 GB, in
+      # ~/.cache/prima/synthetic): on a device it adds decode at batch 32 and 64 and
+      # prefill of 1,024 and 2,048 tokens to the steps
 
 Exit codes: 0 ok, 1 a measurement failed, 2 bad input (flags, model file).
 )";
@@ -178,9 +183,11 @@ int cmd_profile(const Args& args) {
   po::variables_map vm;
   if (auto done = parse_command_line({"prima profile", profile_flags(), {}, {}, kHelp}, args, &vm))
     return *done;
-  const ProfileOptions o = profile_options(vm);
+  ProfileOptions o = profile_options(vm);
   if (Status st = o.validate(); !st.ok()) return fail_with("prima profile", st);
   if (auto code = device_unavailable("prima profile", o.device)) return *code;
+  if (auto code = resolve_synthetic("prima profile", o.synthetic, &o.profile.model_path))
+    return *code;
   if (o.device.spec().kind == real::DeviceKind::kCpu) return profile_machine(o);
   ProfileOptions on_device = o;  // the GPU forward pass takes the GGUF layout, not panels
   on_device.profile.device_forward = device_forward(o.device.spec());

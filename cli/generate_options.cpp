@@ -4,14 +4,16 @@
 #include <fmt/format.h>
 
 #include "cli/flags.h"
+#include "cli/synthetic_option.h"
 
 namespace po = boost::program_options;
 
 namespace prima::cli {
 
 Status GenerateOptions::validate() const {
-  if (backend.model_path.empty() || (!prompt && prompt_file.empty()))
-    return invalid_argument("--model and --prompt are required (see --help)");
+  if ((backend.model_path.empty() && synthetic.empty()) || (!prompt && prompt_file.empty()))
+    return invalid_argument("--model (or --synthetic) and --prompt are required (see --help)");
+  PRIMA_RETURN_IF_ERROR(check_model_source(backend.model_path, synthetic));
   PRIMA_RETURN_IF_ERROR(device.check_parallelism(backend.tp, backend.pp));
   if (max_tokens < 1)
     return invalid_argument(fmt::format("--max-tokens must be >= 1, got {}", max_tokens));
@@ -67,6 +69,7 @@ po::options_description generate_flags() {
        "CPU build runs; the same results)");
   // clang-format on
   add_device_flag(opts);
+  add_synthetic_flag(opts);
   return opts;
 }
 
@@ -93,6 +96,7 @@ GenerateOptions generate_options(const po::variables_map& vm) {
   o.repack = vm.count("repack") > 0;
   o.no_repack = vm.count("no-repack") > 0;
   o.device = device_options(vm);
+  o.synthetic = synthetic_flag(vm);
   return o;
 }
 

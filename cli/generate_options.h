@@ -34,7 +34,8 @@ struct GenerateOptions {
   int batch = 1;                   // copies of the request run at once
   std::vector<std::string> stops;  // --stop (repeatable)
   bool repack = false, no_repack = false;
-  DeviceOptions device;  // --device cpu|cuda[:N]
+  DeviceOptions device;   // --device cpu|cuda[:N]
+  std::string synthetic;  // --synthetic NAME[:TYPE] instead of --model
 
   Status validate() const;
 };

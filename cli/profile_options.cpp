@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli/flags.h"
+#include "cli/synthetic_option.h"
 
 namespace po = boost::program_options;
 
@@ -31,8 +32,9 @@ std::vector<int> parse_int_list(const std::string& s) {
 }  // namespace
 
 Status ProfileOptions::validate() const {
-  if (profile.model_path.empty() || out.empty())
-    return invalid_argument("--model and --out are required (see --help)");
+  if ((profile.model_path.empty() && synthetic.empty()) || out.empty())
+    return invalid_argument("--model (or --synthetic) and --out are required (see --help)");
+  PRIMA_RETURN_IF_ERROR(check_model_source(profile.model_path, synthetic));
   if (repack && no_repack) return invalid_argument("--repack and --no-repack exclude each other");
   if (profile.threads < 0 || profile.repeats < 1)
     return invalid_argument("--threads must be >= 0 and --repeats >= 1");
@@ -68,6 +70,7 @@ po::options_description profile_flags() {
       ("no-repack", "measure the GGUF-layout kernels (prima generate --no-repack)");
   // clang-format on
   add_device_flag(opts);
+  add_synthetic_flag(opts);
   return opts;
 }
 
@@ -88,6 +91,7 @@ ProfileOptions profile_options(const po::variables_map& vm) {
   o.no_repack = vm.count("no-repack") > 0;
   p.repack = !o.no_repack;
   o.device = device_options(vm);
+  o.synthetic = synthetic_flag(vm);
   return o;
 }
 

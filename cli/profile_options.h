@@ -22,6 +22,7 @@ struct ProfileOptions {
   std::string topology_out, scenario_out;  // "" = not written
   bool repack = false, no_repack = false;  // the flags as given
   DeviceOptions device;                    // --device cpu|cuda[:N]
+  std::string synthetic;                   // --synthetic NAME[:TYPE] instead of --model
 
   Status validate() const;
 };

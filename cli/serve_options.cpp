@@ -7,6 +7,7 @@
 
 #include "backends/sim/emulator.h"
 #include "cli/flags.h"
+#include "cli/synthetic_option.h"
 
 namespace po = boost::program_options;
 
@@ -16,10 +17,10 @@ namespace {
 // The flags of each backend, in the order their misuse is reported.
 constexpr const char* kSimOnly[] = {"scenario", "set", "speed"};
 constexpr const char* kRealOnly[] = {
-    "model",   "manifest",     "kernel-threads", "tp",
-    "pp",      "max-num-seqs", "max-model-len",  "max-num-batched-tokens",
-    "repack",  "no-repack",    "device",         "comm-timeout",
-    "replicas"};
+    "model",    "manifest",     "kernel-threads", "tp",
+    "pp",       "max-num-seqs", "max-model-len",  "max-num-batched-tokens",
+    "repack",   "no-repack",    "device",         "comm-timeout",
+    "replicas", "synthetic"};
 
 po::options_description server_flags() {
   po::options_description opts("prima serve [options]");
@@ -114,6 +115,7 @@ po::options_description real_flags() {
        "CPU build runs; the same results)");
   // clang-format on
   add_device_flag(opts);
+  add_synthetic_flag(opts);
   return opts;
 }
 
@@ -130,8 +132,9 @@ Status check_common(const ServeOptions& o) {
       return invalid_argument(fmt::format("--{} applies to --backend real only", f));
   if (o.repack && o.no_repack)
     return invalid_argument("--repack and --no-repack exclude each other");
-  if (real && o.model_path.empty())
-    return invalid_argument("--backend real needs --model FILE.gguf");
+  if (real && o.model_path.empty() && o.synthetic.empty())
+    return invalid_argument("--backend real needs --model FILE.gguf (or --synthetic NAME)");
+  if (real) PRIMA_RETURN_IF_ERROR(check_model_source(o.model_path, o.synthetic));
   for (const auto& n : o.served_names)
     if (n.empty() || n.size() > 256)
       return invalid_argument("--served-model-name: a name must be 1 to 256 characters");
@@ -206,6 +209,7 @@ ServeOptions serve_options(const po::variables_map& vm) {
   get_flag(vm, {"repack"}, &o.repack);
   get_flag(vm, {"no-repack"}, &o.no_repack);
   o.device = device_options(vm);
+  o.synthetic = synthetic_flag(vm);
   for (const auto& [name, value] : vm)
     if (!value.defaulted()) o.given.insert(name);
   return o;

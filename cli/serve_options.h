@@ -39,6 +39,7 @@ struct ServeOptions {
   bool repack = false;     // --repack given (packing is the default where the CPU has the kernels)
   bool no_repack = false;  // --no-repack: the GGUF layout
   DeviceOptions device;    // --device cpu|cuda[:N]
+  std::string synthetic;   // --synthetic NAME[:TYPE] instead of --model (real)
   // The flags given on the command line (without the "--"; a default is not "given"): each
   // must apply to the backend chosen.
   std::set<std::string> given;

@@ -14,6 +14,7 @@
 #include "cli/real_cluster_open.h"
 #include "cli/real_codec.h"
 #include "cli/serve.h"
+#include "cli/synthetic_option.h"
 
 namespace prima::cli {
 namespace {
@@ -65,8 +66,10 @@ server::ModelInfo model_info(const ServeOptions& o, const real::RealCluster& cl,
 
 }  // namespace
 
-int serve_real(const ServeOptions& o) {
+int serve_real(const ServeOptions& given) {
+  ServeOptions o = given;
   if (auto code = device_unavailable("prima serve", o.device)) return *code;
+  if (auto code = resolve_synthetic("prima serve", o.synthetic, &o.model_path)) return *code;
   int exit_code = kExitOk;
   const std::unique_ptr<real::RealCluster> cl =
       open_real_cluster(backend_options(o), o.repack, "prima serve", &exit_code);

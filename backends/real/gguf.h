@@ -122,9 +122,24 @@ class GgufWriter {
   void set_f32(const std::string& key, float v);          // written with type kF32
   void add_tensor(const std::string& name, kernels::DType type, std::vector<std::int64_t> dims,
                   const void* data, std::size_t nbytes);
+  // A tensor whose data the caller writes later into the file (see layout()); bytes() and
+  // write() write zeros for it.
+  void add_tensor_shape(const std::string& name, kernels::DType type,
+                        std::vector<std::int64_t> dims);
   Status write(const std::string& path, std::uint64_t alignment = 32) const;
   // The file's bytes (write() writes these).
   std::vector<std::uint8_t> bytes(std::uint64_t alignment = 32) const;
+
+  // Where everything goes, for writing a large file without holding its tensors in memory:
+  // the header (padded to the alignment; the tensor data starts right after it), each
+  // tensor's offset from the start of the data (in add order) and the data's total size.
+  struct Layout {
+    std::vector<std::uint8_t> header;
+    std::vector<std::uint64_t> offsets;
+    std::vector<std::uint64_t> sizes;
+    std::uint64_t data_bytes = 0;
+  };
+  Result<Layout> layout(std::uint64_t alignment = 32) const;
 
  private:
   struct Entry {
@@ -137,6 +152,7 @@ class GgufWriter {
     kernels::DType type;
     std::vector<std::int64_t> dims;
     std::vector<std::uint8_t> data;
+    bool deferred = false;  // add_tensor_shape: no data here
   };
   std::vector<Entry> kv_;
   std::vector<Tensor> tensors_;

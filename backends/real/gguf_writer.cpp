@@ -191,9 +191,10 @@ GgufType default_scalar(const GgufValue& v) {
 }
 
 // Serialises entries and tensors (the writer's private types, deduced).
+// With `layout`, only the header is written to `out` and the offsets and sizes go to `layout`.
 template <typename E, typename T>
 Status serialize(const std::vector<E>& kv, const std::vector<T>& tensors, std::uint64_t alignment,
-                 std::vector<std::uint8_t>& out) {
+                 std::vector<std::uint8_t>& out, GgufWriter::Layout* layout = nullptr) {
   if (alignment == 0 || !std::has_single_bit(alignment))
     return invalid_argument("GgufWriter: alignment " + std::to_string(alignment) +
                             " is not a power of two");
@@ -206,7 +207,7 @@ Status serialize(const std::vector<E>& kv, const std::vector<T>& tensors, std::u
       return invalid_argument("GgufWriter: duplicate tensor name '" + t.name + "'");
     Result<std::uint64_t> n = tensor_bytes(t.name, t.type, t.dims);
     if (!n.ok()) return n.status();
-    if (*n != t.data.size())
+    if (!t.deferred && *n != t.data.size())
       return invalid_argument("GgufWriter: tensor '" + t.name + "' has " +
                               std::to_string(t.data.size()) +
                               " bytes of data, its type and "
@@ -214,6 +215,7 @@ Status serialize(const std::vector<E>& kv, const std::vector<T>& tensors, std::u
                               std::to_string(*n));
     data_end = (data_end + alignment - 1) / alignment * alignment;
     offsets.push_back(data_end);
+    if (layout) layout->sizes.push_back(*n);
     data_end += *n;
   }
   std::size_t n_kv = 0;
@@ -253,6 +255,11 @@ Status serialize(const std::vector<E>& kv, const std::vector<T>& tensors, std::u
     o.put<std::uint64_t>(offsets[i]);
   }
   o.pad_to(alignment);
+  if (layout) {
+    layout->offsets = offsets;
+    layout->data_bytes = data_end;
+    return ok_status();
+  }
   const std::size_t data_start = out.size();
   out.resize(data_start + data_end, 0);
   for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -289,7 +296,7 @@ void GgufWriter::set_f32(const std::string& key, float v) {
 
 void GgufWriter::add_tensor(const std::string& name, kernels::DType type,
                             std::vector<std::int64_t> dims, const void* data, std::size_t nbytes) {
-  Tensor t{name, type, std::move(dims), {}};
+  Tensor t{name, type, std::move(dims), {}, false};
   if (data) {
     const auto* p = static_cast<const std::uint8_t*>(data);
     t.data.assign(p, p + nbytes);
@@ -297,6 +304,17 @@ void GgufWriter::add_tensor(const std::string& name, kernels::DType type,
     t.data.assign(*n, 0);
   }
   tensors_.push_back(std::move(t));
+}
+
+void GgufWriter::add_tensor_shape(const std::string& name, kernels::DType type,
+                                  std::vector<std::int64_t> dims) {
+  tensors_.push_back({name, type, std::move(dims), {}, true});
+}
+
+Result<GgufWriter::Layout> GgufWriter::layout(std::uint64_t alignment) const {
+  Layout l;
+  if (Status s = serialize(kv_, tensors_, alignment, l.header, &l); !s.ok()) return s;
+  return l;
 }
 
 std::vector<std::uint8_t> GgufWriter::bytes(std::uint64_t alignment) const {

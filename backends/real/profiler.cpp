@@ -161,7 +161,7 @@ Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
   fx->pool = std::make_unique<kernels::ThreadPool>(r->threads);
   fx->max_ctx = std::min(fx->cfg.context_length,
                          *std::max_element(opts.contexts.begin(), opts.contexts.end()));
-  const int max_seqs = 16;
+  const int max_seqs = opts.device_forward ? 64 : 16;  // step_shapes' largest batch
   fx->blocks_per_seq = (std::max(fx->max_ctx, 512) + kBlockSize - 1) / kBlockSize;
   if (opts.device_forward) {
     PRIMA_ASSIGN_OR_RETURN(
@@ -318,8 +318,10 @@ struct StepShape {
 };
 
 // The whole forward steps timed: decode at batch 1, 4, 8, 16 and short and long contexts,
-// prefill of 32-512 tokens (the first three are the profile's reference points).
-std::vector<StepShape> step_shapes(int max_ctx) {
+// prefill of 32-512 tokens (the first three are the profile's reference points); on a device
+// also decode at batch 32 and 64 at the long context and prefill of 1,024 and 2,048 tokens
+// (where the contexts measured reach them), the shapes a GPU serves.
+std::vector<StepShape> step_shapes(int max_ctx, bool device) {
   std::vector<StepShape> shapes = {
       {"decode", 1, 1, 128}, {"prefill", 1, 256, 256}, {"decode", 1, 1, max_ctx}};
   const int long_ctx = std::min(1024, max_ctx);
@@ -329,6 +331,11 @@ std::vector<StepShape> step_shapes(int max_ctx) {
   }
   for (int n : {32, 128, 512})
     if (n <= max_ctx) shapes.push_back({"prefill", 1, n, n});
+  if (device) {
+    for (int b : {32, 64}) shapes.push_back({"decode", b, 1, long_ctx});
+    for (int n : {1024, 2048})
+      if (n <= max_ctx) shapes.push_back({"prefill", 1, n, n});
+  }
   return shapes;
 }
 
@@ -457,7 +464,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& opts,
     time_attention(opts, fx, &rng, &r);
     progress("operators done (" + std::to_string(r.ops.size()) + " timings)");
   }
-  const std::vector<StepShape> shapes = step_shapes(fx.max_ctx);
+  const std::vector<StepShape> shapes = step_shapes(fx.max_ctx, fx.dev != nullptr);
   PRIMA_RETURN_IF_ERROR(time_steps(opts, fx, shapes, &r, progress));
   time_sampling(opts, fx, &rng, &r, progress);
   PRIMA_RETURN_IF_ERROR(fit_steps(fx, shapes, &r));

@@ -156,6 +156,32 @@ TEST(GgufRoundTrip, DefaultAlignmentZeroTensorsAndNullData) {
   for (std::size_t i = 0; i < t->nbytes; ++i) EXPECT_EQ(t->data[i], 0);
 }
 
+// A layout's header followed by the tensors at its offsets is the file bytes() writes.
+TEST(GgufWriter, LayoutIsTheFileWithoutItsData) {
+  GgufWriter w;
+  w.set("k", std::string("v"));
+  const std::vector<std::uint8_t> a(40, 7), c(6, 9);
+  w.add_tensor("a", DType::kQ4_1, {64}, a.data(), a.size());
+  w.add_tensor_shape("b", DType::kF16, {3, 5});
+  w.add_tensor("c", DType::kF16, {3}, c.data(), c.size());
+  auto lay = w.layout(64);
+  ASSERT_TRUE(lay.ok()) << lay.status().message();
+  ASSERT_EQ(lay->offsets.size(), 3u);
+  EXPECT_EQ(lay->sizes, (std::vector<std::uint64_t>{40, 30, 6}));
+  EXPECT_EQ(lay->header.size() % 64, 0u);
+  std::vector<std::uint8_t> file = lay->header;
+  file.resize(lay->header.size() + lay->data_bytes, 0);
+  std::copy(a.begin(), a.end(), file.begin() + lay->header.size() + lay->offsets[0]);
+  std::copy(c.begin(), c.end(), file.begin() + lay->header.size() + lay->offsets[2]);
+  EXPECT_EQ(file, w.bytes(64));  // the deferred tensor is zeros there
+  auto r = parse_gguf(file.data(), file.size(), "mem");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)->tensor("b")->nbytes, 30u);
+  GgufWriter bad;
+  bad.add_tensor_shape("q", DType::kQ8_0, {33});
+  EXPECT_FALSE(bad.layout().ok());  // not a whole number of blocks
+}
+
 TEST(GgufWriter, RejectsInvalidInput) {
   auto fails = [](const GgufWriter& w, const std::string& what, std::uint64_t align = 32) {
     EXPECT_TRUE(w.bytes(align).empty()) << what;

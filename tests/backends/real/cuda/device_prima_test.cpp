@@ -6,6 +6,7 @@
 // are the CPU path's, for quantized (Q4_1, Q8_0) and dense (F16, BF16) weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -108,7 +109,12 @@ TEST(DeviceParallelEmu, ProfileMeasuresTheGpuForwardPass) {
   EXPECT_EQ(meas["kernels"], "cuda");
   EXPECT_TRUE(meas["operators"].empty());  // no CPU operator timed for a device
   EXPECT_GE(meas["steps"].size(), 8u);
-  for (const auto& s : meas["steps"]) EXPECT_GT(s["seconds"].get<double>(), 0) << s.dump();
+  int batch64 = 0;  // a device's profile adds decode at batch 32 and 64
+  for (const auto& s : meas["steps"]) {
+    EXPECT_GT(s["seconds"].get<double>(), 0) << s.dump();
+    batch64 += s["kind"] == "decode" && s["seqs"] == 64;
+  }
+  EXPECT_EQ(batch64, 1) << meas["steps"].dump();
   EXPECT_GT(meas["read_bandwidth_GBps"].get<double>(), 0);
   EXPECT_NE(p["source"].get<std::string>().find("device-to-device copy"), std::string::npos)
       << p["source"];
@@ -117,6 +123,24 @@ TEST(DeviceParallelEmu, ProfileMeasuresTheGpuForwardPass) {
             std::string::npos);
   const auto sim = run_prima("simulate " + dir + "/s.json --no-files -q");
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
+}
+
+// Synthetic models of real shapes (--synthetic): the emulated device reads the same file as
+// the CPU path and gives its greedy ids, for BF16 (the dense GEMM) and Q4_1 weights, and for
+// SmolLM2-135M's shape (30 layers, 9 heads over 3 KV heads) in BF16.
+TEST(DeviceParallelEmu, SyntheticModelsGiveTheCpuIds) {
+  setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_synthetic").c_str(), 1);
+  for (const char* spec : {"tiny:bf16", "tiny:q4_1", "smollm2-135m:bf16"}) {
+    const std::string gen = std::string("generate --synthetic ") + spec +
+                            " --prompt 'The capital of France is' --ids --max-tokens 6";
+    const auto cpu = run_prima(gen + " --device cpu");
+    ASSERT_EQ(cpu.exit_code, 0) << spec << ": " << cpu.err;
+    const auto dev = run_prima(gen + " --device cuda-emu");
+    ASSERT_EQ(dev.exit_code, 0) << spec << ": " << dev.err;
+    EXPECT_EQ(dev.out, cpu.out) << spec;
+    EXPECT_EQ(std::count(cpu.out.begin(), cpu.out.end(), ' '), 5) << spec << ": " << cpu.out;
+  }
+  unsetenv("PRIMA_SYNTHETIC_DIR");
 }
 
 // cuda:N names one GPU; a job of several ranks takes one GPU per rank (plain cuda).
