@@ -7,24 +7,26 @@
 
 namespace prima::cli {
 
-DeviceForwardMaker device_forward(const real::DeviceSpec& d) {
+DeviceForwardMaker device_forward(const real::DeviceSpec& d, bool fp8_weights) {
   switch (d.kind) {
     case real::DeviceKind::kCpu:
       break;
     case real::DeviceKind::kCuda:
 #if defined(PRIMA_HAVE_CUDA)
-      return [d](const real::LlamaWeights& w, int blocks, int block_size,
-                 const real::RankJob& job) -> Result<std::unique_ptr<real::StepForward>> {
-        PRIMA_ASSIGN_OR_RETURN(const int index, real::device_for_rank(d));
-        return real::cuda::make_step_forward(w, blocks, block_size, index, job);
-      };
+      return
+          [d, fp8_weights](const real::LlamaWeights& w, int blocks, int block_size,
+                           const real::RankJob& job) -> Result<std::unique_ptr<real::StepForward>> {
+            PRIMA_ASSIGN_OR_RETURN(const int index, real::device_for_rank(d));
+            return real::cuda::make_step_forward(w, blocks, block_size, index, job, fp8_weights);
+          };
 #else
       break;
 #endif
     case real::DeviceKind::kCudaEmu:
 #if defined(PRIMA_HAVE_CUDA_EMU)
-      return [](const real::LlamaWeights& w, int blocks, int block_size, const real::RankJob& job) {
-        return real::cuda_emu::make_step_forward(w, blocks, block_size, 0, job);
+      return [fp8_weights](const real::LlamaWeights& w, int blocks, int block_size,
+                           const real::RankJob& job) {
+        return real::cuda_emu::make_step_forward(w, blocks, block_size, 0, job, fp8_weights);
       };
 #else
       break;

@@ -12,7 +12,15 @@ namespace po = boost::program_options;
 namespace prima::cli {
 
 Status DeviceOptions::validate() const {
-  return real::parse_device(text).status();
+  PRIMA_ASSIGN_OR_RETURN(const real::DeviceSpec d, real::parse_device(text));
+  if (!quantization.empty() && quantization != "fp8")
+    return invalid_argument("--quantization " + quantization +
+                            ": the one quantization applied at load is fp8");
+  if (fp8() && d.kind == real::DeviceKind::kCpu)
+    return invalid_argument(
+        "--quantization fp8 runs on a device (--device cuda[:N] or cuda-emu): the CPU path has "
+        "no FP8 kernels");
+  return ok_status();
 }
 
 real::DeviceSpec DeviceOptions::spec() const {
@@ -38,11 +46,18 @@ void add_device_flag(po::options_description& opts) {
       "range) it fails at once with the reason, exit 2. cuda-emu runs the same GPU kernels on "
       "the CPU execution layer (every CUDA thread a fiber): for checks where no GPU is, far "
       "slower than cpu");
+  opts.add_options()(
+      "quantization", po::value<std::string>(),
+      "fp8: run the layers' F16/BF16 weight matrices as FP8 E4M3 with a per-tensor scale, "
+      "quantized on the device at load, their activations per tensor each step (cuBLASLt's "
+      "FP8 GEMM; sm_89 and later: Ada, Hopper); the embedding and LM head stay as they are. "
+      "--device cuda[:N] or cuda-emu only");
 }
 
 DeviceOptions device_options(const po::variables_map& vm) {
   DeviceOptions d;
   get_flag(vm, {"device"}, &d.text);
+  get_flag(vm, {"quantization"}, &d.quantization);
   return d;
 }
 

@@ -19,6 +19,8 @@ namespace prima::cli {
 
 struct DeviceOptions {
   std::string text = "cpu";  // --device as given
+  std::string quantization;  // --quantization: "" (the file's types) or "fp8"
+  bool fp8() const { return quantization == "fp8"; }
 
   // invalid_argument naming --device and the valid forms when the text does not parse.
   Status validate() const;
@@ -29,7 +31,7 @@ struct DeviceOptions {
   Status check_parallelism(int tp, int pp) const;
 };
 
-// Adds --device to `opts`.
+// Adds --device and --quantization to `opts`.
 void add_device_flag(boost::program_options::options_description& opts);
 // --device's value from the parsed flags.
 DeviceOptions device_options(const boost::program_options::variables_map& vm);
@@ -40,6 +42,7 @@ std::optional<int> device_unavailable(const char* command, const DeviceOptions& 
 
 // RealBackendOptions::device_forward for the device: empty for the CPU (cli/device_forward.cpp).
 using DeviceForwardMaker = decltype(real::RealBackendOptions::device_forward);
-DeviceForwardMaker device_forward(const real::DeviceSpec& d);
+// fp8_weights: --quantization fp8 (the layers' F16/BF16 matrices as FP8 E4M3 on the device).
+DeviceForwardMaker device_forward(const real::DeviceSpec& d, bool fp8_weights = false);
 
 }  // namespace prima::cli

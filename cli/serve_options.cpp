@@ -20,7 +20,7 @@ constexpr const char* kRealOnly[] = {
     "model",    "manifest",     "kernel-threads", "tp",
     "pp",       "max-num-seqs", "max-model-len",  "max-num-batched-tokens",
     "repack",   "no-repack",    "device",         "comm-timeout",
-    "replicas", "synthetic"};
+    "replicas", "synthetic",    "quantization"};
 
 po::options_description server_flags() {
   po::options_description opts("prima serve [options]");

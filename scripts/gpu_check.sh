@@ -10,8 +10,17 @@
 # summary to $OUT/gpu_check.json when OUT is set (else to the build directory). Warnings are
 # not errors here (another machine's compiler must not stop the device checks); CI holds the
 # host code to -Werror.
+# Where .gpu-bundle/prima-bundle.tar.xz is (scripts/gpu_bundle.sh packs the prima binary of a
+# CUDA build made elsewhere, with its libraries), it then runs the GPU forward pass's checks and
+# figures with it (scripts/gpu_forward_check.py): SmolLM2-135M's shape with random weights
+# (BF16, Q4_1, Q8_0) giving the CPU path's ids on the GPU, and `prima profile --device cuda:0`
+# on Llama 3 8B's shape in BF16 (decode at batch 1 and 64, prefill of 2,048 tokens, against the
+# GPU's peaks); the JSON's "forward" holds them.
 #   bash scripts/gpu_check.sh                    # build + run (a few minutes on 16 cores)
 #   PRIMA_GPU_CHECK_BUILD_ONLY=1 bash scripts/gpu_check.sh   # configure + build only
+#   PRIMA_GPU_CHECK_FORWARD_ONLY=1 PRIMA_GPU_FORWARD_DEVICE=cuda-emu \
+#     PRIMA_GPU_FORWARD_ARGS="--token-models tiny:bf16 --big tiny:bf16 --contexts 128" \
+#     bash scripts/gpu_check.sh                  # the forward stage alone (here: emulated)
 # Exit: 0 all passed, 1 a check or the build failed, 77 built but no CUDA device to run on.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +43,11 @@ write_json() {
     echo "  \"configure_s\": ${configure_s:-0}, \"build_s\": ${build_s:-0}, \"run_s\": ${run_s:-0},"
     echo "  \"ctest_gpu\": \"${ctest_gpu:-not run}\","
     echo "  \"power\": ${power_json:-null},"
+    if [ -n "${forward_json:-}" ] && [ -s "$forward_json" ]; then
+      echo "  \"forward\": $(cat "$forward_json"),"
+    else
+      echo "  \"forward\": \"${forward_status:-not run}\","
+    fi
     if [ -n "$checks_file" ] && [ -s "$checks_file" ]; then
       echo "  \"result\": $(cat "$checks_file")"
     else
@@ -44,6 +58,47 @@ write_json() {
   echo "gpu_check: $status (configure ${configure_s:-0} s, build ${build_s:-0} s," \
     "run ${run_s:-0} s); JSON summary: $JSON"
 }
+
+# The GPU forward pass's stage: the bundle's prima (scripts/gpu_bundle.sh) on
+# $PRIMA_GPU_FORWARD_DEVICE (cuda:0), CUDA's libraries from this machine's toolkit.
+run_forward() {
+  local tarball=${PRIMA_GPU_BUNDLE:-.gpu-bundle/prima-bundle.tar.xz}
+  if [ ! -f "$tarball" ]; then
+    forward_status="not run: no $tarball (scripts/gpu_bundle.sh makes it on a machine that builds prima)"
+    echo "gpu_check: forward pass $forward_status"
+    return 0
+  fi
+  local dir=$BUILD/bundle libs=""
+  rm -rf "$dir" && mkdir -p "$dir" && tar -C "$dir" -xJf "$tarball"
+  for lib in libcudart.so.13 libcublasLt.so.13; do
+    local found
+    found=$(find /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/local/cuda*/lib* /usr/lib \
+      /opt /usr/local/lib -name "$lib*" 2>/dev/null | head -1)
+    [ -n "$found" ] && libs="$libs:$(dirname "$found")"
+  done
+  export LD_LIBRARY_PATH="$dir/lib$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local missing
+  missing=$(ldd "$dir/prima" | grep "not found" | awk '{print $1}' | tr '\n' ' ')
+  if [ -n "$missing" ]; then
+    forward_status="failed: the bundle's prima (commit $(cat "$dir/COMMIT")) lacks $missing"
+    echo "gpu_check: forward pass $forward_status"
+    return 1
+  fi
+  forward_json=$BUILD/forward.json
+  # shellcheck disable=SC2086
+  python3 scripts/gpu_forward_check.py --prima "$dir/prima" \
+    --device "${PRIMA_GPU_FORWARD_DEVICE:-cuda:0}" --out-dir "$BUILD/forward" \
+    --json "$forward_json" ${PRIMA_GPU_FORWARD_ARGS:-}
+}
+
+if [ "${PRIMA_GPU_CHECK_FORWARD_ONLY:-0}" = 1 ]; then
+  t2=$(date +%s)
+  run_forward
+  rc=$?
+  run_s=$(($(date +%s) - t2))
+  write_json "$([ $rc -eq 0 ] && echo passed || echo failed)"
+  exit $rc
+fi
 
 t0=$(date +%s)
 GEN=()
@@ -91,6 +146,9 @@ if [ -x "$BUILD/tests/gpu/prima_gpu_tests" ] && [ $rc -ne 77 ]; then
     [ $rc -eq 0 ] && rc=1
   fi
   tail -3 "$BUILD/ctest_gpu.log"
+fi
+if [ $rc -ne 77 ]; then
+  run_forward || rc=1
 fi
 run_s=$(($(date +%s) - t2))
 if [ -n "$idle_w" ]; then

@@ -144,6 +144,24 @@ double predict(const ProfileResult& r, const perf::Efficiency& e, const BatchSha
   return cm.step_time_s(b, none, none);
 }
 
+// The cost model's quantization of the model's weights, by its FFN down projection's type (the
+// largest matrices): BF16, F16, Q8_0 (8-bit weights and activations: W8A8), else W4A16.
+model::Quantization quantization_of(const GgufFile& f) {
+  const TensorInfo* t = f.tensor("blk.0.ffn_down.weight");
+  if (!t) return model::Quantization::kW4A16;
+  switch (t->type) {
+    case kernels::DType::kBF16:
+      return model::Quantization::kBF16;
+    case kernels::DType::kF16:
+    case kernels::DType::kF32:
+      return model::Quantization::kFP16;
+    case kernels::DType::kQ8_0:
+      return model::Quantization::kW8A8;
+    default:
+      return model::Quantization::kW4A16;
+  }
+}
+
 // The model's file, weights (repacked or not), a thread pool, and the forward pass over a KV
 // cache for 16 sequences of the longest context measured: the device's own (--device), or a
 // CPU cache with every page touched.
@@ -154,6 +172,7 @@ Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
   PRIMA_ASSIGN_OR_RETURN(fx->cfg, read_llama_config(*fx->file));
   PRIMA_ASSIGN_OR_RETURN(fx->w, LlamaWeights::bind(*fx->file, fx->cfg, ShardSpec{}, opts.repack));
   r->model_file = opts.model_path;
+  r->quantization = quantization_of(*fx->file);
   r->repeats = opts.repeats;
   r->threads = opts.threads > 0
                    ? opts.threads
@@ -519,6 +538,15 @@ perf::Profile to_profile(const ProfileResult& r) {
   return p;
 }
 
+namespace {
+// Parameters of the transformer layers (the matrices every token multiplies by).
+double layer_params(const model::ModelSpec& m) {
+  double n = 0;
+  for (int l = 0; l < m.layers; ++l) n += m.layer_params(l);
+  return n;
+}
+}  // namespace
+
 nlohmann::json profile_to_json(const ProfileResult& r) {
   using nlohmann::json;
   json ops = json::array();
@@ -549,6 +577,15 @@ nlohmann::json profile_to_json(const ProfileResult& r) {
                        {"peak_gflops", r.peak_flops / 1e9},
                        {"dispatch_us", r.dispatch_s * 1e6},
                        {"model", r.model.name},
+                       {"model_shape",
+                        {{"layers", r.model.layers},
+                         {"hidden", r.model.hidden},
+                         {"heads", r.model.heads},
+                         {"kv_heads", r.model.kv_heads},
+                         {"head_dim", r.model.head_dim},
+                         {"ffn", r.model.ffn},
+                         {"vocab", r.model.vocab},
+                         {"layer_params", layer_params(r.model)}}},
                        {"model_file", r.model_file},
                        {"quantization", model::quantization_name(r.quantization)},
                        {"operators", ops},

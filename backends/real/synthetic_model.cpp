@@ -151,7 +151,7 @@ const std::vector<SyntheticShape>& synthetic_shapes() {
        "Mistral 7B v0.1 (no sliding window)"},
       {"smollm2-135m", 30, 576, 9, 3, 1536, 49152, 8192, 100000.f, 1e-5f, true,
        "HuggingFace SmolLM2-135M"},
-      {"tiny", 2, 256, 4, 2, 512, 512, 1024, 10000.f, 1e-5f, true, "a 2-layer test model"},
+      {"tiny", 2, 256, 4, 2, 512, 512, 4096, 10000.f, 1e-5f, true, "a 2-layer test model"},
   };
   return shapes;
 }

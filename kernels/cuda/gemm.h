@@ -1,7 +1,9 @@
 // The dense GEMM of the linear layers behind one interface: Y = alpha * X W^T in the row-major
 // shapes of kernels/cpu/matmul.h (X is m x k, m tokens; W is n x k, n output features, the
-// GGUF layout; Y is m x n), inputs FP16 or BF16 (or F32 for the reference), accumulation in
-// float, Y in the inputs' type or float. Two implementations:
+// GGUF layout; Y is m x n), inputs FP16 or BF16 (or F32 for the reference), or FP8 E4M3 with a
+// per-tensor scale each (x_scale, w_scale: device floats; Y = alpha * x_scale * w_scale * the
+// codes' product, cuBLASLt's A/B scale pointers; sm_89 and later on devices), accumulation in
+// float, Y in the inputs' type or float (FP8: F32, F16 or BF16). Two implementations:
 //   LtGemm (gemm_lt.h)      cuBLASLt, on devices;
 //   ReferenceGemm (here)    one plain kernel (gemm_ref.cu), the same on devices and on the CPU
 //                           execution layer, where it is what make_gemm() gives.
@@ -16,13 +18,15 @@
 
 namespace prima::cuda {
 
-enum class GemmType { kF16, kBF16, kF32 };
+enum class GemmType { kF16, kBF16, kF32, kFP8E4M3 };
 
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;
-  GemmType in = GemmType::kF16;   // X and W
-  GemmType out = GemmType::kF32;  // Y: the inputs' type or kF32
-  float alpha = 1.0f;             // the epilogue's scale (a dequantization scale, 1/sqrt(d))
+  GemmType in = GemmType::kF16;    // X and W
+  GemmType out = GemmType::kF32;   // Y: the inputs' type or kF32
+  float alpha = 1.0f;              // the epilogue's scale (a dequantization scale, 1/sqrt(d))
+  const float* x_scale = nullptr;  // FP8 inputs: the per-tensor scales (device)
+  const float* w_scale = nullptr;
 };
 
 class Gemm {

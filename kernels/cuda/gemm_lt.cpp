@@ -23,6 +23,8 @@ cudaDataType_t data_type(GemmType t) {
       return CUDA_R_16F;
     case GemmType::kBF16:
       return CUDA_R_16BF;
+    case GemmType::kFP8E4M3:
+      return CUDA_R_8F_E4M3;
     case GemmType::kF32:
       break;
   }
@@ -98,6 +100,13 @@ std::string LtGemm::run(const GemmShape& s, const void* x, const void* w, void* 
   const cublasOperation_t trans = CUBLAS_OP_T;
   st = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans);
   if (st != CUBLAS_STATUS_SUCCESS) return lt_error("cublasLtMatmulDescSetAttribute", st);
+  if (s.in == GemmType::kFP8E4M3) {  // A is W, B is X
+    if ((st = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &s.w_scale,
+                                             sizeof s.w_scale)) != CUBLAS_STATUS_SUCCESS ||
+        (st = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &s.x_scale,
+                                             sizeof s.x_scale)) != CUBLAS_STATUS_SUCCESS)
+      return lt_error("cublasLtMatmulDescSetAttribute (FP8 scales)", st);
+  }
   // Column-major: A = W as k x n (ld k), transposed; B = X^T as k x m (ld k); C = Y^T n x m.
   if ((st = cublasLtMatrixLayoutCreate(&d.a, in, s.k, s.n, s.k)) != CUBLAS_STATUS_SUCCESS ||
       (st = cublasLtMatrixLayoutCreate(&d.b, in, s.k, s.m, s.k)) != CUBLAS_STATUS_SUCCESS ||

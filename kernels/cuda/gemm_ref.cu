@@ -3,6 +3,7 @@
 // so it runs wherever the kernels run; a yardstick, not a fast path. Also check_shape.
 #include <cuda_runtime.h>
 
+#include "kernels/cuda/fp8_e4m3.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/half_math.h"
 #include "kernels/cuda/launch.h"
@@ -19,6 +20,8 @@ __device__ float load(const void* p, std::int64_t i, GemmType t) {
       return half_to_float(static_cast<const std::uint16_t*>(p)[i]);
     case GemmType::kBF16:
       return bfloat_to_float(static_cast<const std::uint16_t*>(p)[i]);
+    case GemmType::kFP8E4M3:
+      return fp8_e4m3_decode(static_cast<const std::uint8_t*>(p)[i]);
     case GemmType::kF32:
       break;
   }
@@ -34,6 +37,7 @@ __device__ void store(void* p, std::int64_t i, GemmType t, float v) {
       static_cast<std::uint16_t*>(p)[i] = float_to_bfloat(v);
       return;
     case GemmType::kF32:
+    case GemmType::kFP8E4M3:  // never an output (check_shape)
       break;
   }
   static_cast<float*>(p)[i] = v;
@@ -41,13 +45,14 @@ __device__ void store(void* p, std::int64_t i, GemmType t, float v) {
 
 __global__ void gemm_ref_kernel(GemmShape s, const void* x, const void* w, void* y) {
   const std::int64_t total = s.m * s.n;
+  const float scale = s.in == GemmType::kFP8E4M3 ? s.alpha * *s.x_scale * *s.w_scale : s.alpha;
   for (std::int64_t o = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < total;
        o += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t i = o / s.n, j = o % s.n;
     float acc = 0.0f;
     for (std::int64_t c = 0; c < s.k; ++c)
       acc = fmaf(load(x, i * s.k + c, s.in), load(w, j * s.k + c, s.in), acc);
-    store(y, o, s.out, s.alpha * acc);
+    store(y, o, s.out, scale * acc);
   }
 }
 
@@ -55,6 +60,12 @@ __global__ void gemm_ref_kernel(GemmShape s, const void* x, const void* w, void*
 
 std::string check_shape(const GemmShape& s, bool allow_f32_inputs) {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return "empty shape";
+  if (s.in == GemmType::kFP8E4M3) {
+    if (s.out == GemmType::kFP8E4M3) return "unsupported types: FP8 inputs give F32, F16 or BF16";
+    if (!s.x_scale || !s.w_scale) return "FP8 inputs need both per-tensor scales";
+    if (s.k % 16 != 0) return "FP8 inputs need k a multiple of 16";
+    return "";
+  }
   if ((s.in == GemmType::kF32 && !allow_f32_inputs) || (s.out != s.in && s.out != GemmType::kF32))
     return "unsupported types: inputs must be F16 or BF16, the output the inputs' type or F32";
   return "";

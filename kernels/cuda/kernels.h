@@ -87,6 +87,15 @@ cudaError_t add_inplace(float* y, const float* x, std::int64_t n, cudaStream_t s
 cudaError_t place_columns(const float* local, std::int64_t tokens, std::int64_t cols, int parts,
                           int part, float* full, cudaStream_t stream);
 
+// *amax (device) = the largest magnitude of x[0..n) (F32, F16 or BF16 values) as a float's
+// bits; the call zeroes it first.
+cudaError_t fp8_amax(kernels::DType type, const void* x, std::int64_t n, unsigned* amax,
+                     cudaStream_t stream);
+// y[i] = the FP8 E4M3 code of x[i] / scale, scale = fp8_e4m3_scale(amax) (fp8_e4m3.h; amax
+// from fp8_amax), which is also stored at *scale when scale is not null (device pointers).
+cudaError_t to_fp8(kernels::DType type, const void* x, std::int64_t n, const unsigned* amax,
+                   std::uint8_t* y, float* scale, cudaStream_t stream);
+
 // *index = the index of the largest of x[0..n) (the lowest on ties, NaN never chosen unless
 // all are NaN: then 0), as the CPU sampler's argmax. One block; n up to 2^31 - 1.
 cudaError_t argmax(const float* x, std::int64_t n, int* index, cudaStream_t stream);

@@ -4,6 +4,7 @@ set(PRIMA_CUDA_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/kernels/cuda/argmax.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/attention.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/embed.cu
+  ${CMAKE_SOURCE_DIR}/kernels/cuda/fp8_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/gemm_ref.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/gemv_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/matmul_quant.cu

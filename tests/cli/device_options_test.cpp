@@ -59,6 +59,28 @@ TEST(DeviceOptions, BadValuesAreRefusedNamingTheFlag) {
 
 // A job of several ranks runs one rank per GPU: plain cuda (each rank its local rank's GPU) and
 // cuda-emu take --tp/--pp; cuda:N, one named GPU, does not.
+// --quantization fp8 needs a device, and fp8 is the one value.
+TEST(DeviceOptions, QuantizationIsFp8OnADevice) {
+  const auto ok = parse(
+      generate_flags(),
+      {"--model", "m.gguf", "--prompt", "hi", "--device", "cuda-emu", "--quantization", "fp8"},
+      generate_options);
+  EXPECT_TRUE(ok.validate().ok()) << ok.validate().message();
+  EXPECT_TRUE(ok.device.fp8());
+  const auto cpu =
+      parse(generate_flags(), {"--model", "m.gguf", "--prompt", "hi", "--quantization", "fp8"},
+            generate_options);
+  EXPECT_TRUE(refused(cpu.validate(), "--quantization fp8 runs on a device"));
+  const auto bad = parse(
+      profile_flags(),
+      {"--model", "m.gguf", "--out", "o.json", "--device", "cuda:0", "--quantization", "int4"},
+      profile_options);
+  EXPECT_TRUE(refused(bad.validate(), "--quantization int4: the one quantization"));
+  const auto sim =
+      parse(serve_flags(), {"--backend", "sim", "--quantization", "fp8"}, serve_options);
+  EXPECT_TRUE(refused(sim.validate(), "--quantization applies to --backend real only"));
+}
+
 TEST(DeviceOptions, SeveralRanksTakeOneGpuEach) {
   const auto named =
       parse(serve_flags(), {"--backend", "real", "--model", "m", "--device", "cuda:0", "--tp", "2"},

@@ -45,8 +45,9 @@ TEST(GenerateOptions, EachBadValueNamesTheFlag) {
   };
   const std::vector<Case> cases = {
       {[](GenerateOptions* o) { o->backend.model_path.clear(); },
-       "--model and --prompt are required"},
-      {[](GenerateOptions* o) { o->prompt.reset(); }, "--model and --prompt are required"},
+       "--model (or --synthetic) and --prompt are required"},
+      {[](GenerateOptions* o) { o->prompt.reset(); },
+       "--model (or --synthetic) and --prompt are required"},
       {[](GenerateOptions* o) { o->max_tokens = 0; }, "--max-tokens must be >= 1, got 0"},
       {[](GenerateOptions* o) { o->temperature = -1; }, "--temperature must be >= 0, got -1"},
       {[](GenerateOptions* o) { o->top_k = -1; }, "--top-k must be >= 0, got -1"},

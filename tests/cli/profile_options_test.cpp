@@ -66,7 +66,8 @@ TEST(ProfileOptions, EachBadValueNamesTheFlag) {
     EXPECT_TRUE(refused(parsed(args).validate(), c.want));
   }
   for (const Args& args : {Args{"--model", "m.gguf"}, Args{"--out", "p.json"}}) {
-    EXPECT_TRUE(refused(parsed(args).validate(), "--model and --out are required"));
+    EXPECT_TRUE(
+        refused(parsed(args).validate(), "--model (or --synthetic) and --out are required"));
   }
 }
 

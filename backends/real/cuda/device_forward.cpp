@@ -26,7 +26,8 @@ DeviceForward::~DeviceForward() {
 }
 
 Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights& w, int num_blocks,
-                                                             int block_size, Parallel par) {
+                                                             int block_size, Parallel par,
+                                                             bool fp8_weights) {
   const RankLayout& l = par.layout;
   if (w.shard().tp != l.tp || w.shard().tp_rank != l.tp_rank())
     return invalid_argument("the weights are TP rank " + std::to_string(w.shard().tp_rank) +
@@ -39,7 +40,7 @@ Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights&
     return invalid_argument("the KV cache needs at least one block of at least one token");
   std::unique_ptr<DeviceForward> f(new DeviceForward(w, num_blocks, block_size, std::move(par)));
   PRIMA_CUDA_OK(cudaStreamCreate(&f->stream_), "cudaStreamCreate");
-  PRIMA_ASSIGN_OR_RETURN(f->weights_, DeviceWeights::upload(w, f->stream_));
+  PRIMA_ASSIGN_OR_RETURN(f->weights_, DeviceWeights::upload(w, f->stream_, fp8_weights));
   const LlamaConfig& c = w.config();
   const std::size_t kv_bytes = 2 * sizeof(std::uint16_t) * std::size_t(w.num_layers()) *
                                std::size_t(num_blocks) * std::size_t(block_size) *
@@ -82,12 +83,35 @@ Status DeviceForward::upload_step(const StepInput& s) {
 
 Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y,
                              const char* what) {
-  if (m.type == kernels::DType::kF16 || m.type == kernels::DType::kBF16) {
-    if (!gemm_) {
-      std::string error;
-      gemm_ = p_cuda::make_gemm(&error);
-      if (!gemm_) return internal_error("the dense GEMM for F16/BF16 weights: " + error);
-    }
+  const bool dense = m.type == kernels::DType::kF16 || m.type == kernels::DType::kBF16;
+  if (dense && !gemm_) {
+    std::string error;
+    gemm_ = p_cuda::make_gemm(&error);
+    if (!gemm_) return internal_error("the dense GEMM for F16/BF16/FP8 weights: " + error);
+  }
+  if (m.fp8) {
+    const std::int64_t n = T * m.cols;
+    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(n), "activations"));
+    PRIMA_RETURN_IF_ERROR(amax_.reserve(sizeof(unsigned), "the activations' amax"));
+    PRIMA_RETURN_IF_ERROR(xscale_.reserve(sizeof(float), "the activations' scale"));
+    PRIMA_CUDA_OK(p_cuda::fp8_amax(kernels::DType::kF32, x, n, amax_.as<unsigned>(), stream_),
+                  std::string("fp8_amax (") + what + ")");
+    PRIMA_CUDA_OK(p_cuda::to_fp8(kernels::DType::kF32, x, n, amax_.as<unsigned>(),
+                                 xq_.as<std::uint8_t>(), xscale_.as<float>(), stream_),
+                  std::string("to_fp8 (") + what + ")");
+    p_cuda::GemmShape g;
+    g.m = T;
+    g.n = m.rows;
+    g.k = m.cols;
+    g.in = p_cuda::GemmType::kFP8E4M3;
+    g.out = p_cuda::GemmType::kF32;
+    g.x_scale = xscale_.as<const float>();
+    g.w_scale = m.scale;
+    if (std::string e = gemm_->run(g, xq_.as<void>(), m.data, y, stream_); !e.empty())
+      return internal_error(std::string(gemm_->name()) + " FP8 GEMM (" + what + "): " + e);
+    return ok_status();
+  }
+  if (dense) {
     PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols) * 2, "activations"));
     PRIMA_CUDA_OK(p_cuda::to_half(m.type, x, xq_.as<void>(), T * m.cols, stream_),
                   std::string("to_half (") + what + ")");
@@ -260,11 +284,15 @@ Result<DeviceFacts> DeviceForward::measure_device(int repeats) {
 
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job) {
+                                                       const RankJob& job, bool fp8_weights) {
   PRIMA_CUDA_OK(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   cudaDeviceProp p{};
   PRIMA_CUDA_OK(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
   const bool emulated = std::string(p.name).rfind("prima CUDA emulator", 0) == 0;
+  if (fp8_weights && p.major * 10 + p.minor < 89)
+    return invalid_argument("--quantization fp8: " + std::string(p.name) + " is sm_" +
+                               std::to_string(p.major * 10 + p.minor) +
+                               ", and FP8 tensor cores need sm_89 or later (Ada, Hopper)");
   DeviceForward::Parallel par;
   par.layout = job.layout;
   const char* env = std::getenv("PRIMA_DEVICE_COMM");
@@ -288,8 +316,9 @@ Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, in
     PRIMA_ASSIGN_OR_RETURN(par.tp, make(job.tp_group));
   }
   const std::string comm = par.tp ? par.tp->name() : par.pp ? par.pp->name() : "";
-  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<DeviceForward> f,
-                         DeviceForward::create(w, num_blocks, block_size, std::move(par)));
+  PRIMA_ASSIGN_OR_RETURN(
+      std::unique_ptr<DeviceForward> f,
+      DeviceForward::create(w, num_blocks, block_size, std::move(par), fp8_weights));
   f->device_ =
       (emulated ? std::string("cuda-emu") : "cuda:" + std::to_string(device)) + " (" + p.name + ")";
   if (!comm.empty())

@@ -43,9 +43,12 @@ class DeviceForward final : public StepForward {
     std::unique_ptr<DeviceComm> tp, pp;
   };
   // Uploads `w` to the current device and reserves the KV cache; `w` must outlive the result.
-  // `w`'s shard must be par.layout's (its TP degree and rank, its stage's layers).
+  // `w`'s shard must be par.layout's (its TP degree and rank, its stage's layers). With
+  // fp8_weights the layers' F16/BF16 matrices run as FP8 E4M3 (DeviceWeights::upload), their
+  // activations quantized per tensor each step (fp8_amax, to_fp8) for the FP8 GEMM.
   static Result<std::unique_ptr<DeviceForward>> create(const LlamaWeights& w, int num_blocks,
-                                                       int block_size, Parallel par = {});
+                                                       int block_size, Parallel par = {},
+                                                       bool fp8_weights = false);
   ~DeviceForward() override;
   DeviceForward(const DeviceForward&) = delete;
   DeviceForward& operator=(const DeviceForward&) = delete;
@@ -67,7 +70,8 @@ class DeviceForward final : public StepForward {
  private:
   friend Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w,
                                                                 int num_blocks, int block_size,
-                                                                int device, const RankJob& job);
+                                                                int device, const RankJob& job,
+                                                                bool fp8_weights);
   DeviceForward(const LlamaWeights& w, int num_blocks, int block_size, Parallel par);
   Status upload_step(const StepInput& s);
   Status layer(int l, std::int64_t T);
@@ -90,7 +94,8 @@ class DeviceForward final : public StepForward {
   // lengths), the block tables, and the activations.
   DeviceBuffer ids_, pos_, slots_, table_off_, ctx_, tables_, rows_;
   DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, scores_, logits_;
-  DeviceBuffer full_, part_;  // TP: a gathered input and a rank's slice of an output
+  DeviceBuffer full_, part_;    // TP: a gathered input and a rank's slice of an output
+  DeviceBuffer amax_, xscale_;  // FP8 weights: the activations' amax and scale
   std::int64_t max_ctx_ = 0;
 };
 
@@ -98,8 +103,9 @@ class DeviceForward final : public StepForward {
 // naming the device (cudaGetDeviceProperties). For a job of several ranks (job.layout), the
 // transfers are NCCL's on devices and host-staged over job.world / job.tp_group on the CPU
 // execution layer, or anywhere with PRIMA_DEVICE_COMM=host; device() then names them.
+// fp8_weights: see create(); refused (failed_precondition) on devices before sm_89.
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job);
+                                                       const RankJob& job, bool fp8_weights);
 
 }  // namespace prima::real::cuda

@@ -18,10 +18,14 @@
 namespace prima::real::cuda {
 
 struct DeviceMatrix {
-  kernels::DType type = kernels::DType::kF32;
-  const void* data = nullptr;  // device
+  kernels::DType type = kernels::DType::kF32;  // the file's type
+  const void* data = nullptr;                  // device
   std::int64_t rows = 0, cols = 0;
   std::int64_t row_bytes = 0;
+  // FP8 E4M3 weights (upload's fp8): data holds one code per element (row_bytes = cols), the
+  // file's F16/BF16 values divided by *scale (device), the tensor's amax / 448.
+  bool fp8 = false;
+  const float* scale = nullptr;
 };
 
 struct DeviceLayer {
@@ -32,11 +36,15 @@ struct DeviceLayer {
 
 class DeviceWeights {
  public:
-  // The bytes upload() will place on the device for `w`.
-  static std::size_t bytes_needed(const LlamaWeights& w);
-  // Copies `w` to the current device. Fails (naming it) on an unsupported tensor type, or when
-  // the device's free memory is short (saying how much is needed and free).
-  static Result<std::unique_ptr<DeviceWeights>> upload(const LlamaWeights& w, cudaStream_t stream);
+  // The bytes upload() will place on the device for `w` (with fp8, the largest F16/BF16
+  // layer matrix's bytes more: its staging copy).
+  static std::size_t bytes_needed(const LlamaWeights& w, bool fp8 = false);
+  // Copies `w` to the current device. With fp8, the layers' F16 and BF16 matrices become FP8
+  // E4M3 with a per-tensor scale, quantized on the device (the embedding and the LM head stay
+  // as they are, as vLLM's FP8 keeps them). Fails (naming it) on an unsupported tensor type,
+  // or when the device's free memory is short (saying how much is needed and free).
+  static Result<std::unique_ptr<DeviceWeights>> upload(const LlamaWeights& w, cudaStream_t stream,
+                                                       bool fp8 = false);
 
   const DeviceLayer& layer(int i) const { return layers_[std::size_t(i)]; }
   const DeviceMatrix& token_embd() const { return token_embd_; }
@@ -46,13 +54,16 @@ class DeviceWeights {
 
  private:
   DeviceWeights() = default;
-  Result<DeviceMatrix> matrix(const kernels::WeightView& v, const char* name, cudaStream_t stream);
+  Result<DeviceMatrix> matrix(const kernels::WeightView& v, const char* name, cudaStream_t stream,
+                              bool fp8 = false);
   Result<const float*> vector(const float* host, std::int64_t n, cudaStream_t stream);
 
   std::vector<DeviceLayer> layers_;
   DeviceMatrix token_embd_, output_;
   const float* output_norm_ = nullptr;
   std::map<const void*, DeviceBuffer> copies_;  // by host address: each tensor once
+  std::map<const void*, DeviceBuffer> scales_;  // FP8 matrices' scales, by host address
+  DeviceBuffer staging_, amax_;                 // FP8: a matrix's F16/BF16 values, its amax
   std::size_t bytes_ = 0;
 };
 

@@ -14,13 +14,13 @@ namespace prima::real {
 namespace cuda {
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job);
+                                                       const RankJob& job, bool fp8_weights);
 }  // namespace cuda
 
 namespace cuda_emu {
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job);
+                                                       const RankJob& job, bool fp8_weights);
 }  // namespace cuda_emu
 
 }  // namespace prima::real

@@ -143,6 +143,51 @@ TEST(DeviceParallelEmu, SyntheticModelsGiveTheCpuIds) {
   unsetenv("PRIMA_SYNTHETIC_DIR");
 }
 
+// scripts/gpu_forward_check.py, the forward stage of scripts/gpu_check.sh, run on the emulated
+// device: the token check passes and the profiles' decode figures (BF16, then FP8) are computed
+// (their values describe the emulator).
+TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
+  const std::string dir = temp_dir("dev_forward_check");
+  setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
+  const auto r = run_shell("python3 " + source_path("scripts/gpu_forward_check.py") + " --prima " +
+                           PRIMA_BINARY +
+                           " --device cuda-emu --token-models tiny:q4_1 --tokens 6 --big "
+                           "tiny:bf16 --contexts 128 --repeats 1 --out-dir " +
+                           dir + " --json " + dir + "/f.json");
+  unsetenv("PRIMA_CUDA_EMU_WORKERS");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = read_json(dir + "/f.json");
+  EXPECT_EQ(j["status"], "passed");
+  ASSERT_EQ(j["tokens"].size(), 1u);
+  EXPECT_EQ(j["tokens"][0]["equal_prefix"], 6) << j["tokens"].dump();
+  const auto& f = j["speed"]["figures"]["decode_b1"];
+  EXPECT_GT(f["seconds"].get<double>(), 0) << j["speed"].dump();
+  EXPECT_GT(f["fraction_of_hbm_peak"].get<double>(), 0);
+  EXPECT_EQ(j["speed_fp8"]["fp8"], true);  // the same profile with --quantization fp8
+  EXPECT_GT(j["speed_fp8"]["figures"]["decode_b1"]["seconds"].get<double>(), 0)
+      << j["speed_fp8"].dump();
+  EXPECT_EQ(j["speed"]["weight_bytes"],
+            std::filesystem::file_size(dir + "/synthetic/tiny-bf16-s1.gguf"));
+}
+
+// --quantization fp8 on a device before sm_89 (the emulator told to be an A100) and on a model
+// with no F16/BF16 matrices: exit 2 with the reason.
+TEST(DeviceParallelEmu, Fp8RefusalsExitTwo) {
+  setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_fp8_refusals").c_str(), 1);
+  setenv("PRIMA_CUDA_EMU_SM", "80", 1);
+  auto r = run_prima("generate --synthetic tiny --prompt x --device cuda-emu --quantization fp8");
+  unsetenv("PRIMA_CUDA_EMU_SM");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is sm_80, and FP8 tensor cores need sm_89 or later"), std::string::npos)
+      << r.err;
+  r = run_prima("generate --synthetic tiny:q4_1 --prompt x --device cuda-emu --quantization fp8");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("this model's layers have none (its layer 0 attn_q is Q4_1)"),
+            std::string::npos)
+      << r.err;
+  unsetenv("PRIMA_SYNTHETIC_DIR");
+}
+
 // cuda:N names one GPU; a job of several ranks takes one GPU per rank (plain cuda).
 TEST(DeviceParallelEmu, OneNamedGpuForSeveralRanksExitsTwo) {
   const auto r = run_prima("generate --model m.gguf --prompt hi --device cuda:0 --tp 2");
