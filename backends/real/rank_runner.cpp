@@ -85,6 +85,10 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
             score_row(row, V, target, q.sampling.prompt_logprobs, &scratch_.pairs));
         continue;
       }
+      if (!greedy_.empty() && greedy_[k] >= 0) {  // the device picked it (plain greedy)
+        (*tokens)[i] = greedy_[k];
+        continue;
+      }
       const std::int64_t pos = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
       const TokenHistory h{&q.prompt_history, &q.output_history};
       (*tokens)[i] = sample_row(row, V, q.sampling, h, q.request, pos, &scratch_,
@@ -93,13 +97,14 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
   };
   if (device_) {
     // The device forward pass receives and sends the stage's hidden states itself.
-    PRIMA_RETURN_IF_ERROR(device_->forward(s, &logits_));
+    PRIMA_RETURN_IF_ERROR(device_->forward_greedy(s, &logits_, &greedy_));
     if (!layout_.last_stage() || layout_.tp_rank() != 0) return ok_status();
     if (logits_.size() != uses.size() * std::size_t(V))
       return internal_error("the device forward pass returned " + std::to_string(logits_.size()) +
                             " logits for " + std::to_string(uses.size()) + " rows");
     consume(0, uses.size());
   } else {
+    greedy_.clear();
     const int H = w_->config().hidden;
     const std::size_t T = static_cast<std::size_t>(s.total_tokens());
     PRIMA_RETURN_IF_ERROR(fwd_.check(s));

@@ -52,6 +52,16 @@ class StepForward {
   // logits to the rows StepInput::logit_rows() names (logit_rows().size() x vocab); on other
   // ranks logits is left empty.
   virtual Status forward(const StepInput& s, std::vector<float>* logits) = 0;
+  // As forward(), and (*greedy)[r] for each logit row r: the token when the device picked it
+  // (the row samples with plain_greedy(), logit_processing.h: the argmax, lowest id on ties, as
+  // the host sampler), whose logits are then not copied back (that row of *logits is left
+  // unset); -1 where the host samples from the row's logits. This default picks none.
+  virtual Status forward_greedy(const StepInput& s, std::vector<float>* logits,
+                                std::vector<int>* greedy) {
+    PRIMA_RETURN_IF_ERROR(forward(s, logits));
+    greedy->assign(s.logit_rows().size(), -1);
+    return ok_status();
+  }
   // What runs it ("cuda:0 (NVIDIA H100 ...)", "prima CUDA emulator (CPU, 2 workers)").
   virtual std::string device() const = 0;
   // The device's figures, measured over `repeats` runs (median); unimplemented where the

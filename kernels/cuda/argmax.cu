@@ -1,4 +1,5 @@
-// argmax over one row (kernels.h): one block of 1024 threads; each thread keeps the best
+// argmax over one row, or over several rows of a matrix with a block each (kernels.h): a block
+// of 1024 threads; each thread keeps the best
 // (value, index) of its strided share, and the block reduces them in shared memory. "Best" is
 // the larger value, or the lower index on equal values, so ties go to the lowest index as in
 // the CPU sampler; NaN never compares larger. Stateless.
@@ -17,7 +18,10 @@ __device__ bool better(float v, std::int64_t i, float best_v, std::int64_t best_
   return v > best_v || (v == best_v && i < best_i);
 }
 
-__global__ void argmax_kernel(const float* x, std::int64_t n, int* index) {
+// Block b: the row x + rows[b] * n (row 0 when rows is null) into index[b].
+__global__ void argmax_kernel(const float* x, std::int64_t n, const int* rows, int* index) {
+  x += (rows ? std::int64_t(rows[blockIdx.x]) : std::int64_t(0)) * n;
+  index += blockIdx.x;
   __shared__ float vals[kThreads];
   __shared__ std::int64_t idxs[kThreads];
   float bv = -INFINITY;
@@ -42,7 +46,14 @@ __global__ void argmax_kernel(const float* x, std::int64_t n, int* index) {
 
 cudaError_t argmax(const float* x, std::int64_t n, int* index, cudaStream_t stream) {
   if (n <= 0 || n > 0x7fffffff) return cudaErrorInvalidValue;
-  PRIMA_LAUNCH(argmax_kernel, 1, kThreads, 0, stream, x, n, index);
+  PRIMA_LAUNCH(argmax_kernel, 1, kThreads, 0, stream, x, n, nullptr, index);
+  return cudaGetLastError();
+}
+
+cudaError_t argmax_rows(const float* x, std::int64_t n, const int* rows, int count, int* index,
+                        cudaStream_t stream) {
+  if (n <= 0 || n > 0x7fffffff || count <= 0) return cudaErrorInvalidValue;
+  PRIMA_LAUNCH(argmax_kernel, unsigned(count), kThreads, 0, stream, x, n, rows, index);
   return cudaGetLastError();
 }
 

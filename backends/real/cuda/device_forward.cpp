@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/real/llama_forward.h"
+#include "backends/real/logit_processing.h"
 #include "kernels/cuda/kernels.h"
 
 namespace prima::real::cuda {
@@ -22,6 +23,7 @@ DeviceForward::DeviceForward(const LlamaWeights& w, int num_blocks, int block_si
     : w_(w), num_blocks_(num_blocks), block_size_(block_size), par_(std::move(par)) {}
 
 DeviceForward::~DeviceForward() {
+  for (auto& [bucket, g] : graphs_) cudaGraphExecDestroy(g.exec);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -42,21 +44,23 @@ Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights&
   PRIMA_CUDA_OK(cudaStreamCreate(&f->stream_), "cudaStreamCreate");
   PRIMA_ASSIGN_OR_RETURN(f->weights_, DeviceWeights::upload(w, f->stream_, fp8_weights));
   const LlamaConfig& c = w.config();
+  // One block more than the engine's: the one padded rows of a decode graph write to.
   const std::size_t kv_bytes = 2 * sizeof(std::uint16_t) * std::size_t(w.num_layers()) *
-                               std::size_t(num_blocks) * std::size_t(block_size) *
+                               std::size_t(num_blocks + 1) * std::size_t(block_size) *
                                std::size_t(w.local_kv_heads()) * std::size_t(c.head_dim);
   PRIMA_RETURN_IF_ERROR(f->kv_.reserve(kv_bytes, "the KV cache"));
+  f->graph_ctx_ = std::min<std::int64_t>(c.context_length, std::int64_t(num_blocks) * block_size);
   return f;
 }
 
 kernels::KvLayer DeviceForward::kv_layer(int l) const {
-  const std::size_t per = std::size_t(num_blocks_) * std::size_t(block_size_) *
+  const std::size_t per = std::size_t(num_blocks_ + 1) * std::size_t(block_size_) *
                           std::size_t(w_.local_kv_heads()) * std::size_t(w_.config().head_dim);
   auto* base = kv_.as<std::uint16_t>() + 2 * per * std::size_t(l);
   return {base, base + per, block_size_, w_.local_kv_heads(), w_.config().head_dim};
 }
 
-Status DeviceForward::upload_step(const StepInput& s) {
+Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
   std::vector<int> ids, slots, table_off, ctx, tables;
   std::vector<std::int64_t> pos;
   max_ctx_ = 0;
@@ -72,6 +76,22 @@ Status DeviceForward::upload_step(const StepInput& s) {
       ctx.push_back(int(p + 1));
       max_ctx_ = std::max<std::int64_t>(max_ctx_, p + 1);
     }
+  }
+  if (pad_to > 0) {  // padded rows: token 0 at position 0 in the spare block, attending to it
+    const int spare = int(tables.size());
+    tables.push_back(num_blocks_);
+    for (int r = int(ids.size()); r < pad_to; ++r) {
+      ids.push_back(0);
+      pos.push_back(0);
+      slots.push_back(num_blocks_ * block_size_);
+      table_off.push_back(spare);
+      ctx.push_back(1);
+    }
+    max_ctx_ = graph_ctx_;
+    // The block tables at the bucket's most, so the buffer never moves under a graph.
+    const std::size_t most =
+        std::size_t(pad_to) * std::size_t((graph_ctx_ + block_size_ - 1) / block_size_) + 1;
+    PRIMA_RETURN_IF_ERROR(tables_.reserve(most * sizeof(int), "block tables"));
   }
   PRIMA_RETURN_IF_ERROR(ids_.upload(ids, stream_, "token ids"));
   PRIMA_RETURN_IF_ERROR(pos_.upload(pos, stream_, "positions"));
@@ -188,25 +208,82 @@ Status DeviceForward::layer(int l, std::int64_t T) {
   return gather(part_.as<float>(), T, L.down.rows, o_.as<float>());
 }
 
-Status DeviceForward::head(const StepInput& s, std::vector<float>* logits) {
+Status DeviceForward::lm_head(const std::vector<std::int64_t>& rows) {
   const LlamaConfig& c = w_.config();
-  const std::vector<std::int64_t> rows = s.logit_rows();
   const int H = c.hidden, n = static_cast<int>(rows.size());
-  logits->resize(std::size_t(n) * std::size_t(c.vocab));
-  if (n == 0) return ok_status();
-  // The rows the step reads logits at (StepInput::logit_rows), normed into rows_.
   PRIMA_RETURN_IF_ERROR(rows_.reserve(std::size_t(n) * H * sizeof(float), "logit rows"));
   for (int r = 0; r < n; ++r)
     PRIMA_CUDA_OK(p_cuda::rms_norm(x_.as<float>() + rows[r] * H, weights_->output_norm(), 1, H,
                                    c.eps, rows_.as<float>() + std::int64_t(r) * H, stream_),
                   "output_norm");
-  PRIMA_RETURN_IF_ERROR(logits_.reserve(logits->size() * sizeof(float), "logits"));
   PRIMA_RETURN_IF_ERROR(
-      matmul(weights_->output(), rows_.as<float>(), n, logits_.as<float>(), "output"));
-  PRIMA_CUDA_OK(cudaMemcpyAsync(logits->data(), logits_.as<float>(), logits->size() * sizeof(float),
-                                cudaMemcpyDeviceToHost, stream_),
-                "copy of the logits");
-  return cuda_status(cudaStreamSynchronize(stream_), "the step");
+      logits_.reserve(std::size_t(n) * std::size_t(c.vocab) * sizeof(float), "logits"));
+  return matmul(weights_->output(), rows_.as<float>(), n, logits_.as<float>(), "output");
+}
+
+Status DeviceForward::head(const StepInput& s, std::vector<float>* logits,
+                           std::vector<int>* greedy) {
+  const std::vector<std::int64_t> rows = s.logit_rows();
+  const int n = static_cast<int>(rows.size());
+  logits->resize(std::size_t(n) * std::size_t(w_.config().vocab));
+  if (n == 0) return ok_status();
+  PRIMA_RETURN_IF_ERROR(lm_head(rows));
+  return copy_out(s, n, logits, greedy);
+}
+
+Status DeviceForward::copy_out(const StepInput& s, int n, std::vector<float>* logits,
+                               std::vector<int>* greedy) {
+  const LlamaConfig& c = w_.config();
+  logits->resize(std::size_t(n) * std::size_t(c.vocab));
+  // Which logit rows the device reduces: each plain-greedy sequence's sampling row (a
+  // sequence's score rows come first, as in logit_rows()).
+  std::vector<char> on_device(std::size_t(n), 0);
+  std::vector<int> picked_rows;
+  if (greedy) {
+    std::size_t r = 0;
+    for (const SeqInput& q : s.seqs) {
+      r += q.score_ids.size();
+      if (!q.samples) continue;
+      if (plain_greedy(q.sampling)) {
+        on_device[r] = 1;
+        picked_rows.push_back(int(r));
+      }
+      ++r;
+    }
+  }
+  const std::size_t V = std::size_t(c.vocab);
+  std::vector<int> picked(picked_rows.size());
+  if (!picked_rows.empty()) {
+    PRIMA_RETURN_IF_ERROR(greedy_rows_.upload(picked_rows, stream_, "greedy rows"));
+    PRIMA_RETURN_IF_ERROR(greedy_ids_.reserve(picked.size() * sizeof(int), "greedy ids"));
+    PRIMA_CUDA_OK(p_cuda::argmax_rows(logits_.as<float>(), c.vocab, greedy_rows_.as<int>(),
+                                      int(picked_rows.size()), greedy_ids_.as<int>(), stream_),
+                  "argmax_rows");
+    PRIMA_CUDA_OK(cudaMemcpyAsync(picked.data(), greedy_ids_.as<int>(), picked.size() * sizeof(int),
+                                  cudaMemcpyDeviceToHost, stream_),
+                  "copy of the greedy ids");
+  }
+  // The other rows' logits, a run of consecutive rows per copy.
+  for (int r = 0; r < n;) {
+    if (on_device[std::size_t(r)]) {
+      ++r;
+      continue;
+    }
+    int e = r;
+    while (e < n && !on_device[std::size_t(e)]) ++e;
+    PRIMA_CUDA_OK(cudaMemcpyAsync(
+                      logits->data() + std::size_t(r) * V, logits_.as<float>() + std::size_t(r) * V,
+                      std::size_t(e - r) * V * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+                  "copy of the logits");
+    r = e;
+  }
+  PRIMA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream_), "the step"));
+  if (greedy) {
+    greedy->assign(std::size_t(n), -1);
+    for (std::size_t i = 0; i < picked_rows.size(); ++i)
+      (*greedy)[std::size_t(picked_rows[i])] = picked[i];
+  }
+  return ok_status();
 }
 
 namespace {
@@ -291,8 +368,8 @@ Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, in
   const bool emulated = std::string(p.name).rfind("prima CUDA emulator", 0) == 0;
   if (fp8_weights && p.major * 10 + p.minor < 89)
     return invalid_argument("--quantization fp8: " + std::string(p.name) + " is sm_" +
-                               std::to_string(p.major * 10 + p.minor) +
-                               ", and FP8 tensor cores need sm_89 or later (Ada, Hopper)");
+                            std::to_string(p.major * 10 + p.minor) +
+                            ", and FP8 tensor cores need sm_89 or later (Ada, Hopper)");
   DeviceForward::Parallel par;
   par.layout = job.layout;
   const char* env = std::getenv("PRIMA_DEVICE_COMM");
@@ -329,17 +406,43 @@ Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, in
 }
 
 Status DeviceForward::forward(const StepInput& s, std::vector<float>* logits) {
+  return run(s, logits, nullptr);
+}
+
+Status DeviceForward::forward_greedy(const StepInput& s, std::vector<float>* logits,
+                                     std::vector<int>* greedy) {
+  greedy->clear();
+  return run(s, logits, greedy);
+}
+
+Status DeviceForward::run(const StepInput& s, std::vector<float>* logits,
+                          std::vector<int>* greedy) {
   PRIMA_RETURN_IF_ERROR(check_step(w_.config(), block_size_, num_blocks_, s));
   logits->clear();
   const RankLayout& lay = par_.layout;
-  const LlamaConfig& c = w_.config();
   const std::int64_t T = s.total_tokens();
   if (T == 0) return ok_status();
+  if (graphable(s)) return run_graph(s, logits, greedy);
+  PRIMA_RETURN_IF_ERROR(upload_step(s));
+  PRIMA_RETURN_IF_ERROR(reserve(T));
+  PRIMA_RETURN_IF_ERROR(body(T));
+  if (!lay.last_stage()) {
+    PRIMA_RETURN_IF_ERROR(par_.pp->send(lay.rank_of(lay.stage() + 1, lay.tp_rank()), kTagHidden,
+                                        x_.as<float>(),
+                                        std::size_t(T) * std::size_t(w_.config().hidden), stream_));
+    return cuda_status(cudaStreamSynchronize(stream_), "the step");
+  }
+  if (lay.tp_rank() != 0) return cuda_status(cudaStreamSynchronize(stream_), "the step");
+  return head(s, logits, greedy);
+}
+
+Status DeviceForward::reserve(std::int64_t T) {
+  const RankLayout& lay = par_.layout;
+  const LlamaConfig& c = w_.config();
   const std::size_t f = sizeof(float);
   const std::size_t lq = std::size_t(w_.local_heads()) * c.head_dim,
                     lkv = std::size_t(w_.local_kv_heads()) * c.head_dim,
                     nf = std::size_t(w_.local_ffn()), H = std::size_t(c.hidden);
-  PRIMA_RETURN_IF_ERROR(upload_step(s));
   for (auto [b, n] : {std::pair{&x_, H},
                       {&h_, H},
                       {&o_, H},
@@ -355,9 +458,13 @@ Status DeviceForward::forward(const StepInput& s, std::vector<float>* logits) {
     PRIMA_RETURN_IF_ERROR(full_.reserve(std::max(lq, nf) * tp * std::size_t(T) * f, "gathers"));
     PRIMA_RETURN_IF_ERROR(part_.reserve(H * std::size_t(T) * f, "gathers"));
   }
-  PRIMA_RETURN_IF_ERROR(
-      scores_.reserve(std::size_t(T) * std::size_t(w_.local_heads()) * std::size_t(max_ctx_) * f,
-                      "attention scores"));
+  return scores_.reserve(std::size_t(T) * std::size_t(w_.local_heads()) * std::size_t(max_ctx_) * f,
+                         "attention scores");
+}
+
+Status DeviceForward::body(std::int64_t T) {
+  const RankLayout& lay = par_.layout;
+  const LlamaConfig& c = w_.config();
   if (lay.first_stage()) {
     const DeviceMatrix& e = weights_->token_embd();
     PRIMA_CUDA_OK(p_cuda::embed(e.type, e.data, e.row_bytes, e.cols, ids_.as<int>(), T,
@@ -365,19 +472,14 @@ Status DeviceForward::forward(const StepInput& s, std::vector<float>* logits) {
                   "embed");
   } else {
     PRIMA_RETURN_IF_ERROR(par_.pp->recv(lay.rank_of(lay.stage() - 1, lay.tp_rank()), kTagHidden,
-                                        x_.as<float>(), std::size_t(T) * H, stream_));
+                                        x_.as<float>(), std::size_t(T) * std::size_t(c.hidden),
+                                        stream_));
   }
   for (int l = 0; l < w_.num_layers(); ++l) PRIMA_RETURN_IF_ERROR(layer(l, T));
   if (w_.num_layers() > 0)
     PRIMA_CUDA_OK(p_cuda::add_inplace(x_.as<float>(), o_.as<float>(), T * c.hidden, stream_),
                   "add");
-  if (!lay.last_stage()) {
-    PRIMA_RETURN_IF_ERROR(par_.pp->send(lay.rank_of(lay.stage() + 1, lay.tp_rank()), kTagHidden,
-                                        x_.as<float>(), std::size_t(T) * H, stream_));
-    return cuda_status(cudaStreamSynchronize(stream_), "the step");
-  }
-  if (lay.tp_rank() != 0) return cuda_status(cudaStreamSynchronize(stream_), "the step");
-  return head(s, logits);
+  return ok_status();
 }
 
 }  // namespace prima::real::cuda

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +243,105 @@ TEST(DeviceForwardEmuDepth, EmbeddingHeadAndOneLayerAgreeWithTheCpu) {
   // One layer over a short prompt: the same block products, other float orders.
   EXPECT_LT(max_logit_diff(1, {1, 504}), 1e-3);
   EXPECT_LT(max_logit_diff(1, {504, 3458, 282, 4649, 314, 2114, 30}), 1e-3);
+  cudaDeviceReset();
+}
+
+// Device greedy sampling (forward_greedy): in one step, the plain-greedy sequences' rows are
+// picked on the device (the argmax of the logits forward() returns) and not copied; a
+// sequence at temperature 0.8, a greedy one asking for log-probabilities and a scored prompt
+// get their logits, equal to forward()'s.
+TEST(DeviceForwardEmuGreedy, PlainGreedyRowsArePickedOnTheDevice) {
+  const std::string dir = prima::testing::temp_dir("dev_greedy");
+  auto spec = parse_synthetic("tiny:q8_0");
+  ASSERT_TRUE(spec.ok());
+  ASSERT_TRUE(write_synthetic(*spec, dir + "/m.gguf").ok());
+  auto m = LoadedModel::open(dir + "/m.gguf", 16, 16);
+  ASSERT_NE(m, nullptr);
+  auto dev = DeviceForward::create(*m->weights, 16, 16);
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
+  StepInput st;
+  for (int i = 0; i < 4; ++i) {
+    SeqInput q;
+    q.request = std::uint64_t(i + 1);
+    q.tokens = {72 + i, 101, 108, 108, 111};
+    q.blocks = {i};
+    q.samples = true;
+    st.seqs.push_back(q);
+  }
+  st.seqs[1].sampling.temperature = 0.8;
+  st.seqs[2].sampling.logprobs = 2;
+  st.seqs[3].sampling.prompt_logprobs = 0;  // scores its prompt: 2 rows, then a greedy row
+  st.seqs[3].score_ids = {101, 108};
+  const int V = m->config.vocab;
+  std::vector<float> all, some;
+  std::vector<int> greedy;
+  ASSERT_TRUE((*dev)->forward(st, &all).ok());
+  ASSERT_TRUE((*dev)->forward_greedy(st, &some, &greedy).ok());
+  // Rows: seq 0's, seq 1's, seq 2's, seq 3's two score rows, seq 3's sampling row.
+  ASSERT_EQ(greedy.size(), 6u);
+  ASSERT_EQ(all.size(), 6u * V);
+  auto argmax = [&](int r) {
+    return int(std::max_element(all.begin() + std::ptrdiff_t(r) * V,
+                                all.begin() + std::ptrdiff_t(r + 1) * V) -
+               (all.begin() + std::ptrdiff_t(r) * V));
+  };
+  EXPECT_EQ(greedy, (std::vector<int>{argmax(0), -1, -1, -1, -1, argmax(5)}));
+  for (int r : {1, 2, 3, 4})
+    EXPECT_TRUE(std::equal(all.begin() + std::ptrdiff_t(r) * V,
+                           all.begin() + std::ptrdiff_t(r + 1) * V,
+                           some.begin() + std::ptrdiff_t(r) * V))
+        << "row " << r;
+  cudaDeviceReset();
+}
+
+// Decode graphs: three sequences decoding together (bucket 4, one padded row) run their first
+// decode step without a graph, capture it on the second and replay it after; the ids equal the
+// CPU path's and the eager device's (PRIMA_DEVICE_GRAPHS=0), for quantized weights (the Q8
+// matmul) and BF16 ones (the GEMM inside the capture).
+TEST(DeviceForwardEmuGraphs, DecodeGraphsGiveTheEagerIds) {
+  const std::string dir = prima::testing::temp_dir("dev_graphs");
+  for (const char* type : {"tiny:q8_0", "tiny:bf16"}) {
+    auto spec = parse_synthetic(type);
+    ASSERT_TRUE(spec.ok());
+    const std::string path = dir + "/" + synthetic_file_name(*spec);
+    ASSERT_TRUE(write_synthetic(*spec, path).ok());
+    auto m = LoadedModel::open(path, 16, 16);
+    ASSERT_NE(m, nullptr);
+    auto run = [&](StepForward* dev, std::vector<TestSeq>* seqs) {
+      const std::vector<std::vector<int>> prompts = {{72, 105}, {84, 104, 101, 32}, {65}};
+      seqs->assign(3, TestSeq{});
+      std::vector<TestSeq*> ptrs;
+      for (int i = 0; i < 3; ++i) {
+        (*seqs)[std::size_t(i)].id = std::uint64_t(i + 1);
+        (*seqs)[std::size_t(i)].prompt = prompts[std::size_t(i)];
+        (*seqs)[std::size_t(i)].blocks = {5 * i, 5 * i + 1};
+        ptrs.push_back(&(*seqs)[std::size_t(i)]);
+      }
+      if (dev)
+        run_greedy(*dev, m->config.vocab, ptrs, 8, 3);
+      else
+        run_greedy(*m->fwd, m->config.vocab, ptrs, 8, 3);
+    };
+    std::vector<TestSeq> cpu, graphs, eager;
+    run(nullptr, &cpu);
+    auto g = DeviceForward::create(*m->weights, 16, 16);
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    run(g->get(), &graphs);
+    setenv("PRIMA_DEVICE_GRAPHS", "0", 1);
+    auto e = DeviceForward::create(*m->weights, 16, 16);
+    ASSERT_TRUE(e.ok());
+    run(e->get(), &eager);
+    unsetenv("PRIMA_DEVICE_GRAPHS");
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(graphs[std::size_t(i)].out, cpu[std::size_t(i)].out) << type << " seq " << i;
+      EXPECT_EQ(graphs[std::size_t(i)].out, eager[std::size_t(i)].out) << type << " seq " << i;
+    }
+    // 7 decode steps of 3: the first sizes the buffers, the second captures, all but the
+    // first replay the graph.
+    EXPECT_EQ((*g)->graph_captures(), 1) << type;
+    EXPECT_EQ((*g)->graph_launches(), 6) << type;
+    EXPECT_EQ((*e)->graph_launches(), 0) << type;
+  }
   cudaDeviceReset();
 }
 
