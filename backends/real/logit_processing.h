@@ -51,9 +51,6 @@ struct SampleScratch {
   std::vector<int> ids;
 };
 
-// Draws the next token from `logits` (modified in place when the request has a bias or
-// penalties). With p.logprobs >= 0 fills *lp with the sampled token's raw log-probability and
-// the p.logprobs most likely raw alternatives.
 // Whether sample_row() would return the argmax of the raw logits and read nothing else from
 // them (greedy, no logit processing, no log-probabilities): a device can pick the token
 // without sending the logits (StepForward::forward_greedy).
@@ -62,6 +59,9 @@ inline bool plain_greedy(const SamplingParams& p) {
          !p.penalized() && p.typical_p >= 1.0 && p.min_p <= 0;
 }
 
+// Draws the next token from `logits` (modified in place when the request has a bias or
+// penalties). With p.logprobs >= 0 fills *lp with the sampled token's raw log-probability and
+// the p.logprobs most likely raw alternatives.
 int sample_row(float* logits, int vocab, const SamplingParams& p, const TokenHistory& h,
                std::uint64_t request, std::int64_t position, SampleScratch* scratch,
                TokenLogprobs* lp);

@@ -99,7 +99,7 @@ struct Fixture {
   std::unique_ptr<LlamaWeights> w;
   std::unique_ptr<KvStore> kv;
   std::unique_ptr<kernels::ThreadPool> pool;
-  std::unique_ptr<LlamaForward> fwd;  // the CPU path (kv, fwd) or the device's (dev)
+  std::unique_ptr<LlamaForward> fwd;  // the CPU path over kv (without --device)
   std::unique_ptr<StepForward> dev;   // --device: the GPU forward pass, with its own KV cache
   int blocks_per_seq = 0;
   int max_ctx = 0;  // the longest context measured (at most the model's)
@@ -163,8 +163,8 @@ model::Quantization quantization_of(const GgufFile& f) {
 }
 
 // The model's file, weights (repacked or not), a thread pool, and the forward pass over a KV
-// cache for 16 sequences of the longest context measured: the device's own (--device), or a
-// CPU cache with every page touched.
+// cache for the largest batch measured (16 sequences; 64 on a device) of the longest context
+// measured: the device's own (--device), or a CPU cache with every page touched.
 Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
   GgufOpenOptions go;
   go.manifest = opts.manifest;

@@ -225,8 +225,7 @@ Status DeviceForward::head(const StepInput& s, std::vector<float>* logits,
                            std::vector<int>* greedy) {
   const std::vector<std::int64_t> rows = s.logit_rows();
   const int n = static_cast<int>(rows.size());
-  logits->resize(std::size_t(n) * std::size_t(w_.config().vocab));
-  if (n == 0) return ok_status();
+  if (n == 0) return ok_status();  // run() left *logits empty
   PRIMA_RETURN_IF_ERROR(lm_head(rows));
   return copy_out(s, n, logits, greedy);
 }

@@ -141,7 +141,7 @@ class DeviceForward final : public StepForward {
 // naming the device (cudaGetDeviceProperties). For a job of several ranks (job.layout), the
 // transfers are NCCL's on devices and host-staged over job.world / job.tp_group on the CPU
 // execution layer, or anywhere with PRIMA_DEVICE_COMM=host; device() then names them.
-// fp8_weights: see create(); refused (failed_precondition) on devices before sm_89.
+// fp8_weights: see create(); refused (invalid_argument) on devices before sm_89.
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
                                                        const RankJob& job, bool fp8_weights);
