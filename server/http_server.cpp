@@ -268,7 +268,13 @@ Status HttpServer::bind() {
 }
 
 void HttpServer::serve() {
+  {
+    std::lock_guard<std::mutex> lock(serve_mu_);
+    if (stop_requested_) return;
+    serving_ = true;
+  }
   svr_.listen_after_bind();
+  served_ = true;
 }
 
 bool HttpServer::wait_drained(double timeout_s) {
@@ -281,7 +287,16 @@ bool HttpServer::wait_drained(double timeout_s) {
 }
 
 void HttpServer::stop() {
-  if (svr_.is_running()) svr_.stop();
+  {
+    std::lock_guard<std::mutex> lock(serve_mu_);
+    stop_requested_ = true;
+    if (!serving_) return;  // serve() has not begun: it will return at once
+  }
+  // httplib's stop() closes the listener only of a server marked running, which
+  // listen_after_bind does as it starts: a stop() in between would be lost and serve() would
+  // run on. Wait for the mark (or for serve() to have returned).
+  while (!svr_.is_running() && !served_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  svr_.stop();
 }
 
 }  // namespace prima::server

@@ -3,7 +3,8 @@
 // that fail before a handler answers (404, 413, ...), GET /health, and the API route sets
 // (routes.h), GET /metrics and /prima/metrics (metrics.h). Draining: start_draining() makes new
 // generation requests answer 503 while the ones in progress finish; wait_drained() waits for them;
-// stop() closes the listener.
+// stop() closes the listener, whenever it comes: a stop() before serve() has begun makes
+// serve() return at once (cpp-httplib's own stop() is lost unless the server already runs).
 //
 // Thread-safety: serve() blocks on the calling thread; handlers run on the pool's threads;
 // start_draining, wait_drained, stop and port may be called from any thread.
@@ -12,8 +13,10 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,12 +59,14 @@ class HttpServer {
   // Binds the listening socket; an error names the address.
   Status bind();
   int port() const { return port_; }
-  // Serves until stop(). Call bind() first.
+  // Serves until stop() (returns at once after an earlier stop()). Call bind() first.
   void serve();
   void start_draining() { guard_.start_draining(); }
   bool draining() const { return guard_.draining(); }
   // Waits until no generation request is in progress, at most timeout_s; true when drained.
   bool wait_drained(double timeout_s);
+  // Ends serve(), or makes a serve() yet to come return at once; waits for a serve() in progress
+  // to be running so that the stop takes effect. Any thread, any number of times.
   void stop();
   // Connections open now, and the cap in force (once serving).
   int open_connections() const { return svr_.open_connections(); }
@@ -84,6 +89,10 @@ class HttpServer {
   ServerMetrics* metrics_;
   ConnectionServer svr_;
   int port_ = 0;
+  std::mutex serve_mu_;
+  bool stop_requested_ = false;      // stop() was called: serve() does not start
+  bool serving_ = false;             // serve() entered (or is entering) listen_after_bind
+  std::atomic<bool> served_{false};  // serve()'s listen_after_bind returned
 };
 
 }  // namespace prima::server

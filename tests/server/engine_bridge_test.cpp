@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "server/metrics.h"
+#include "tests/support/bridge_fixture.h"
 #include "tests/support/faulty_executor.h"
-#include "tests/support/manual_runtime.h"
 
 namespace prima::server {
 namespace {
@@ -14,22 +14,7 @@ namespace {
 using prima::testing::ManualExecutor;
 using prima::testing::ManualRuntime;
 
-struct Fixture {
-  ManualRuntime rt;
-  ManualExecutor ex{&rt, [](const StepBatch&) { return 0.01; }};
-  metrics::Recorder rec;
-  std::unique_ptr<cluster::ServingEngine> eng;
-  std::unique_ptr<EngineBridge> bridge;
-  Fixture() {
-    cluster::ReplicaSetup rs;
-    rs.executor = &ex;
-    rs.num_kv_blocks = 100;
-    eng = std::make_unique<cluster::ServingEngine>(&rt, cluster::EngineOptions{},
-                                                   std::vector<cluster::ReplicaSetup>{rs}, &rec);
-    bridge = std::make_unique<EngineBridge>(eng.get(), &rt,
-                                            [this](std::function<void()> fn) { rt.post(fn); });
-  }
-};
+using Fixture = prima::testing::BridgeFixture;
 
 TEST(EngineBridge, TokensThenTheEndReachTheStream) {
   Fixture f;

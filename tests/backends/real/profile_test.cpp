@@ -123,9 +123,11 @@ struct Banner {
 };
 Banner real_server_banner(const std::string& model) {
   const std::string dir = temp_dir("profile_serve");
-  // Started in the background; SIGINT (a drain with nothing in flight) once it has bound.
-  const std::string cmd = std::string(PRIMA_BINARY) + " serve --backend real --model " + model +
-                          " --port 0 --port-file " + dir + "/port --kernel-threads 1 2>" + dir +
+  // Started in the background; SIGINT (a drain with nothing in flight) once it has bound. A
+  // server that does not stop is killed after two minutes (the exit code then fails the test).
+  const std::string cmd = "timeout -k 10 120 " + std::string(PRIMA_BINARY) +
+                          " serve --backend real --model " + model + " --port 0 --port-file " +
+                          dir + "/port --kernel-threads 1 2>" + dir +
                           "/err </dev/null & pid=$!; i=0; while [ ! -s " + dir +
                           "/port ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
                           "kill -INT $pid; wait $pid";
