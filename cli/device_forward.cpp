@@ -1,4 +1,5 @@
-// The forward pass --device asks for (device_options.h device_forward): the GPU forward pass
+// The forward pass --device asks for (device_options.h device_forward), and whether that device
+// has FP8 tensor cores (fp8_device_support): the GPU forward pass
 // of the device flavour for cuda[:N], of the CPU execution layer for cuda-emu, none (the CPU
 // path) for cpu. PRIMA_HAVE_CUDA / PRIMA_HAVE_CUDA_EMU are defined for this file where the
 // flavours are built (CMakeLists.txt).
@@ -33,6 +34,29 @@ DeviceForwardMaker device_forward(const real::DeviceSpec& d, bool fp8_weights) {
 #endif
   }
   return {};
+}
+
+Status fp8_device_support(const real::DeviceSpec& d) {
+  switch (d.kind) {
+    case real::DeviceKind::kCpu:
+      break;
+    case real::DeviceKind::kCuda:
+#if defined(PRIMA_HAVE_CUDA)
+    {
+      PRIMA_ASSIGN_OR_RETURN(const int index, real::device_for_rank(d));
+      return real::cuda::check_fp8(index);
+    }
+#else
+      break;
+#endif
+    case real::DeviceKind::kCudaEmu:
+#if defined(PRIMA_HAVE_CUDA_EMU)
+      return real::cuda_emu::check_fp8(0);
+#else
+      break;
+#endif
+  }
+  return ok_status();
 }
 
 }  // namespace prima::cli

@@ -62,8 +62,13 @@ DeviceOptions device_options(const po::variables_map& vm) {
 }
 
 std::optional<int> device_unavailable(const char* command, const DeviceOptions& d) {
-  const Status st = real::check_device(d.spec());
+  Status st = real::check_device(d.spec());
+  if (st.ok() && d.fp8()) st = fp8_device_support(d.spec());
   if (st.ok()) return std::nullopt;
+  if (st.code() == StatusCode::kInvalidArgument) {  // fp8: the message names the flag
+    std::fprintf(stderr, "%s: %s\n", command, st.message().c_str());
+    return kExitBadInput;
+  }
   std::fprintf(stderr, "%s: --device %s: %s\n", command, d.text.c_str(), st.message().c_str());
   return kExitBadInput;
 }

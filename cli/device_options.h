@@ -36,13 +36,17 @@ void add_device_flag(boost::program_options::options_description& opts);
 // --device's value from the parsed flags.
 DeviceOptions device_options(const boost::program_options::variables_map& vm);
 
-// nullopt when the device can run the forward pass (the CPU); otherwise prints
-// "COMMAND: reason" on stderr and returns kExitBadInput.
+// nullopt when the device can run the forward pass (the CPU), with FP8 tensor cores where
+// --quantization fp8 asks for them; otherwise prints "COMMAND: reason" on stderr and returns
+// kExitBadInput. Each command calls it before it loads or makes a model.
 std::optional<int> device_unavailable(const char* command, const DeviceOptions& d);
 
 // RealBackendOptions::device_forward for the device: empty for the CPU (cli/device_forward.cpp).
 using DeviceForwardMaker = decltype(real::RealBackendOptions::device_forward);
 // fp8_weights: --quantization fp8 (the layers' F16/BF16 matrices as FP8 E4M3 on the device).
 DeviceForwardMaker device_forward(const real::DeviceSpec& d, bool fp8_weights = false);
+// ok on the CPU and on a device with FP8 tensor cores (sm_89 and later); else
+// invalid_argument naming the device and its sm (cli/device_forward.cpp).
+Status fp8_device_support(const real::DeviceSpec& d);
 
 }  // namespace prima::cli

@@ -358,6 +358,16 @@ Result<DeviceFacts> DeviceForward::measure_device(int repeats) {
   return f;
 }
 
+Status check_fp8(int device) {
+  cudaDeviceProp p{};
+  PRIMA_CUDA_OK(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  if (p.major * 10 + p.minor < 89)
+    return invalid_argument("--quantization fp8: " + std::string(p.name) + " is sm_" +
+                            std::to_string(p.major * 10 + p.minor) +
+                            ", and FP8 tensor cores need sm_89 or later (Ada, Hopper)");
+  return ok_status();
+}
+
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
                                                        const RankJob& job, bool fp8_weights) {
@@ -365,10 +375,7 @@ Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, in
   cudaDeviceProp p{};
   PRIMA_CUDA_OK(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
   const bool emulated = std::string(p.name).rfind("prima CUDA emulator", 0) == 0;
-  if (fp8_weights && p.major * 10 + p.minor < 89)
-    return invalid_argument("--quantization fp8: " + std::string(p.name) + " is sm_" +
-                            std::to_string(p.major * 10 + p.minor) +
-                            ", and FP8 tensor cores need sm_89 or later (Ada, Hopper)");
+  if (fp8_weights) PRIMA_RETURN_IF_ERROR(check_fp8(device));
   DeviceForward::Parallel par;
   par.layout = job.layout;
   const char* env = std::getenv("PRIMA_DEVICE_COMM");

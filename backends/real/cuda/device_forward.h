@@ -146,4 +146,8 @@ Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, in
                                                        int block_size, int device,
                                                        const RankJob& job, bool fp8_weights);
 
+// ok where device `device` has FP8 tensor cores (sm_89 and later), else invalid_argument naming
+// the device and its sm: what --quantization fp8 checks before anything is loaded or made.
+Status check_fp8(int device);
+
 }  // namespace prima::real::cuda

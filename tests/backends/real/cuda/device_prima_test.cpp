@@ -170,16 +170,21 @@ TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
             std::filesystem::file_size(dir + "/synthetic/tiny-bf16-s1.gguf"));
 }
 
-// --quantization fp8 on a device before sm_89 (the emulator told to be an A100) and on a model
-// with no F16/BF16 matrices: exit 2 with the reason.
+// --quantization fp8 on a device before sm_89 (the emulator told to be an A100), refused before
+// any model is made, and on a model with no F16/BF16 matrices: exit 2 with the reason.
 TEST(DeviceParallelEmu, Fp8RefusalsExitTwo) {
-  setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_fp8_refusals").c_str(), 1);
+  const std::string synthetic = temp_dir("dev_fp8_refusals");
+  setenv("PRIMA_SYNTHETIC_DIR", synthetic.c_str(), 1);
   setenv("PRIMA_CUDA_EMU_SM", "80", 1);
   auto r = run_prima("generate --synthetic tiny --prompt x --device cuda-emu --quantization fp8");
   unsetenv("PRIMA_CUDA_EMU_SM");
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("prima generate: --quantization fp8: prima CUDA emulator"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("is sm_80, and FP8 tensor cores need sm_89 or later"), std::string::npos)
       << r.err;
+  EXPECT_TRUE(std::filesystem::is_empty(synthetic)) << "a model was made before the refusal";
   r = run_prima("generate --synthetic tiny:q4_1 --prompt x --device cuda-emu --quantization fp8");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("this model's layers have none (its layer 0 attn_q is Q4_1)"),
