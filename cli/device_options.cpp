@@ -62,15 +62,17 @@ DeviceOptions device_options(const po::variables_map& vm) {
 }
 
 std::optional<int> device_unavailable(const char* command, const DeviceOptions& d) {
-  Status st = real::check_device(d.spec());
-  if (st.ok() && d.fp8()) st = fp8_device_support(d.spec());
-  if (st.ok()) return std::nullopt;
-  if (st.code() == StatusCode::kInvalidArgument) {  // fp8: the message names the flag
+  if (const Status st = real::check_device(d.spec()); !st.ok()) {
+    std::fprintf(stderr, "%s: --device %s: %s\n", command, d.text.c_str(), st.message().c_str());
+    return kExitBadInput;
+  }
+  if (!d.fp8()) return std::nullopt;
+  // The message names --quantization fp8 and the device.
+  if (const Status st = fp8_device_support(d.spec()); !st.ok()) {
     std::fprintf(stderr, "%s: %s\n", command, st.message().c_str());
     return kExitBadInput;
   }
-  std::fprintf(stderr, "%s: --device %s: %s\n", command, d.text.c_str(), st.message().c_str());
-  return kExitBadInput;
+  return std::nullopt;
 }
 
 }  // namespace prima::cli

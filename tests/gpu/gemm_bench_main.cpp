@@ -174,11 +174,11 @@ Result bench(const Shape& s, const std::string& type, const Options& o, prima::c
       return r;
     }
   }
-  // Scales that map N(0, 1) samples (|x| < 6 in practice) into E4M3's range.
-  const float xs = 6.0f / prima::cuda::kFp8E4M3Max, ws = 6.0f / prima::cuda::kFp8E4M3Max;
-  const Inputs x(s.m * s.k, fp8, xs, 11), w(s.n * s.k, fp8, ws, 12);
+  // The scale (both inputs') that maps N(0, 1) samples (|x| < 6 in practice) into E4M3's range.
+  const float scale = 6.0f / prima::cuda::kFp8E4M3Max;
+  const Inputs x(s.m * s.k, fp8, scale, 11), w(s.n * s.k, fp8, scale, 12);
   DeviceBuffer dx(x.bytes()), dw(w.bytes()), dy(std::size_t(s.m * s.n) * 2);
-  DeviceBuffer scales(std::vector<float>{xs, ws});
+  DeviceBuffer scales(std::vector<float>{scale, scale});
   GemmShape gs{s.m, s.n, s.k, fp8 ? GemmType::kFP8E4M3 : GemmType::kBF16, GemmType::kBF16, 1.0f};
   if (fp8) {
     gs.x_scale = scales.as<float>();
@@ -239,7 +239,8 @@ Result bench(const Shape& s, const std::string& type, const Options& o, prima::c
 
 std::string json_of(const std::string& device, const std::vector<Result>& rs) {
   std::ostringstream j;
-  j << "{\n  \"device\": \"" << device << "\",\n  \"results\": [";
+  using prima::gpu_checks::json_string;
+  j << "{\n  \"device\": " << json_string(device) << ",\n  \"results\": [";
   for (std::size_t i = 0; i < rs.size(); ++i) {
     const Result& r = rs[i];
     char buf[256];
@@ -249,8 +250,8 @@ std::string json_of(const std::string& device, const std::vector<Result>& rs) {
                   static_cast<long long>(r.shape.m), static_cast<long long>(r.shape.n),
                   static_cast<long long>(r.shape.k), r.type.c_str(), r.ok ? "true" : "false",
                   r.skipped ? "true" : "false", r.ms, r.tflops, r.max_err_over_tol);
-    j << (i ? ",\n    {" : "\n    {") << buf << ", \"what\": \"" << r.shape.what
-      << "\", \"detail\": \"" << r.detail << "\"}";
+    j << (i ? ",\n    {" : "\n    {") << buf << ", \"what\": " << json_string(r.shape.what)
+      << ", \"detail\": " << json_string(r.detail) << "}";
   }
   j << "\n  ]\n}\n";
   return j.str();

@@ -12,27 +12,6 @@
 #include "kernels/cuda/device_info.h"
 #include "tests/gpu/gpu_checks.h"
 
-namespace {
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace prima::gpu_checks;
   std::string json_path;

@@ -1,9 +1,29 @@
-// The list of device checks and whether a device is there to run them (gpu_checks.h).
+// The list of device checks, whether a device is there to run them, and the JSON string
+// literal of the summaries (gpu_checks.h).
 #include "tests/gpu/gpu_checks.h"
+
+#include <cstdio>
 
 #include "kernels/cuda/device_info.h"
 
 namespace prima::gpu_checks {
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
 
 std::string unavailable_reason() {
   const cuda::DeviceCount d = cuda::device_count();

@@ -27,6 +27,10 @@ struct Check {
 // (cudaGetDeviceCount: ...)").
 std::string unavailable_reason();
 
+// `s` as a JSON string literal, quotes and escapes included (the JSON summaries are written
+// without a JSON library: the GPU machine has none).
+std::string json_string(const std::string& s);
+
 // Every check, in a fixed order.
 const std::vector<Check>& all_checks();
 
