@@ -51,14 +51,6 @@ struct SampleScratch {
   std::vector<int> ids;
 };
 
-// Whether sample_row() would return the argmax of the raw logits and read nothing else from
-// them (greedy, no logit processing, no log-probabilities): a device can pick the token
-// without sending the logits (StepForward::forward_greedy).
-inline bool plain_greedy(const SamplingParams& p) {
-  return (p.temperature <= 0 || p.top_k == 1) && p.logprobs < 0 && p.logit_bias.empty() &&
-         !p.penalized() && p.typical_p >= 1.0 && p.min_p <= 0;
-}
-
 // Draws the next token from `logits` (modified in place when the request has a bias or
 // penalties). With p.logprobs >= 0 fills *lp with the sampled token's raw log-probability and
 // the p.logprobs most likely raw alternatives.

@@ -80,13 +80,16 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
       const auto [i, target] = uses[k];
       const SeqInput& q = s.seqs[i];
       float* row = logits_.data() + (k - b) * std::size_t(V);
+      const DeviceRow* d = k < done_.size() && done_[k].done ? &done_[k] : nullptr;
       if (target >= 0) {
         out->prompt_logprobs[i].push_back(
-            score_row(row, V, target, q.sampling.prompt_logprobs, &scratch_.pairs));
+            d ? d->logprobs
+              : score_row(row, V, target, q.sampling.prompt_logprobs, &scratch_.pairs));
         continue;
       }
-      if (!greedy_.empty() && greedy_[k] >= 0) {  // the device picked it (plain greedy)
-        (*tokens)[i] = greedy_[k];
+      if (d) {  // the device drew it
+        (*tokens)[i] = d->token;
+        if (lps) out->logprobs[i] = d->logprobs;
         continue;
       }
       const std::int64_t pos = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
@@ -97,14 +100,14 @@ Status RankRunner::run_stage(const StepInput& s, SampledTokens* out) {
   };
   if (device_) {
     // The device forward pass receives and sends the stage's hidden states itself.
-    PRIMA_RETURN_IF_ERROR(device_->forward_greedy(s, &logits_, &greedy_));
+    PRIMA_RETURN_IF_ERROR(device_->forward_sampled(s, &logits_, &done_));
     if (!layout_.last_stage() || layout_.tp_rank() != 0) return ok_status();
     if (logits_.size() != uses.size() * std::size_t(V))
       return internal_error("the device forward pass returned " + std::to_string(logits_.size()) +
                             " logits for " + std::to_string(uses.size()) + " rows");
     consume(0, uses.size());
   } else {
-    greedy_.clear();
+    done_.clear();
     const int H = w_->config().hidden;
     const std::size_t T = static_cast<std::size_t>(s.total_tokens());
     PRIMA_RETURN_IF_ERROR(fwd_.check(s));

@@ -64,7 +64,7 @@ class RankRunner : public StepRunner {
   StepForward* device_ = nullptr;
   const LlamaWeights* w_;
   std::vector<float> x_, logits_;
-  std::vector<int> greedy_;  // the device forward pass's picks per logit row (-1: the host samples)
+  std::vector<DeviceRow> done_;  // the rows the device forward pass finished
   SampleScratch scratch_;
   std::deque<SampledTokens> done_tokens_;  // leader, pp == 1: results of begun steps
   bool shut_down_ = false;

@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cuda/sample_math.h"
+
 namespace prima::real {
 
 namespace {
@@ -83,39 +85,14 @@ double weights(const float* logits, int vocab, float mx, double temperature,
 }
 
 // The draw over sorted candidates c[0..k): weights in double relative to c[0] (the largest
-// logit), the nucleus cut where their cumulative sum reaches top_p of `total` (the whole
-// distribution's weight in the same units; 0: the candidates' own sum), then renormalised.
+// logit), then the nucleus cut and the inverse CDF of cuda::draw_sorted_index (shared with the
+// device's sampler).
 int draw_sorted(const std::pair<float, int>* c, int k, const SamplingParams& p, double u01,
                 double total = 0) {
   std::vector<double> prob(k);
   const double mx = c[0].first;
-  double sum = 0;
-  for (int i = 0; i < k; ++i) {
-    prob[i] = std::exp((c[i].first - mx) / p.temperature);
-    sum += prob[i];
-  }
-  if (p.top_p < 1.0) {
-    const double norm = total > 0 ? total : sum;
-    double cum = 0;
-    int keep = k;
-    for (int i = 0; i < k; ++i) {
-      cum += prob[i] / norm;
-      if (cum >= p.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-    k = keep;
-    sum = 0;
-    for (int i = 0; i < k; ++i) sum += prob[i];
-  }
-  const double u = u01 * sum;
-  double cum = 0;
-  for (int i = 0; i < k; ++i) {
-    cum += prob[i];
-    if (u < cum) return c[i].second;
-  }
-  return c[k - 1].second;
+  for (int i = 0; i < k; ++i) prob[i] = std::exp((c[i].first - mx) / p.temperature);
+  return c[::prima::cuda::draw_sorted_index(prob.data(), k, p.top_p, u01, total)].second;
 }
 
 // The best k of (logit, id) pairs sorted to the front. A heap of k (partial_sort) rejects most

@@ -11,6 +11,7 @@
 
 #include "backends/real/comm/communicator.h"
 #include "backends/real/step_codec.h"
+#include "engine/core/request.h"
 #include "engine/core/status.h"
 
 namespace prima::real {
@@ -45,6 +46,13 @@ struct DeviceFacts {
   std::string source;        // how the figures were obtained
 };
 
+// A logit row the device finished (StepForward::forward_sampled).
+struct DeviceRow {
+  bool done = false;
+  int token = -1;          // a sampling row's id
+  TokenLogprobs logprobs;  // filled when the row's sequence asks for log-probabilities
+};
+
 class StepForward {
  public:
   virtual ~StepForward() = default;
@@ -52,14 +60,15 @@ class StepForward {
   // logits to the rows StepInput::logit_rows() names (logit_rows().size() x vocab); on other
   // ranks logits is left empty.
   virtual Status forward(const StepInput& s, std::vector<float>* logits) = 0;
-  // As forward(), and (*greedy)[r] for each logit row r: the token when the device picked it
-  // (the row samples with plain_greedy(), logit_processing.h: the argmax, lowest id on ties, as
-  // the host sampler), whose logits are then not copied back (that row of *logits is left
-  // unset); -1 where the host samples from the row's logits. This default picks none.
-  virtual Status forward_greedy(const StepInput& s, std::vector<float>* logits,
-                                std::vector<int>* greedy) {
+  // As forward(), and (*rows)[r] for each logit row r: done where the device finished the row,
+  // with the token it drew (a sampling row, as the host's sample_row would: same processing,
+  // same draw) and the raw log-probabilities the sequence asks for (a scoring row: always),
+  // whose logits are then not copied back (that row of *logits is left unset); not done where
+  // the host samples or scores from the row's logits. This default finishes none.
+  virtual Status forward_sampled(const StepInput& s, std::vector<float>* logits,
+                                 std::vector<DeviceRow>* rows) {
     PRIMA_RETURN_IF_ERROR(forward(s, logits));
-    greedy->assign(s.logit_rows().size(), -1);
+    rows->assign(s.logit_rows().size(), DeviceRow{});
     return ok_status();
   }
   // What runs it ("cuda:0 (NVIDIA H100 ...)", "prima CUDA emulator (CPU, 2 workers)").

@@ -96,12 +96,4 @@ cudaError_t fp8_amax(kernels::DType type, const void* x, std::int64_t n, unsigne
 cudaError_t to_fp8(kernels::DType type, const void* x, std::int64_t n, const unsigned* amax,
                    std::uint8_t* y, float* scale, cudaStream_t stream);
 
-// *index = the index of the largest of x[0..n) (the lowest on ties, NaN never chosen unless
-// all are NaN: then 0), as the CPU sampler's argmax. One block; n up to 2^31 - 1.
-cudaError_t argmax(const float* x, std::int64_t n, int* index, cudaStream_t stream);
-// index[b] = argmax of row rows[b] of x (rows of n floats), for b in [0, count), a block each:
-// the sampling rows of a step's logits reduced on the device (device pointers).
-cudaError_t argmax_rows(const float* x, std::int64_t n, const int* rows, int count, int* index,
-                        cudaStream_t stream);
-
 }  // namespace prima::cuda

@@ -1,7 +1,6 @@
 # The CUDA kernel sources of kernels/cuda, compiled by nvcc into prima_cuda and by the host
 # compiler into the CPU execution layer's prima_cuda_emu (kernels/cuda/emu/CMakeLists.txt).
 set(PRIMA_CUDA_KERNEL_SOURCES
-  ${CMAKE_SOURCE_DIR}/kernels/cuda/argmax.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/attention.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/embed.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/fp8_quant.cu
@@ -9,4 +8,5 @@ set(PRIMA_CUDA_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/kernels/cuda/gemv_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/matmul_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/ops.cu
-  ${CMAKE_SOURCE_DIR}/kernels/cuda/quantize.cu)
+  ${CMAKE_SOURCE_DIR}/kernels/cuda/quantize.cu
+  ${CMAKE_SOURCE_DIR}/kernels/cuda/sample.cu)

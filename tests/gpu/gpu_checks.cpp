@@ -38,6 +38,7 @@ const std::vector<Check>& all_checks() {
     add_gemm_checks(&v);
     add_fp8_checks(&v);
     add_forward_checks(&v);
+    add_sample_checks(&v);
     return v;
   }();
   return checks;

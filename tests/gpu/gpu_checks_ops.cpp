@@ -1,6 +1,6 @@
 // Device checks of kernels.h's kernels against kernels/cpu: the dequantizing GEMV against
 // matmul_reference (dequantized rows, double sums), RMSNorm, RoPE, SwiGLU and the residual add
-// against ops.h, argmax against a scan for the first maximum. Shapes are SmolLM2's.
+// against ops.h, the TP column placement. Shapes are SmolLM2's.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -130,50 +130,6 @@ CheckResult place_columns() {
                  "place_columns 7x40 as part 1 of 3 (exact)");
 }
 
-CheckResult argmax() {
-  const std::int64_t n = 49152;
-  auto x = randn(n, 151);
-  x[40000] = x[30001] = x[777] = 9.5f;  // ties: the lowest index wins
-  DeviceBuffer dx(x), di(sizeof(int));
-  finish(cuda::argmax(dx.as<float>(), n, di.as<int>(), nullptr), "argmax");
-  const int got = di.read<int>(1)[0];
-  std::int64_t want = 0;
-  for (std::int64_t i = 1; i < n; ++i)
-    if (x[i] > x[want]) want = i;
-  CheckResult r{got == want, got == want ? 0.0 : 1e9,
-                "argmax of 49152 with ties at 777, 30001, 40000"};
-  if (!r.ok) r.detail += ": got " + std::to_string(got) + ", want " + std::to_string(want);
-  return r;
-}
-
-// Several rows of a logits matrix, a block each (the step's greedy rows): 6 rows of 4,099
-// (not a multiple of the block), rows 5, 0 and 3 asked for, ties in row 0.
-CheckResult argmax_rows() {
-  const std::int64_t rows = 6, n = 4099;
-  auto x = randn(rows * n, 152);
-  x[17] = x[4098] = 7.5f;  // row 0: the lowest index wins
-  x[3 * n + 4098] = 8.0f;  // row 3: the last element
-  const std::vector<int> want_rows = {5, 0, 3};
-  DeviceBuffer dx(x), dr(want_rows), di(want_rows.size() * sizeof(int));
-  finish(cuda::argmax_rows(dx.as<float>(), n, dr.as<int>(), int(want_rows.size()), di.as<int>(),
-                           nullptr),
-         "argmax_rows");
-  const auto got = di.read<int>(want_rows.size());
-  CheckResult r{true, 0, "argmax_rows: rows 5, 0, 3 of 6 x 4099 (ties in row 0)"};
-  for (std::size_t k = 0; k < want_rows.size(); ++k) {
-    const float* row = x.data() + want_rows[k] * n;
-    std::int64_t want = 0;
-    for (std::int64_t i = 1; i < n; ++i)
-      if (row[i] > row[want]) want = i;
-    if (got[k] != want) {
-      r = {false, 1e9, r.detail};
-      r.detail += ": row " + std::to_string(want_rows[k]) + " got " + std::to_string(got[k]) +
-                  ", want " + std::to_string(want);
-    }
-  }
-  return r;
-}
-
 }  // namespace
 
 void add_ops_checks(std::vector<Check>* out) {
@@ -184,8 +140,6 @@ void add_ops_checks(std::vector<Check>* out) {
   out->push_back({"rope", rope});
   out->push_back({"swiglu", swiglu});
   out->push_back({"add", add});
-  out->push_back({"argmax", argmax});
-  out->push_back({"argmax_rows", argmax_rows});
   out->push_back({"place_columns", place_columns});
 }
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "backends/real/cuda/device_sampling.h"
 #include "backends/real/llama_forward.h"
-#include "backends/real/logit_processing.h"
 #include "kernels/cuda/kernels.h"
 
 namespace prima::real::cuda {
@@ -222,67 +222,75 @@ Status DeviceForward::lm_head(const std::vector<std::int64_t>& rows) {
 }
 
 Status DeviceForward::head(const StepInput& s, std::vector<float>* logits,
-                           std::vector<int>* greedy) {
+                           std::vector<DeviceRow>* done) {
   const std::vector<std::int64_t> rows = s.logit_rows();
   const int n = static_cast<int>(rows.size());
   if (n == 0) return ok_status();  // run() left *logits empty
   PRIMA_RETURN_IF_ERROR(lm_head(rows));
-  return copy_out(s, n, logits, greedy);
+  return copy_out(s, n, logits, done);
 }
 
 Status DeviceForward::copy_out(const StepInput& s, int n, std::vector<float>* logits,
-                               std::vector<int>* greedy) {
+                               std::vector<DeviceRow>* done) {
   const LlamaConfig& c = w_.config();
-  logits->resize(std::size_t(n) * std::size_t(c.vocab));
-  // Which logit rows the device reduces: each plain-greedy sequence's sampling row (a
-  // sequence's score rows come first, as in logit_rows()).
-  std::vector<char> on_device(std::size_t(n), 0);
-  std::vector<int> picked_rows;
-  if (greedy) {
-    std::size_t r = 0;
-    for (const SeqInput& q : s.seqs) {
-      r += q.score_ids.size();
-      if (!q.samples) continue;
-      if (plain_greedy(q.sampling)) {
-        on_device[r] = 1;
-        picked_rows.push_back(int(r));
-      }
-      ++r;
-    }
-  }
   const std::size_t V = std::size_t(c.vocab);
-  std::vector<int> picked(picked_rows.size());
-  if (!picked_rows.empty()) {
-    PRIMA_RETURN_IF_ERROR(greedy_rows_.upload(picked_rows, stream_, "greedy rows"));
-    PRIMA_RETURN_IF_ERROR(greedy_ids_.reserve(picked.size() * sizeof(int), "greedy ids"));
-    PRIMA_CUDA_OK(p_cuda::argmax_rows(logits_.as<float>(), c.vocab, greedy_rows_.as<int>(),
-                                      int(picked_rows.size()), greedy_ids_.as<int>(), stream_),
-                  "argmax_rows");
-    PRIMA_CUDA_OK(cudaMemcpyAsync(picked.data(), greedy_ids_.as<int>(), picked.size() * sizeof(int),
-                                  cudaMemcpyDeviceToHost, stream_),
-                  "copy of the greedy ids");
+  logits->resize(std::size_t(n) * V);
+  // The rows the device samples or scores (sample_rows); only their answers come back.
+  std::vector<char> on_device(std::size_t(n), 0);
+  SamplePlan plan;
+  if (done) plan = plan_sampling(s, c.vocab);
+  const std::size_t m = plan.rows.size();
+  std::vector<p_cuda::SampleOut> outs(m);
+  if (m > 0) {
+    for (const auto& r : plan.rows) on_device[std::size_t(r.row)] = 1;
+    PRIMA_RETURN_IF_ERROR(sample_rows_.upload(plan.rows, stream_, "sampling rows"));
+    PRIMA_RETURN_IF_ERROR(sample_biases_.upload(plan.biases, stream_, "logit biases"));
+    PRIMA_RETURN_IF_ERROR(sample_edits_.upload(plan.edits, stream_, "penalties"));
+    PRIMA_RETURN_IF_ERROR(sample_work_.reserve(m * V * sizeof(float), "processed logits"));
+    PRIMA_RETURN_IF_ERROR(sample_scratch_.reserve(m * p_cuda::kSampleMaxCandidates * sizeof(double),
+                                                  "sampling candidates"));
+    PRIMA_RETURN_IF_ERROR(sample_out_.reserve(m * sizeof(p_cuda::SampleOut), "sampled tokens"));
+    PRIMA_CUDA_OK(p_cuda::sample_rows(
+                      logits_.as<float>(), c.vocab, sample_rows_.as<p_cuda::SampleRow>(), int(m),
+                      sample_biases_.as<p_cuda::SampleBias>(),
+                      sample_edits_.as<p_cuda::SampleEdit>(), sample_work_.as<float>(),
+                      sample_scratch_.as<double>(), sample_out_.as<p_cuda::SampleOut>(), stream_),
+                  "sample_rows");
+    PRIMA_CUDA_OK(cudaMemcpyAsync(outs.data(), sample_out_.as<p_cuda::SampleOut>(),
+                                  m * sizeof(p_cuda::SampleOut), cudaMemcpyDeviceToHost, stream_),
+                  "copy of the sampled tokens");
   }
   // The other rows' logits, a run of consecutive rows per copy.
-  for (int r = 0; r < n;) {
-    if (on_device[std::size_t(r)]) {
-      ++r;
-      continue;
+  auto copy_rows = [&](const std::vector<char>& skip) -> Status {
+    for (int r = 0; r < n;) {
+      if (skip[std::size_t(r)]) {
+        ++r;
+        continue;
+      }
+      int e = r;
+      while (e < n && !skip[std::size_t(e)]) ++e;
+      PRIMA_CUDA_OK(
+          cudaMemcpyAsync(logits->data() + std::size_t(r) * V,
+                          logits_.as<float>() + std::size_t(r) * V,
+                          std::size_t(e - r) * V * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+          "copy of the logits");
+      r = e;
     }
-    int e = r;
-    while (e < n && !on_device[std::size_t(e)]) ++e;
-    PRIMA_CUDA_OK(cudaMemcpyAsync(
-                      logits->data() + std::size_t(r) * V, logits_.as<float>() + std::size_t(r) * V,
-                      std::size_t(e - r) * V * sizeof(float), cudaMemcpyDeviceToHost, stream_),
-                  "copy of the logits");
-    r = e;
+    return cuda_status(cudaStreamSynchronize(stream_), "the step");
+  };
+  PRIMA_RETURN_IF_ERROR(copy_rows(on_device));
+  if (!done) return ok_status();
+  done->assign(std::size_t(n), DeviceRow{});
+  // A row the device gave back (a top-p nucleus beyond its candidates) is copied now: the
+  // kernel left the raw logits as they were.
+  std::vector<char> skip(std::size_t(n), 1);
+  bool again = false;
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::size_t r = std::size_t(plan.rows[i].row);
+    (*done)[r] = device_row(plan.rows[i], outs[i]);
+    if (!outs[i].done) skip[r] = 0, again = true;
   }
-  PRIMA_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream_), "the step"));
-  if (greedy) {
-    greedy->assign(std::size_t(n), -1);
-    for (std::size_t i = 0; i < picked_rows.size(); ++i)
-      (*greedy)[std::size_t(picked_rows[i])] = picked[i];
-  }
-  return ok_status();
+  return again ? copy_rows(skip) : ok_status();
 }
 
 namespace {
@@ -415,20 +423,20 @@ Status DeviceForward::forward(const StepInput& s, std::vector<float>* logits) {
   return run(s, logits, nullptr);
 }
 
-Status DeviceForward::forward_greedy(const StepInput& s, std::vector<float>* logits,
-                                     std::vector<int>* greedy) {
-  greedy->clear();
-  return run(s, logits, greedy);
+Status DeviceForward::forward_sampled(const StepInput& s, std::vector<float>* logits,
+                                      std::vector<DeviceRow>* done) {
+  done->clear();
+  return run(s, logits, done);
 }
 
 Status DeviceForward::run(const StepInput& s, std::vector<float>* logits,
-                          std::vector<int>* greedy) {
+                          std::vector<DeviceRow>* done) {
   PRIMA_RETURN_IF_ERROR(check_step(w_.config(), block_size_, num_blocks_, s));
   logits->clear();
   const RankLayout& lay = par_.layout;
   const std::int64_t T = s.total_tokens();
   if (T == 0) return ok_status();
-  if (graphable(s)) return run_graph(s, logits, greedy);
+  if (graphable(s)) return run_graph(s, logits, done);
   PRIMA_RETURN_IF_ERROR(upload_step(s));
   PRIMA_RETURN_IF_ERROR(reserve(T));
   PRIMA_RETURN_IF_ERROR(body(T));
@@ -439,7 +447,7 @@ Status DeviceForward::run(const StepInput& s, std::vector<float>* logits,
     return cuda_status(cudaStreamSynchronize(stream_), "the step");
   }
   if (lay.tp_rank() != 0) return cuda_status(cudaStreamSynchronize(stream_), "the step");
-  return head(s, logits, greedy);
+  return head(s, logits, done);
 }
 
 Status DeviceForward::reserve(std::int64_t T) {

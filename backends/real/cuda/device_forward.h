@@ -8,17 +8,19 @@
 // grouped-query attention, the output product and residual, then the FFN (gate, up, SwiGLU, down);
 // the final norm and the LM head only for the rows that sample. The weights are uploaded once
 // (DeviceWeights) and the KV cache is one device allocation of num_blocks blocks, indexed by the
-// engine's block ids, plus one block that padded rows write to. Logits are copied back to the
-// host, where the sampler runs (RankRunner, through StepForward), except plain-greedy rows,
-// whose argmax the device takes. A single rank's decode steps (one token per sequence, up to 64
-// sequences) run as CUDA graphs, one per batch bucket 1, 2, 4, ..., 64 (the step padded to
-// it), captured the second time a bucket is seen (device_forward_graphs.cpp). Tensor and pipeline
-// parallelism, one process per GPU, as LlamaForward does them: a TP rank computes its heads, its
-// FFN columns and its rows of Wo and Wd, and the stage gathers the attention output, the SwiGLU
-// output and the Wo and Wd outputs with an all-reduce of zero-padded buffers (exact, so every value
-// is the single-device one) over its DeviceComm; a stage receives the step's hidden states from the
-// rank with its TP rank in the previous stage and sends its own to the next; the last stage's TP
-// rank 0 computes the logits. Owned and called by one worker thread (not thread-safe).
+// engine's block ids, plus one block that padded rows write to. The device samples the rows it
+// can as the host's sampler would (sample_rows: logit processing, greedy, temperature, top-k,
+// top-p, min-p, log-probabilities; device_sampling.h) and scores prompt rows; the others' logits
+// are copied back to the host, where RankRunner samples them. A single rank's decode steps (one
+// token per sequence, up to 64 sequences) run as CUDA graphs, one per batch bucket 1, 2, 4, ..., 64
+// (the step padded to it), captured the second time a bucket is seen (device_forward_graphs.cpp).
+// Tensor and pipeline parallelism, one process per GPU, as LlamaForward does them: a TP rank
+// computes its heads, its FFN columns and its rows of Wo and Wd, and the stage gathers the
+// attention output, the SwiGLU output and the Wo and Wd outputs with an all-reduce of zero-padded
+// buffers (exact, so every value is the single-device one) over its DeviceComm; a stage receives
+// the step's hidden states from the rank with its TP rank in the previous stage and sends its own
+// to the next; the last stage's TP rank 0 computes the logits. Owned and called by one worker
+// thread (not thread-safe).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -62,10 +64,11 @@ class DeviceForward final : public StepForward {
   // (logit rows x vocab), elsewhere none. A CUDA or transfer error fails the step with a status
   // naming the call.
   Status forward(const StepInput& s, std::vector<float>* logits) override;
-  // The rows that sample with plain_greedy() (logit_processing.h) reduced on the device
-  // (argmax_rows); only the other rows' logits and the picked ids are copied back.
-  Status forward_greedy(const StepInput& s, std::vector<float>* logits,
-                        std::vector<int>* greedy) override;
+  // The sampling rows device_samples() accepts and every prompt-scoring row finished on the
+  // device (sample_rows, device_sampling.h); only the other rows' logits and the answers are
+  // copied back.
+  Status forward_sampled(const StepInput& s, std::vector<float>* logits,
+                         std::vector<DeviceRow>* done) override;
   std::string device() const override { return device_; }
   // Name and memory from cudaGetDeviceProperties; the bandwidth from a device-to-device copy
   // of up to 256 MiB (bytes read and written) (a quarter of the free memory at most) timed by
@@ -88,7 +91,7 @@ class DeviceForward final : public StepForward {
   Status layer(int l, std::int64_t T);
   // y (T x m.rows) = x (T x m.cols) W^T, x quantized first.
   Status matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y, const char* what);
-  Status run(const StepInput& s, std::vector<float>* logits, std::vector<int>* greedy);
+  Status run(const StepInput& s, std::vector<float>* logits, std::vector<DeviceRow>* done);
   // The step's tokens' ids, positions, KV slots, block-table offsets, context lengths and block
   // tables to the device; with pad_to > 0 (a graph's bucket), rows up to pad_to that write to
   // the spare block and attend to it alone, and the attention sized for graph_ctx_.
@@ -99,13 +102,14 @@ class DeviceForward final : public StepForward {
   Status body(std::int64_t T);
   // The final norm and LM head of hidden rows `rows` into logits_ (rows.size() x vocab).
   Status lm_head(const std::vector<std::int64_t>& rows);
-  // The step's logit rows to the host: the plain-greedy rows' argmax (with greedy), the other
-  // rows' logits; waits for the stream.
-  Status copy_out(const StepInput& s, int n, std::vector<float>* logits, std::vector<int>* greedy);
-  Status head(const StepInput& s, std::vector<float>* logits, std::vector<int>* greedy);
+  // The step's logit rows to the host: with `done`, the rows the device samples or scores as
+  // their answers, the other rows' logits; waits for the stream.
+  Status copy_out(const StepInput& s, int n, std::vector<float>* logits,
+                  std::vector<DeviceRow>* done);
+  Status head(const StepInput& s, std::vector<float>* logits, std::vector<DeviceRow>* done);
   // Decode graphs (device_forward_graphs.cpp): whether `s` runs as one, and running it.
   bool graphable(const StepInput& s) const;
-  Status run_graph(const StepInput& s, std::vector<float>* logits, std::vector<int>* greedy);
+  Status run_graph(const StepInput& s, std::vector<float>* logits, std::vector<DeviceRow>* done);
   std::vector<const void*> graph_buffers() const;
   // full_ (T x tp * cols) = every TP rank's T x cols slice `local`, in TP-rank order.
   Status gather(const float* local, std::int64_t T, std::int64_t cols, float* full);
@@ -123,9 +127,12 @@ class DeviceForward final : public StepForward {
   // lengths), the block tables, and the activations.
   DeviceBuffer ids_, pos_, slots_, table_off_, ctx_, tables_, rows_;
   DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, scores_, logits_;
-  DeviceBuffer full_, part_;               // TP: a gathered input and a rank's slice of an output
-  DeviceBuffer amax_, xscale_;             // FP8 weights: the activations' amax and scale
-  DeviceBuffer greedy_rows_, greedy_ids_;  // forward_greedy: the rows reduced, their ids
+  DeviceBuffer full_, part_;    // TP: a gathered input and a rank's slice of an output
+  DeviceBuffer amax_, xscale_;  // FP8 weights: the activations' amax and scale
+  // forward_sampled: the rows' descriptions, logit biases and penalties, the processed logits,
+  // the candidates' weights and the answers (sample_rows).
+  DeviceBuffer sample_rows_, sample_biases_, sample_edits_, sample_work_, sample_scratch_,
+      sample_out_;
   struct Graph {
     cudaGraphExec_t exec = nullptr;
     std::vector<const void*> buffers;  // the buffers it was captured on

@@ -53,7 +53,7 @@ std::vector<const void*> DeviceForward::graph_buffers() const {
 }
 
 Status DeviceForward::run_graph(const StepInput& s, std::vector<float>* logits,
-                                std::vector<int>* greedy) {
+                                std::vector<DeviceRow>* done) {
   const int n = int(s.seqs.size()), B = bucket_of(n);
   PRIMA_RETURN_IF_ERROR(upload_step(s, B));
   std::vector<std::int64_t> rows(static_cast<std::size_t>(B), 0);
@@ -63,7 +63,7 @@ Status DeviceForward::run_graph(const StepInput& s, std::vector<float>* logits,
     PRIMA_RETURN_IF_ERROR(body(B));
     PRIMA_RETURN_IF_ERROR(lm_head(rows));
     warm_.insert(B);
-    return copy_out(s, n, logits, greedy);
+    return copy_out(s, n, logits, done);
   }
   auto it = graphs_.find(B);
   if (it != graphs_.end() && it->second.buffers != graph_buffers()) {
@@ -91,7 +91,7 @@ Status DeviceForward::run_graph(const StepInput& s, std::vector<float>* logits,
   PRIMA_CUDA_OK(cudaGraphLaunch(it->second.exec, stream_),
                 "cudaGraphLaunch (decode bucket " + std::to_string(B) + ")");
   ++graph_launches_;
-  return copy_out(s, n, logits, greedy);
+  return copy_out(s, n, logits, done);
 }
 
 }  // namespace prima::real::cuda

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/real/logit_processing.h"
 #include "backends/real/synthetic_model.h"
 #include "kernels/cuda/emu/emulator.h"
 #include "kernels/cuda/launch.h"
@@ -246,12 +247,12 @@ TEST(DeviceForwardEmuDepth, EmbeddingHeadAndOneLayerAgreeWithTheCpu) {
   cudaDeviceReset();
 }
 
-// Device greedy sampling (forward_greedy): in one step, the plain-greedy sequences' rows are
-// picked on the device (the argmax of the logits forward() returns) and not copied; a
-// sequence at temperature 0.8, a greedy one asking for log-probabilities and a scored prompt
-// get their logits, equal to forward()'s.
-TEST(DeviceForwardEmuGreedy, PlainGreedyRowsArePickedOnTheDevice) {
-  const std::string dir = prima::testing::temp_dir("dev_greedy");
+// Device sampling (forward_sampled): in one step, the rows the device can draw (greedy, top-k
+// at a temperature, greedy with log-probabilities) and the scored prompt rows are finished on
+// the device with the host's answers on forward()'s logits, and not copied; a typical-sampling
+// row is left to the host with its logits, equal to forward()'s.
+TEST(DeviceForwardEmuSampling, RowsAreFinishedOnTheDeviceAsTheHostWould) {
+  const std::string dir = prima::testing::temp_dir("dev_sampling");
   auto spec = parse_synthetic("tiny:q8_0");
   ASSERT_TRUE(spec.ok());
   ASSERT_TRUE(write_synthetic(*spec, dir + "/m.gguf").ok());
@@ -260,7 +261,7 @@ TEST(DeviceForwardEmuGreedy, PlainGreedyRowsArePickedOnTheDevice) {
   auto dev = DeviceForward::create(*m->weights, 16, 16);
   ASSERT_TRUE(dev.ok()) << dev.status().message();
   StepInput st;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 5; ++i) {
     SeqInput q;
     q.request = std::uint64_t(i + 1);
     q.tokens = {72 + i, 101, 108, 108, 111};
@@ -269,28 +270,50 @@ TEST(DeviceForwardEmuGreedy, PlainGreedyRowsArePickedOnTheDevice) {
     st.seqs.push_back(q);
   }
   st.seqs[1].sampling.temperature = 0.8;
+  st.seqs[1].sampling.top_k = 20;
+  st.seqs[1].sampling.seed = 5;
   st.seqs[2].sampling.logprobs = 2;
-  st.seqs[3].sampling.prompt_logprobs = 0;  // scores its prompt: 2 rows, then a greedy row
+  st.seqs[3].sampling.prompt_logprobs = 1;  // scores its prompt: 2 rows, then a greedy row
   st.seqs[3].score_ids = {101, 108};
+  st.seqs[4].sampling.temperature = 1.0;
+  st.seqs[4].sampling.typical_p = 0.9;
   const int V = m->config.vocab;
   std::vector<float> all, some;
-  std::vector<int> greedy;
+  std::vector<DeviceRow> done;
   ASSERT_TRUE((*dev)->forward(st, &all).ok());
-  ASSERT_TRUE((*dev)->forward_greedy(st, &some, &greedy).ok());
-  // Rows: seq 0's, seq 1's, seq 2's, seq 3's two score rows, seq 3's sampling row.
-  ASSERT_EQ(greedy.size(), 6u);
-  ASSERT_EQ(all.size(), 6u * V);
-  auto argmax = [&](int r) {
-    return int(std::max_element(all.begin() + std::ptrdiff_t(r) * V,
-                                all.begin() + std::ptrdiff_t(r + 1) * V) -
-               (all.begin() + std::ptrdiff_t(r) * V));
+  ASSERT_TRUE((*dev)->forward_sampled(st, &some, &done).ok());
+  // Rows: seqs 0, 1, 2, seq 3's two score rows and its sampling row, seq 4.
+  ASSERT_EQ(done.size(), 7u);
+  ASSERT_EQ(all.size(), 7u * V);
+  std::vector<bool> finished;
+  for (const DeviceRow& d : done) finished.push_back(d.done);
+  EXPECT_EQ(finished, (std::vector<bool>{true, true, true, true, true, true, false}));
+  SampleScratch scratch;
+  auto host = [&](int r, int seq, TokenLogprobs* lp) {
+    std::vector<float> row(all.begin() + std::ptrdiff_t(r) * V,
+                           all.begin() + std::ptrdiff_t(r + 1) * V);
+    const SeqInput& q = st.seqs[std::size_t(seq)];
+    return sample_row(row.data(), V, q.sampling, {}, q.request, q.pos0 + 5, &scratch, lp);
   };
-  EXPECT_EQ(greedy, (std::vector<int>{argmax(0), -1, -1, -1, -1, argmax(5)}));
-  for (int r : {1, 2, 3, 4})
-    EXPECT_TRUE(std::equal(all.begin() + std::ptrdiff_t(r) * V,
-                           all.begin() + std::ptrdiff_t(r + 1) * V,
-                           some.begin() + std::ptrdiff_t(r) * V))
-        << "row " << r;
+  TokenLogprobs lp;
+  EXPECT_EQ(done[0].token, host(0, 0, nullptr));
+  EXPECT_EQ(done[1].token, host(1, 1, nullptr));
+  EXPECT_EQ(done[2].token, host(2, 2, &lp));
+  EXPECT_NEAR(done[2].logprobs.logprob, lp.logprob, 1e-5);
+  ASSERT_EQ(done[2].logprobs.top.size(), 2u);
+  EXPECT_EQ(done[2].logprobs.top[0].first, lp.top[0].first);
+  EXPECT_EQ(done[2].logprobs.top[1].first, lp.top[1].first);
+  EXPECT_EQ(done[5].token, host(5, 3, nullptr));
+  for (int r : {3, 4}) {  // scored: the log-probability of 101, then of 108
+    const float* row = all.data() + std::ptrdiff_t(r) * V;
+    const double lse = log_sum_exp(row, V);
+    EXPECT_NEAR(done[std::size_t(r)].logprobs.logprob, row[r == 3 ? 101 : 108] - lse, 1e-5);
+    ASSERT_EQ(done[std::size_t(r)].logprobs.top.size(), 1u);
+    EXPECT_EQ(done[std::size_t(r)].logprobs.top[0].first,
+              int(std::max_element(row, row + V) - row));
+  }
+  EXPECT_TRUE(std::equal(all.begin() + 6 * std::ptrdiff_t(V), all.end(),
+                         some.begin() + 6 * std::ptrdiff_t(V)));
   cudaDeviceReset();
 }
 

@@ -143,6 +143,31 @@ TEST(DeviceParallelEmu, SyntheticModelsGiveTheCpuIds) {
   unsetenv("PRIMA_SYNTHETIC_DIR");
 }
 
+// Sampling on the device (sample_rows): greedy with penalties aside (generate has none), plain
+// temperature, top-k with top-p, and top-p alone draw the ids the host's sampler draws from the
+// same logits (PRIMA_DEVICE_SAMPLING=0 sends every row to the host) over three sequences and
+// ten steps. Against the CPU path the ids may part where a tiny random model's near-flat
+// distribution meets the float-order differences of the logits, so the host is the reference.
+TEST(DeviceParallelEmu, SampledDrawsGiveTheHostSamplersIds) {
+  setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_sampled").c_str(), 1);
+  for (const char* mode :
+       {" --temperature 1.1 --seed 2", " --temperature 0.9 --top-k 40 --top-p 0.9 --seed 3",
+        " --temperature 1.1 --top-p 0.8 --seed 11"}) {
+    const std::string gen = std::string("generate --synthetic tiny:bf16") +
+                            " --prompt 'Sampling on the device' --ids --max-tokens 10 --batch 3" +
+                            mode + " --device cuda-emu";
+    setenv("PRIMA_DEVICE_SAMPLING", "0", 1);
+    const auto host = run_prima(gen);
+    unsetenv("PRIMA_DEVICE_SAMPLING");
+    ASSERT_EQ(host.exit_code, 0) << mode << ": " << host.err;
+    const auto dev = run_prima(gen);
+    ASSERT_EQ(dev.exit_code, 0) << mode << ": " << dev.err;
+    EXPECT_EQ(dev.out, host.out) << mode;
+    EXPECT_EQ(std::count(dev.out.begin(), dev.out.end(), ' '), 9) << mode << ": " << dev.out;
+  }
+  unsetenv("PRIMA_SYNTHETIC_DIR");
+}
+
 // scripts/gpu_forward_check.py, the forward stage of scripts/gpu_check.sh, run on the emulated
 // device: the token check passes and the profiles' decode figures (BF16, then FP8) are computed
 // (their values describe the emulator).

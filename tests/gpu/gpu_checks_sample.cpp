@@ -1,0 +1,256 @@
+// Device check of sample_rows (kernels/cuda/sample.h), planned by device_sampling.h as the GPU
+// forward pass plans a step, against the host's sample_row and prompt scoring on the same rows:
+// SmolLM2's vocabulary of 49,152, rows of N(0, 3^2) logits (a language model's spread: a top-p
+// 0.9 nucleus at temperature 1 fits in the device's 4,096 candidates) and one flat row (whose
+// nucleus does not, so the device gives it back). Every mode at three positions (three draws):
+// greedy, plain temperature, min-p, top-k, top-k with top-p, top-p alone, logit_bias (an id named
+// twice), ties of the largest logit, the three penalties over a history holding the row's likeliest ids, log-probabilities,
+// and a scored prompt. The token must be the host's; log-probabilities within 1e-6 (+1e-6
+// relative: another summation order of the log-sum-exp).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backends/real/cuda/device_sampling.h"
+#include "backends/real/logit_processing.h"
+#include "kernels/cuda/sample.h"
+#include "tests/gpu/check_support.h"
+#include "tests/kernels/cpu/random_data.h"
+
+namespace prima::gpu_checks {
+
+namespace {
+
+using kernels::testing::randn;
+namespace rc = real::cuda;
+
+struct Case {
+  const char* what;
+  SamplingParams p;
+  bool history = false;  // penalties over the row's likeliest ids; for greedy: tied maxima
+  float spread = 3.0f;
+  bool gives_back = false;  // the device leaves the row to the host
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> c;
+  auto add = [&c](const char* what, auto set, bool history = false, float spread = 3.0f,
+                  bool gives_back = false) {
+    Case k{what, {}, history, spread, gives_back};
+    set(k.p);
+    c.push_back(k);
+  };
+  add("greedy with ties", [](SamplingParams&) {}, true);
+  add("greedy+bias+logprobs", [](SamplingParams& p) {
+    p.logit_bias = {{7, 30.0f}, {9, -2.0f}, {7, 0.5f}};
+    p.logprobs = 5;
+  });
+  add("temperature", [](SamplingParams& p) { p.temperature = 0.8; });
+  add("temperature+min_p", [](SamplingParams& p) {
+    p.temperature = 0.7;
+    p.min_p = 0.05;
+    p.logprobs = 0;
+  });
+  add("top_k", [](SamplingParams& p) {
+    p.temperature = 0.9;
+    p.top_k = 40;
+  });
+  add(
+      "top_k+top_p+penalties+bias+logprobs",
+      [](SamplingParams& p) {
+        p.temperature = 1.2;
+        p.top_k = 40;
+        p.top_p = 0.9;
+        p.repetition_penalty = 1.3;
+        p.frequency_penalty = 0.4;
+        p.presence_penalty = 0.2;
+        p.logit_bias = {{11, 1.5f}};
+        p.logprobs = 3;
+      },
+      true);
+  add("top_k 4096", [](SamplingParams& p) {
+    p.temperature = 1.0;
+    p.top_k = 4096;
+  });
+  add("top_p", [](SamplingParams& p) {
+    p.temperature = 1.0;
+    p.top_p = 0.9;
+  });
+  add(
+      "top_p+min_p+penalties",
+      [](SamplingParams& p) {
+        p.temperature = 0.6;
+        p.top_p = 0.95;
+        p.min_p = 0.02;
+        p.repetition_penalty = 0.8;
+        p.presence_penalty = -0.5;
+      },
+      true);
+  add("top_k 1 at temperature", [](SamplingParams& p) {
+    p.temperature = 0.5;
+    p.top_k = 1;
+  });
+  add(
+      "flat top_p (given back)",
+      [](SamplingParams& p) {
+        p.temperature = 1.0;
+        p.top_p = 0.99;
+      },
+      false, 0.5f, true);
+  return c;
+}
+
+// The row's `n` likeliest ids, then a few others, some repeated.
+std::vector<int> likeliest(const float* row, int V, int n) {
+  std::vector<int> id(static_cast<std::size_t>(V));
+  std::iota(id.begin(), id.end(), 0);
+  std::partial_sort(id.begin(), id.begin() + n, id.end(),
+                    [row](int a, int b) { return row[a] > row[b]; });
+  id.resize(static_cast<std::size_t>(n));
+  return id;
+}
+
+bool close(double got, double want) {
+  if (std::isinf(want)) return got == want;
+  return std::fabs(got - want) <= 1e-6 + 1e-6 * std::fabs(want);
+}
+
+CheckResult sample_rows(int V) {
+  const int kPositions = 3;
+  const std::vector<Case> cs = cases();
+  real::StepInput s;
+  std::vector<const Case*> row_case;
+  for (const Case& c : cs)
+    for (int k = 0; k < kPositions; ++k) {
+      real::SeqInput q;
+      q.request = 1000 + row_case.size();
+      q.pos0 = 17 + 5 * k;
+      q.tokens = {1};
+      q.samples = true;
+      q.sampling = c.p;
+      s.seqs.push_back(q);
+      row_case.push_back(&c);
+    }
+  real::SeqInput score;  // two scored prompt positions, 4 alternatives each
+  score.request = 7;
+  score.tokens = {1, 2};
+  score.score_ids = {5, 77};
+  score.sampling.prompt_logprobs = 4;
+  s.seqs.push_back(score);
+  row_case.push_back(nullptr);
+  row_case.push_back(nullptr);
+  const int rows = int(row_case.size());
+  std::vector<float> logits(std::size_t(rows) * V);
+  for (int r = 0; r < rows; ++r) {
+    const float spread = row_case[std::size_t(r)] ? row_case[std::size_t(r)]->spread : 3.0f;
+    const auto x = randn(V, 500 + r, spread);
+    std::copy(x.begin(), x.end(), logits.begin() + std::ptrdiff_t(r) * V);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const Case* c = row_case[std::size_t(r)];
+    if (!c || !c->history) continue;
+    if (c->p.temperature <= 0) {  // three equal maxima, the last id among them: the lowest wins
+      for (int id : {V / 2, V / 7, V - 1}) logits[std::size_t(r) * V + std::size_t(id)] = 40.0f;
+      continue;
+    }
+    const auto top = likeliest(logits.data() + std::size_t(r) * V, V, 6);
+    real::SeqInput& q = s.seqs[std::size_t(r)];
+    q.prompt_history = {top[0], top[3], 42, 43};
+    q.output_history = {top[1], top[2], top[1], top[4], 42, top[1]};
+  }
+  // A typical-sampling sequence is left to the host.
+  SamplingParams typical;
+  typical.temperature = 1.0;
+  typical.typical_p = 0.9;
+  if (rc::device_samples(typical, V)) return {false, 1e9, "device_samples accepts typical_p < 1"};
+
+  const rc::SamplePlan plan = rc::plan_sampling(s, V);
+  const int m = int(plan.rows.size());
+  if (m != rows)
+    return {false, 1e9, "planned " + std::to_string(m) + " of " + std::to_string(rows)};
+  DeviceBuffer dl(logits), dr(plan.rows),
+      db(plan.biases.empty() ? std::vector<cuda::SampleBias>(1) : plan.biases),
+      de(plan.edits.empty() ? std::vector<cuda::SampleEdit>(1) : plan.edits),
+      dw(std::size_t(m) * V * sizeof(float)),
+      dscr(std::size_t(m) * cuda::kSampleMaxCandidates * sizeof(double)),
+      dout(std::size_t(m) * sizeof(cuda::SampleOut));
+  finish(cuda::sample_rows(dl.as<float>(), V, dr.as<cuda::SampleRow>(), m,
+                           db.as<cuda::SampleBias>(), de.as<cuda::SampleEdit>(), dw.as<float>(),
+                           dscr.as<double>(), dout.as<cuda::SampleOut>(), nullptr),
+         "sample_rows");
+  const auto outs = dout.read<cuda::SampleOut>(std::size_t(m));
+  // The device's logits must be untouched (a given-back row is sampled from them).
+  const auto after = dl.read<float>(logits.size());
+  if (after != logits) return {false, 1e9, "sample_rows changed the logits"};
+
+  CheckResult res{true, 0,
+                  "sample_rows: " + std::to_string(cs.size()) + " modes x " +
+                      std::to_string(kPositions) + " draws + 2 scored rows over " +
+                      std::to_string(V)};
+  auto fail = [&res](const std::string& why) {
+    if (res.ok) res.detail += ": " + why;
+    res.ok = false;
+    res.max_err = 1e9;
+  };
+  auto cmp_lp = [&](const TokenLogprobs& want, const cuda::SampleOut& o, const std::string& at) {
+    if (!close(o.logprob, want.logprob))
+      fail(at + " logprob " + std::to_string(o.logprob) + ", host " + std::to_string(want.logprob));
+    if (o.n_top != int(want.top.size())) return fail(at + " top count");
+    for (int i = 0; i < o.n_top; ++i) {
+      if (o.top_id[i] != want.top[std::size_t(i)].first)
+        fail(at + " top id " + std::to_string(i) + " " + std::to_string(o.top_id[i]) + ", host " +
+             std::to_string(want.top[std::size_t(i)].first));
+      if (!close(o.top_logprob[i], want.top[std::size_t(i)].second)) fail(at + " top logprob");
+      const double e = std::fabs(double(o.top_logprob[i]) - want.top[std::size_t(i)].second);
+      res.max_err =
+          std::max(res.max_err, e / (1e-6 + 1e-6 * std::fabs(want.top[std::size_t(i)].second)));
+    }
+  };
+  real::SampleScratch scratch;
+  for (int i = 0; i < m; ++i) {
+    const cuda::SampleRow& pr = plan.rows[std::size_t(i)];
+    const cuda::SampleOut& o = outs[std::size_t(i)];
+    std::vector<float> row(logits.begin() + std::ptrdiff_t(pr.row) * V,
+                           logits.begin() + std::ptrdiff_t(pr.row + 1) * V);
+    const Case* c = row_case[std::size_t(pr.row)];
+    const std::string at = std::string(c ? c->what : "score") + " row " + std::to_string(pr.row);
+    if (!c) {
+      TokenLogprobs want;
+      const double lse = real::log_sum_exp(row.data(), V);
+      want.logprob = float(double(row[std::size_t(pr.target)]) - lse);
+      want.top = real::top_logprobs(row.data(), V, 4, lse, &scratch.pairs);
+      if (!o.done) fail(at + " not done");
+      cmp_lp(want, o, at);
+      continue;
+    }
+    if (c->gives_back && V > cuda::kSampleMaxCandidates) {
+      if (o.done) fail(at + ": done, expected to be given back");
+      continue;
+    }
+    if (!o.done) {
+      fail(at + " given back");
+      continue;
+    }
+    const real::SeqInput& q = s.seqs[std::size_t(pr.row)];
+    TokenLogprobs want;
+    const int tok =
+        real::sample_row(row.data(), V, q.sampling, {&q.prompt_history, &q.output_history},
+                         q.request, q.pos0 + 1, &scratch, &want);
+    if (o.token != tok)
+      fail(at + " drew " + std::to_string(o.token) + ", host " + std::to_string(tok));
+    if (q.sampling.logprobs >= 0) cmp_lp(want, o, at);
+  }
+  return res;
+}
+
+}  // namespace
+
+void add_sample_checks(std::vector<Check>* out) {
+  out->push_back({"sample_rows", [] { return sample_rows(49152); }});
+  out->push_back({"sample_rows_small_vocab", [] { return sample_rows(509); }});
+}
+
+}  // namespace prima::gpu_checks
