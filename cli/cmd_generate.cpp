@@ -47,7 +47,7 @@ std::unique_ptr<real::RealCluster> open_cluster(const GenerateOptions& o, int* e
   real::RealBackendOptions bo = o.backend;
   bo.max_num_seqs = o.batch;
   bo.repack = !o.no_repack;
-  bo.device_forward = device_forward(o.device.spec(), o.device.fp8());
+  bo.device_forward = device_forward(o.device.spec(), o.device.quant());
   return open_real_cluster(bo, o.repack, "prima generate", exit_code);
 }
 

@@ -190,7 +190,7 @@ int cmd_profile(const Args& args) {
     return *code;
   if (o.device.spec().kind == real::DeviceKind::kCpu) return profile_machine(o);
   ProfileOptions on_device = o;  // the GPU forward pass takes the GGUF layout, not panels
-  on_device.profile.device_forward = device_forward(o.device.spec(), o.device.fp8());
+  on_device.profile.device_forward = device_forward(o.device.spec(), o.device.quant());
   on_device.profile.repack = false;
   return profile_machine(on_device);
 }

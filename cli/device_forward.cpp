@@ -8,26 +8,25 @@
 
 namespace prima::cli {
 
-DeviceForwardMaker device_forward(const real::DeviceSpec& d, bool fp8_weights) {
+DeviceForwardMaker device_forward(const real::DeviceSpec& d, real::WeightQuant quant) {
   switch (d.kind) {
     case real::DeviceKind::kCpu:
       break;
     case real::DeviceKind::kCuda:
 #if defined(PRIMA_HAVE_CUDA)
-      return
-          [d, fp8_weights](const real::LlamaWeights& w, int blocks, int block_size,
-                           const real::RankJob& job) -> Result<std::unique_ptr<real::StepForward>> {
-            PRIMA_ASSIGN_OR_RETURN(const int index, real::device_for_rank(d));
-            return real::cuda::make_step_forward(w, blocks, block_size, index, job, fp8_weights);
-          };
+      return [d, quant](const real::LlamaWeights& w, int blocks, int block_size,
+                        const real::RankJob& job) -> Result<std::unique_ptr<real::StepForward>> {
+        PRIMA_ASSIGN_OR_RETURN(const int index, real::device_for_rank(d));
+        return real::cuda::make_step_forward(w, blocks, block_size, index, job, quant);
+      };
 #else
       break;
 #endif
     case real::DeviceKind::kCudaEmu:
 #if defined(PRIMA_HAVE_CUDA_EMU)
-      return [fp8_weights](const real::LlamaWeights& w, int blocks, int block_size,
-                           const real::RankJob& job) {
-        return real::cuda_emu::make_step_forward(w, blocks, block_size, 0, job, fp8_weights);
+      return [quant](const real::LlamaWeights& w, int blocks, int block_size,
+                     const real::RankJob& job) {
+        return real::cuda_emu::make_step_forward(w, blocks, block_size, 0, job, quant);
       };
 #else
       break;

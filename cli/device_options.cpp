@@ -13,13 +13,14 @@ namespace prima::cli {
 
 Status DeviceOptions::validate() const {
   PRIMA_ASSIGN_OR_RETURN(const real::DeviceSpec d, real::parse_device(text));
-  if (!quantization.empty() && quantization != "fp8")
+  if (!quantization.empty() && quantization != "fp8" && quantization != "int8")
     return invalid_argument("--quantization " + quantization +
-                            ": the one quantization applied at load is fp8");
-  if (fp8() && d.kind == real::DeviceKind::kCpu)
-    return invalid_argument(
-        "--quantization fp8 runs on a device (--device cuda[:N] or cuda-emu): the CPU path has "
-        "no FP8 kernels");
+                            ": the quantizations applied at load are fp8 and int8");
+  if (!quantization.empty() && d.kind == real::DeviceKind::kCpu)
+    return invalid_argument("--quantization " + quantization +
+                            " runs on a device (--device cuda[:N] or cuda-emu): the CPU path has "
+                            "no " +
+                            (fp8() ? "FP8" : "INT8 W8A8") + " kernels");
   return ok_status();
 }
 
@@ -50,8 +51,10 @@ void add_device_flag(po::options_description& opts) {
       "quantization", po::value<std::string>(),
       "fp8: run the layers' F16/BF16 weight matrices as FP8 E4M3 with a per-tensor scale, "
       "quantized on the device at load, their activations per tensor each step (cuBLASLt's "
-      "FP8 GEMM; sm_89 and later: Ada, Hopper); the embedding and LM head stay as they are. "
-      "--device cuda[:N] or cuda-emu only");
+      "FP8 GEMM; sm_89 and later: Ada, Hopper). int8: INT8 W8A8, the matrices as INT8 with a "
+      "scale per output channel, their activations per token each step (cuBLASLt's INT8 GEMM "
+      "into INT32, then scaled back). The embedding and LM head stay as they are. --device "
+      "cuda[:N] or cuda-emu only");
 }
 
 DeviceOptions device_options(const po::variables_map& vm) {

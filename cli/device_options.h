@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "backends/real/cuda/weight_quant.h"
 #include "backends/real/device.h"
 #include "backends/real/real_backend.h"
 #include "engine/core/status.h"
@@ -19,8 +20,13 @@ namespace prima::cli {
 
 struct DeviceOptions {
   std::string text = "cpu";  // --device as given
-  std::string quantization;  // --quantization: "" (the file's types) or "fp8"
+  std::string quantization;  // --quantization: "" (the file's types), "fp8" or "int8"
   bool fp8() const { return quantization == "fp8"; }
+  real::WeightQuant quant() const {
+    return quantization == "fp8"    ? real::WeightQuant::kFp8
+           : quantization == "int8" ? real::WeightQuant::kInt8
+                                    : real::WeightQuant::kNone;
+  }
 
   // invalid_argument naming --device and the valid forms when the text does not parse.
   Status validate() const;
@@ -43,8 +49,9 @@ std::optional<int> device_unavailable(const char* command, const DeviceOptions& 
 
 // RealBackendOptions::device_forward for the device: empty for the CPU (cli/device_forward.cpp).
 using DeviceForwardMaker = decltype(real::RealBackendOptions::device_forward);
-// fp8_weights: --quantization fp8 (the layers' F16/BF16 matrices as FP8 E4M3 on the device).
-DeviceForwardMaker device_forward(const real::DeviceSpec& d, bool fp8_weights = false);
+// quant: --quantization (the layers' F16/BF16 matrices as FP8 E4M3 or INT8 W8A8 on the device).
+DeviceForwardMaker device_forward(const real::DeviceSpec& d,
+                                  real::WeightQuant quant = real::WeightQuant::kNone);
 // ok on the CPU and on a device with FP8 tensor cores (sm_89 and later); else
 // invalid_argument naming the device and its sm (cli/device_forward.cpp).
 Status fp8_device_support(const real::DeviceSpec& d);

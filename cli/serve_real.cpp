@@ -29,7 +29,7 @@ real::RealBackendOptions backend_options(const ServeOptions& o) {
   bo.pp = o.pp;
   bo.replicas = o.replicas;
   bo.comm_timeout_s = o.comm_timeout_s;
-  bo.device_forward = device_forward(o.device.spec(), o.device.fp8());
+  bo.device_forward = device_forward(o.device.spec(), o.device.quant());
   bo.max_num_seqs = o.max_num_seqs;
   bo.max_num_batched_tokens = o.max_num_batched_tokens;
   bo.max_model_len = o.max_model_len;

@@ -3,7 +3,9 @@
 // GGUF layout; Y is m x n), inputs FP16 or BF16 (or F32 for the reference), or FP8 E4M3 with a
 // per-tensor scale each (x_scale, w_scale: device floats; Y = alpha * x_scale * w_scale * the
 // codes' product, cuBLASLt's A/B scale pointers; sm_89 and later on devices), accumulation in
-// float, Y in the inputs' type or float (FP8: F32, F16 or BF16). Two implementations:
+// float, Y in the inputs' type or float (FP8: F32, F16 or BF16); or INT8 inputs with exact INT32
+// products (alpha 1, k a multiple of 4: cuBLASLt's INT8 rules; the scales are applied after,
+// dequant_i32). Two implementations:
 //   LtGemm (gemm_lt.h)      cuBLASLt, on devices;
 //   ReferenceGemm (here)    one plain kernel (gemm_ref.cu), the same on devices and on the CPU
 //                           execution layer, where it is what make_gemm() gives.
@@ -18,7 +20,7 @@
 
 namespace prima::cuda {
 
-enum class GemmType { kF16, kBF16, kF32, kFP8E4M3 };
+enum class GemmType { kF16, kBF16, kF32, kFP8E4M3, kI8, kI32 };
 
 struct GemmShape {
   std::int64_t m = 0, n = 0, k = 0;

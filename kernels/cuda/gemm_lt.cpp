@@ -5,6 +5,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -25,6 +26,10 @@ cudaDataType_t data_type(GemmType t) {
       return CUDA_R_16BF;
     case GemmType::kFP8E4M3:
       return CUDA_R_8F_E4M3;
+    case GemmType::kI8:
+      return CUDA_R_8I;
+    case GemmType::kI32:
+      return CUDA_R_32I;
     case GemmType::kF32:
       break;
   }
@@ -95,7 +100,9 @@ std::string LtGemm::run(const GemmShape& s, const void* x, const void* w, void* 
   if (std::string e = check_shape(s, false); !e.empty()) return e;
   const cudaDataType_t in = data_type(s.in), out = data_type(s.out);
   Descs d;
-  cublasStatus_t st = cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  const bool i8 = s.in == GemmType::kI8;  // INT32 compute and scale type, alpha 1
+  cublasStatus_t st = cublasLtMatmulDescCreate(&d.op, i8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F,
+                                               i8 ? CUDA_R_32I : CUDA_R_32F);
   if (st != CUBLAS_STATUS_SUCCESS) return lt_error("cublasLtMatmulDescCreate", st);
   const cublasOperation_t trans = CUBLAS_OP_T;
   st = cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans);
@@ -124,7 +131,9 @@ std::string LtGemm::run(const GemmShape& s, const void* x, const void* w, void* 
   if (st != CUBLAS_STATUS_SUCCESS) return lt_error("cublasLtMatmulAlgoGetHeuristic", st);
   if (found == 0) return "cuBLASLt has no algorithm for this shape and types";
   const float alpha = s.alpha, beta = 0.0f;
-  st = cublasLtMatmul(h, d.op, &alpha, w, d.a, x, d.b, &beta, y, d.c, y, d.c, &heur.algo,
+  const std::int32_t alpha_i = 1, beta_i = 0;
+  st = cublasLtMatmul(h, d.op, i8 ? static_cast<const void*>(&alpha_i) : &alpha, w, d.a, x, d.b,
+                      i8 ? static_cast<const void*>(&beta_i) : &beta, y, d.c, y, d.c, &heur.algo,
                       workspace_, workspace_bytes_, stream);
   if (st != CUBLAS_STATUS_SUCCESS) return lt_error("cublasLtMatmul", st);
   return "";

@@ -96,4 +96,14 @@ cudaError_t fp8_amax(kernels::DType type, const void* x, std::int64_t n, unsigne
 cudaError_t to_fp8(kernels::DType type, const void* x, std::int64_t n, const unsigned* amax,
                    std::uint8_t* y, float* scale, cudaStream_t stream);
 
+// INT8 W8A8: y (rows x cols int8) = each row of x (F32, F16 or BF16) as symmetric INT8 codes
+// rint(x / scale[row]) clamped to +-127, scale[row] = the row's largest magnitude / 127 (0 for
+// a row of zeros, whose codes are 0): weights per output channel at load, activations per token
+// each step.
+cudaError_t quantize_i8_rows(kernels::DType type, const void* x, std::int64_t rows,
+                             std::int64_t cols, std::int8_t* y, float* scale, cudaStream_t stream);
+// y[i][j] = acc[i][j] * (x_scale[i] * w_scale[j]) for the m x n INT32 products of an INT8 GEMM.
+cudaError_t dequant_i32(const std::int32_t* acc, const float* x_scale, const float* w_scale,
+                        std::int64_t m, std::int64_t n, float* y, cudaStream_t stream);
+
 }  // namespace prima::cuda

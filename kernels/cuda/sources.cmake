@@ -6,6 +6,7 @@ set(PRIMA_CUDA_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/kernels/cuda/fp8_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/gemm_ref.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/gemv_quant.cu
+  ${CMAKE_SOURCE_DIR}/kernels/cuda/int8_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/matmul_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/ops.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/quantize.cu

@@ -59,14 +59,25 @@ TEST(DeviceOptions, BadValuesAreRefusedNamingTheFlag) {
 
 // A job of several ranks runs one rank per GPU: plain cuda (each rank its local rank's GPU) and
 // cuda-emu take --tp/--pp; cuda:N, one named GPU, does not.
-// --quantization fp8 needs a device, and fp8 is the one value.
-TEST(DeviceOptions, QuantizationIsFp8OnADevice) {
+// --quantization fp8 or int8 needs a device, and those are the values.
+TEST(DeviceOptions, QuantizationIsFp8OrInt8OnADevice) {
   const auto ok = parse(
       generate_flags(),
       {"--model", "m.gguf", "--prompt", "hi", "--device", "cuda-emu", "--quantization", "fp8"},
       generate_options);
   EXPECT_TRUE(ok.validate().ok()) << ok.validate().message();
   EXPECT_TRUE(ok.device.fp8());
+  EXPECT_EQ(ok.device.quant(), real::WeightQuant::kFp8);
+  const auto i8 = parse(
+      generate_flags(),
+      {"--model", "m.gguf", "--prompt", "hi", "--device", "cuda-emu", "--quantization", "int8"},
+      generate_options);
+  EXPECT_TRUE(i8.validate().ok()) << i8.validate().message();
+  EXPECT_EQ(i8.device.quant(), real::WeightQuant::kInt8);
+  const auto i8_cpu =
+      parse(generate_flags(), {"--model", "m.gguf", "--prompt", "hi", "--quantization", "int8"},
+            generate_options);
+  EXPECT_TRUE(refused(i8_cpu.validate(), "--quantization int8 runs on a device"));
   const auto cpu =
       parse(generate_flags(), {"--model", "m.gguf", "--prompt", "hi", "--quantization", "fp8"},
             generate_options);
@@ -75,7 +86,8 @@ TEST(DeviceOptions, QuantizationIsFp8OnADevice) {
       profile_flags(),
       {"--model", "m.gguf", "--out", "o.json", "--device", "cuda:0", "--quantization", "int4"},
       profile_options);
-  EXPECT_TRUE(refused(bad.validate(), "--quantization int4: the one quantization"));
+  EXPECT_TRUE(refused(bad.validate(),
+                      "--quantization int4: the quantizations applied at load are fp8 and int8"));
   const auto sim =
       parse(serve_flags(), {"--backend", "sim", "--quantization", "fp8"}, serve_options);
   EXPECT_TRUE(refused(sim.validate(), "--quantization applies to --backend real only"));

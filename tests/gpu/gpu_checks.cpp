@@ -37,6 +37,7 @@ const std::vector<Check>& all_checks() {
     add_ops_checks(&v);
     add_gemm_checks(&v);
     add_fp8_checks(&v);
+    add_int8_checks(&v);
     add_forward_checks(&v);
     add_sample_checks(&v);
     return v;

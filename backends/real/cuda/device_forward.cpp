@@ -29,7 +29,7 @@ DeviceForward::~DeviceForward() {
 
 Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights& w, int num_blocks,
                                                              int block_size, Parallel par,
-                                                             bool fp8_weights) {
+                                                             WeightQuant quant) {
   const RankLayout& l = par.layout;
   if (w.shard().tp != l.tp || w.shard().tp_rank != l.tp_rank())
     return invalid_argument("the weights are TP rank " + std::to_string(w.shard().tp_rank) +
@@ -42,7 +42,7 @@ Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights&
     return invalid_argument("the KV cache needs at least one block of at least one token");
   std::unique_ptr<DeviceForward> f(new DeviceForward(w, num_blocks, block_size, std::move(par)));
   PRIMA_CUDA_OK(cudaStreamCreate(&f->stream_), "cudaStreamCreate");
-  PRIMA_ASSIGN_OR_RETURN(f->weights_, DeviceWeights::upload(w, f->stream_, fp8_weights));
+  PRIMA_ASSIGN_OR_RETURN(f->weights_, DeviceWeights::upload(w, f->stream_, quant));
   const LlamaConfig& c = w.config();
   // One block more than the engine's: the one padded rows of a decode graph write to.
   const std::size_t kv_bytes = 2 * sizeof(std::uint16_t) * std::size_t(w.num_layers()) *
@@ -107,7 +107,38 @@ Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t
   if (dense && !gemm_) {
     std::string error;
     gemm_ = p_cuda::make_gemm(&error);
-    if (!gemm_) return internal_error("the dense GEMM for F16/BF16/FP8 weights: " + error);
+    if (!gemm_) return internal_error("the dense GEMM for F16/BF16/FP8/INT8 weights: " + error);
+  }
+  // The dense GEMM of the quantized activations xq_ with m into out.
+  auto gemm = [&](p_cuda::GemmType in, p_cuda::GemmType out_type, void* out,
+                  const char* kind) -> Status {
+    p_cuda::GemmShape g;
+    g.m = T;
+    g.n = m.rows;
+    g.k = m.cols;
+    g.in = in;
+    g.out = out_type;
+    if (in == p_cuda::GemmType::kFP8E4M3) {
+      g.x_scale = xscale_.as<const float>();
+      g.w_scale = m.scale;
+    }
+    if (std::string e = gemm_->run(g, xq_.as<void>(), m.data, out, stream_); !e.empty())
+      return internal_error(std::string(gemm_->name()) + " " + kind + "GEMM (" + what + "): " + e);
+    return ok_status();
+  };
+  if (m.int8) {
+    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols), "activations"));
+    PRIMA_RETURN_IF_ERROR(xscale_.reserve(std::size_t(T) * sizeof(float), "activation scales"));
+    PRIMA_RETURN_IF_ERROR(
+        acc_.reserve(std::size_t(T * m.rows) * sizeof(std::int32_t), "INT32 products"));
+    PRIMA_CUDA_OK(p_cuda::quantize_i8_rows(kernels::DType::kF32, x, T, m.cols,
+                                           xq_.as<std::int8_t>(), xscale_.as<float>(), stream_),
+                  std::string("quantize_i8_rows (") + what + ")");
+    PRIMA_RETURN_IF_ERROR(
+        gemm(p_cuda::GemmType::kI8, p_cuda::GemmType::kI32, acc_.as<void>(), "INT8 "));
+    return cuda_status(p_cuda::dequant_i32(acc_.as<std::int32_t>(), xscale_.as<float>(), m.scale, T,
+                                           m.rows, y, stream_),
+                       std::string("dequant_i32 (") + what + ")");
   }
   if (m.fp8) {
     const std::int64_t n = T * m.cols;
@@ -119,31 +150,14 @@ Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t
     PRIMA_CUDA_OK(p_cuda::to_fp8(kernels::DType::kF32, x, n, amax_.as<unsigned>(),
                                  xq_.as<std::uint8_t>(), xscale_.as<float>(), stream_),
                   std::string("to_fp8 (") + what + ")");
-    p_cuda::GemmShape g;
-    g.m = T;
-    g.n = m.rows;
-    g.k = m.cols;
-    g.in = p_cuda::GemmType::kFP8E4M3;
-    g.out = p_cuda::GemmType::kF32;
-    g.x_scale = xscale_.as<const float>();
-    g.w_scale = m.scale;
-    if (std::string e = gemm_->run(g, xq_.as<void>(), m.data, y, stream_); !e.empty())
-      return internal_error(std::string(gemm_->name()) + " FP8 GEMM (" + what + "): " + e);
-    return ok_status();
+    return gemm(p_cuda::GemmType::kFP8E4M3, p_cuda::GemmType::kF32, y, "FP8 ");
   }
   if (dense) {
     PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols) * 2, "activations"));
     PRIMA_CUDA_OK(p_cuda::to_half(m.type, x, xq_.as<void>(), T * m.cols, stream_),
                   std::string("to_half (") + what + ")");
-    p_cuda::GemmShape g;
-    g.m = T;
-    g.n = m.rows;
-    g.k = m.cols;
-    g.in = m.type == kernels::DType::kF16 ? p_cuda::GemmType::kF16 : p_cuda::GemmType::kBF16;
-    g.out = p_cuda::GemmType::kF32;
-    if (std::string e = gemm_->run(g, xq_.as<void>(), m.data, y, stream_); !e.empty())
-      return internal_error(std::string(gemm_->name()) + " GEMM (" + what + "): " + e);
-    return ok_status();
+    return gemm(m.type == kernels::DType::kF16 ? p_cuda::GemmType::kF16 : p_cuda::GemmType::kBF16,
+                p_cuda::GemmType::kF32, y, "");
   }
   const kernels::DType act = p_cuda::activation_type(m.type);
   PRIMA_RETURN_IF_ERROR(
@@ -378,12 +392,12 @@ Status check_fp8(int device) {
 
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job, bool fp8_weights) {
+                                                       const RankJob& job, WeightQuant quant) {
   PRIMA_CUDA_OK(cudaSetDevice(device), "cudaSetDevice(" + std::to_string(device) + ")");
   cudaDeviceProp p{};
   PRIMA_CUDA_OK(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
   const bool emulated = std::string(p.name).rfind("prima CUDA emulator", 0) == 0;
-  if (fp8_weights) PRIMA_RETURN_IF_ERROR(check_fp8(device));
+  if (quant == WeightQuant::kFp8) PRIMA_RETURN_IF_ERROR(check_fp8(device));
   DeviceForward::Parallel par;
   par.layout = job.layout;
   const char* env = std::getenv("PRIMA_DEVICE_COMM");
@@ -407,9 +421,8 @@ Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, in
     PRIMA_ASSIGN_OR_RETURN(par.tp, make(job.tp_group));
   }
   const std::string comm = par.tp ? par.tp->name() : par.pp ? par.pp->name() : "";
-  PRIMA_ASSIGN_OR_RETURN(
-      std::unique_ptr<DeviceForward> f,
-      DeviceForward::create(w, num_blocks, block_size, std::move(par), fp8_weights));
+  PRIMA_ASSIGN_OR_RETURN(std::unique_ptr<DeviceForward> f,
+                         DeviceForward::create(w, num_blocks, block_size, std::move(par), quant));
   f->device_ =
       (emulated ? std::string("cuda-emu") : "cuda:" + std::to_string(device)) + " (" + p.name + ")";
   if (!comm.empty())

@@ -51,11 +51,13 @@ class DeviceForward final : public StepForward {
   };
   // Uploads `w` to the current device and reserves the KV cache; `w` must outlive the result.
   // `w`'s shard must be par.layout's (its TP degree and rank, its stage's layers). With
-  // fp8_weights the layers' F16/BF16 matrices run as FP8 E4M3 (DeviceWeights::upload), their
-  // activations quantized per tensor each step (fp8_amax, to_fp8) for the FP8 GEMM.
+  // kFp8 the layers' F16/BF16 matrices run as FP8 E4M3 (DeviceWeights::upload), their
+  // activations quantized per tensor each step (fp8_amax, to_fp8) for the FP8 GEMM; with kInt8
+  // as INT8 W8A8, their activations quantized per token (quantize_i8_rows), the INT32 products
+  // scaled back per token and channel (dequant_i32).
   static Result<std::unique_ptr<DeviceForward>> create(const LlamaWeights& w, int num_blocks,
                                                        int block_size, Parallel par = {},
-                                                       bool fp8_weights = false);
+                                                       WeightQuant quant = WeightQuant::kNone);
   ~DeviceForward() override;
   DeviceForward(const DeviceForward&) = delete;
   DeviceForward& operator=(const DeviceForward&) = delete;
@@ -86,7 +88,7 @@ class DeviceForward final : public StepForward {
   friend Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w,
                                                                 int num_blocks, int block_size,
                                                                 int device, const RankJob& job,
-                                                                bool fp8_weights);
+                                                                WeightQuant quant);
   DeviceForward(const LlamaWeights& w, int num_blocks, int block_size, Parallel par);
   Status layer(int l, std::int64_t T);
   // y (T x m.rows) = x (T x m.cols) W^T, x quantized first.
@@ -128,7 +130,8 @@ class DeviceForward final : public StepForward {
   DeviceBuffer ids_, pos_, slots_, table_off_, ctx_, tables_, rows_;
   DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, scores_, logits_;
   DeviceBuffer full_, part_;    // TP: a gathered input and a rank's slice of an output
-  DeviceBuffer amax_, xscale_;  // FP8 weights: the activations' amax and scale
+  DeviceBuffer amax_, xscale_;  // FP8 / INT8 weights: the activations' amax and scale(s)
+  DeviceBuffer acc_;            // INT8 weights: the INT32 products
   // forward_sampled: the rows' descriptions, logit biases and penalties, the processed logits,
   // the candidates' weights and the answers (sample_rows).
   DeviceBuffer sample_rows_, sample_biases_, sample_edits_, sample_work_, sample_scratch_,
@@ -148,10 +151,10 @@ class DeviceForward final : public StepForward {
 // naming the device (cudaGetDeviceProperties). For a job of several ranks (job.layout), the
 // transfers are NCCL's on devices and host-staged over job.world / job.tp_group on the CPU
 // execution layer, or anywhere with PRIMA_DEVICE_COMM=host; device() then names them.
-// fp8_weights: see create(); refused (invalid_argument) on devices before sm_89.
+// quant: see create(); kFp8 refused (invalid_argument) on devices before sm_89.
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job, bool fp8_weights);
+                                                       const RankJob& job, WeightQuant quant);
 
 // ok where device `device` has FP8 tensor cores (sm_89 and later), else invalid_argument naming
 // the device and its sm: what --quantization fp8 checks before anything is loaded or made.

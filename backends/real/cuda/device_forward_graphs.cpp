@@ -45,9 +45,10 @@ bool DeviceForward::graphable(const StepInput& s) const {
 
 std::vector<const void*> DeviceForward::graph_buffers() const {
   std::vector<const void*> v;
-  for (const DeviceBuffer* b : {&ids_, &pos_, &slots_, &table_off_, &ctx_,    &tables_, &rows_,
-                                &x_,   &h_,   &q_,     &k_,         &v_,      &att_,    &o_,
-                                &g_,   &u_,   &xq_,    &scores_,    &logits_, &amax_,   &xscale_})
+  for (const DeviceBuffer* b :
+       {&ids_, &pos_,    &slots_,  &table_off_, &ctx_,    &tables_, &rows_, &x_,
+        &h_,   &q_,      &k_,      &v_,         &att_,    &o_,      &g_,    &u_,
+        &xq_,  &scores_, &logits_, &amax_,      &xscale_, &acc_})
     v.push_back(b->as<const void>());
   return v;
 }

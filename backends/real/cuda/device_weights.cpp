@@ -25,16 +25,18 @@ bool dense(kernels::DType t) {
 
 }  // namespace
 
-std::size_t DeviceWeights::bytes_needed(const LlamaWeights& w, bool fp8) {
+std::size_t DeviceWeights::bytes_needed(const LlamaWeights& w, WeightQuant quant) {
   std::map<const void*, std::size_t> seen;
   const std::int64_t H = w.config().hidden;
   std::size_t staging = 0;
   for (int i = 0; i < w.num_layers(); ++i) {
     const LayerWeights& L = w.layer(i);
     for (const kernels::WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down}) {
-      const bool to_fp8 = fp8 && dense(v->type);
-      seen[v->data] = to_fp8 ? std::size_t(v->rows * v->cols) + sizeof(float) : matrix_bytes(*v);
-      if (to_fp8) staging = std::max(staging, matrix_bytes(*v));
+      const bool quantized = quant != WeightQuant::kNone && dense(v->type);
+      const std::size_t scales =
+          (quant == WeightQuant::kInt8 ? std::size_t(v->rows) : 1) * sizeof(float);
+      seen[v->data] = quantized ? std::size_t(v->rows * v->cols) + scales : matrix_bytes(*v);
+      if (quantized) staging = std::max(staging, matrix_bytes(*v));
     }
     seen[L.attn_norm] = seen[L.ffn_norm] = std::size_t(H) * sizeof(float);
   }
@@ -49,12 +51,32 @@ std::size_t DeviceWeights::bytes_needed(const LlamaWeights& w, bool fp8) {
 }
 
 Result<DeviceMatrix> DeviceWeights::matrix(const kernels::WeightView& v, const char* name,
-                                           cudaStream_t stream, bool fp8) {
+                                           cudaStream_t stream, WeightQuant quant) {
   if (!device_type(v.type))
     return invalid_argument(std::string("tensor ") + name + " is " +
                             kernels::type_traits(v.type)->name +
                             ": the GPU forward pass takes Q4_0, Q4_1, Q8_0, F16 and BF16 weights");
-  if (fp8 && dense(v.type)) {
+  if (quant == WeightQuant::kInt8 && dense(v.type)) {
+    if (v.cols % 4 != 0)
+      return invalid_argument(std::string("tensor ") + name + " has " + std::to_string(v.cols) +
+                              " columns: INT8 products need a multiple of 4");
+    DeviceBuffer& b = copies_[v.data];
+    DeviceBuffer& s = scales_[v.data];
+    if (b.bytes() == 0) {
+      PRIMA_RETURN_IF_ERROR(staging_.upload(v.data, matrix_bytes(v), stream, name));
+      PRIMA_RETURN_IF_ERROR(b.reserve(std::size_t(v.rows * v.cols), name));
+      PRIMA_RETURN_IF_ERROR(s.reserve(std::size_t(v.rows) * sizeof(float), name));
+      PRIMA_CUDA_OK(::prima::cuda::quantize_i8_rows(v.type, staging_.as<void>(), v.rows, v.cols,
+                                                    b.as<std::int8_t>(), s.as<float>(), stream),
+                    std::string("quantize_i8_rows (") + name + " to INT8)");
+      bytes_ += std::size_t(v.rows * v.cols) + std::size_t(v.rows) * sizeof(float);
+    }
+    DeviceMatrix m{v.type, b.as<void>(), v.rows, v.cols, v.cols};
+    m.int8 = true;
+    m.scale = s.as<const float>();
+    return m;
+  }
+  if (quant == WeightQuant::kFp8 && dense(v.type)) {
     DeviceBuffer& b = copies_[v.data];
     DeviceBuffer& s = scales_[v.data];
     const std::int64_t n = v.rows * v.cols;
@@ -97,8 +119,9 @@ Result<const float*> DeviceWeights::vector(const float* host, std::int64_t n, cu
 }
 
 Result<std::unique_ptr<DeviceWeights>> DeviceWeights::upload(const LlamaWeights& w,
-                                                             cudaStream_t stream, bool fp8) {
-  const std::size_t need = bytes_needed(w, fp8);
+                                                             cudaStream_t stream,
+                                                             WeightQuant quant) {
+  const std::size_t need = bytes_needed(w, quant);
   std::size_t free_bytes = 0, total = 0;
   PRIMA_CUDA_OK(cudaMemGetInfo(&free_bytes, &total), "cudaMemGetInfo");
   if (need > free_bytes)
@@ -114,13 +137,13 @@ Result<std::unique_ptr<DeviceWeights>> DeviceWeights::upload(const LlamaWeights&
     const std::string at = "blk." + std::to_string(w.shard().layer_begin + i) + ".";
     PRIMA_ASSIGN_OR_RETURN(dl.attn_norm, d->vector(L.attn_norm, H, stream));
     PRIMA_ASSIGN_OR_RETURN(dl.ffn_norm, d->vector(L.ffn_norm, H, stream));
-    PRIMA_ASSIGN_OR_RETURN(dl.wq, d->matrix(L.wq, (at + "attn_q").c_str(), stream, fp8));
-    PRIMA_ASSIGN_OR_RETURN(dl.wk, d->matrix(L.wk, (at + "attn_k").c_str(), stream, fp8));
-    PRIMA_ASSIGN_OR_RETURN(dl.wv, d->matrix(L.wv, (at + "attn_v").c_str(), stream, fp8));
-    PRIMA_ASSIGN_OR_RETURN(dl.wo, d->matrix(L.wo, (at + "attn_output").c_str(), stream, fp8));
-    PRIMA_ASSIGN_OR_RETURN(dl.gate, d->matrix(L.gate, (at + "ffn_gate").c_str(), stream, fp8));
-    PRIMA_ASSIGN_OR_RETURN(dl.up, d->matrix(L.up, (at + "ffn_up").c_str(), stream, fp8));
-    PRIMA_ASSIGN_OR_RETURN(dl.down, d->matrix(L.down, (at + "ffn_down").c_str(), stream, fp8));
+    PRIMA_ASSIGN_OR_RETURN(dl.wq, d->matrix(L.wq, (at + "attn_q").c_str(), stream, quant));
+    PRIMA_ASSIGN_OR_RETURN(dl.wk, d->matrix(L.wk, (at + "attn_k").c_str(), stream, quant));
+    PRIMA_ASSIGN_OR_RETURN(dl.wv, d->matrix(L.wv, (at + "attn_v").c_str(), stream, quant));
+    PRIMA_ASSIGN_OR_RETURN(dl.wo, d->matrix(L.wo, (at + "attn_output").c_str(), stream, quant));
+    PRIMA_ASSIGN_OR_RETURN(dl.gate, d->matrix(L.gate, (at + "ffn_gate").c_str(), stream, quant));
+    PRIMA_ASSIGN_OR_RETURN(dl.up, d->matrix(L.up, (at + "ffn_up").c_str(), stream, quant));
+    PRIMA_ASSIGN_OR_RETURN(dl.down, d->matrix(L.down, (at + "ffn_down").c_str(), stream, quant));
     d->layers_.push_back(dl);
   }
   if (w.shard().embed) {
@@ -130,13 +153,14 @@ Result<std::unique_ptr<DeviceWeights>> DeviceWeights::upload(const LlamaWeights&
     PRIMA_ASSIGN_OR_RETURN(d->output_, d->matrix(w.output(), "output", stream));
     PRIMA_ASSIGN_OR_RETURN(d->output_norm_, d->vector(w.output_norm(), H, stream));
   }
-  if (fp8 && d->scales_.empty())
+  if (quant != WeightQuant::kNone && d->scales_.empty())
     return invalid_argument(
-        "--quantization fp8 quantizes F16 and BF16 weight matrices, and this model's layers "
-        "have none (its layer 0 attn_q is " +
+        std::string("--quantization ") + (quant == WeightQuant::kFp8 ? "fp8" : "int8") +
+        " quantizes F16 and BF16 weight matrices, and this model's layers have none (its layer 0 "
+        "attn_q is " +
         std::string(kernels::type_traits(w.layer(0).wq.type)->name) + ")");
   PRIMA_CUDA_OK(cudaStreamSynchronize(stream), "weight upload");
-  d->staging_ = DeviceBuffer();  // the FP8 conversion's staging copy is no longer needed
+  d->staging_ = DeviceBuffer();  // the conversion's staging copy is no longer needed
   return d;
 }
 

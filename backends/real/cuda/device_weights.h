@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/real/cuda/device_buffer.h"
+#include "backends/real/cuda/weight_quant.h"
 #include "backends/real/llama_weights.h"
 
 namespace prima::real::cuda {
@@ -25,6 +26,9 @@ struct DeviceMatrix {
   // FP8 E4M3 weights (upload's fp8): data holds one code per element (row_bytes = cols), the
   // file's F16/BF16 values divided by *scale (device), the tensor's amax / 448.
   bool fp8 = false;
+  // INT8 W8A8 weights (upload's kInt8): one signed code per element (row_bytes = cols), row r
+  // the file's values divided by scale[r] (device, rows floats), its amax / 127.
+  bool int8 = false;
   const float* scale = nullptr;
 };
 
@@ -36,15 +40,16 @@ struct DeviceLayer {
 
 class DeviceWeights {
  public:
-  // The bytes upload() will place on the device for `w` (with fp8, the largest F16/BF16
+  // The bytes upload() will place on the device for `w` (quantized, the largest F16/BF16
   // layer matrix's bytes more: its staging copy).
-  static std::size_t bytes_needed(const LlamaWeights& w, bool fp8 = false);
-  // Copies `w` to the current device. With fp8, the layers' F16 and BF16 matrices become FP8
-  // E4M3 with a per-tensor scale, quantized on the device (the embedding and the LM head stay
-  // as they are, as vLLM's FP8 keeps them). Fails (naming it) on an unsupported tensor type,
+  static std::size_t bytes_needed(const LlamaWeights& w, WeightQuant quant = WeightQuant::kNone);
+  // Copies `w` to the current device. With kFp8, the layers' F16 and BF16 matrices become FP8
+  // E4M3 with a per-tensor scale; with kInt8, INT8 codes with a scale per row (output channel);
+  // quantized on the device (the embedding and the LM head stay as they are, as vLLM's FP8 and
+  // W8A8 keep them). Fails (naming it) on an unsupported tensor type,
   // or when the device's free memory is short (saying how much is needed and free).
   static Result<std::unique_ptr<DeviceWeights>> upload(const LlamaWeights& w, cudaStream_t stream,
-                                                       bool fp8 = false);
+                                                       WeightQuant quant = WeightQuant::kNone);
 
   const DeviceLayer& layer(int i) const { return layers_[std::size_t(i)]; }
   const DeviceMatrix& token_embd() const { return token_embd_; }
@@ -55,15 +60,15 @@ class DeviceWeights {
  private:
   DeviceWeights() = default;
   Result<DeviceMatrix> matrix(const kernels::WeightView& v, const char* name, cudaStream_t stream,
-                              bool fp8 = false);
+                              WeightQuant quant = WeightQuant::kNone);
   Result<const float*> vector(const float* host, std::int64_t n, cudaStream_t stream);
 
   std::vector<DeviceLayer> layers_;
   DeviceMatrix token_embd_, output_;
   const float* output_norm_ = nullptr;
   std::map<const void*, DeviceBuffer> copies_;  // by host address: each tensor once
-  std::map<const void*, DeviceBuffer> scales_;  // FP8 matrices' scales, by host address
-  DeviceBuffer staging_, amax_;                 // FP8: a matrix's F16/BF16 values, its amax
+  std::map<const void*, DeviceBuffer> scales_;  // quantized matrices' scales, by host address
+  DeviceBuffer staging_, amax_;  // quantizing: a matrix's F16/BF16 values, its FP8 amax
   std::size_t bytes_ = 0;
 };
 

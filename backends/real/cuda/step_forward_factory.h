@@ -6,6 +6,7 @@
 
 #include <memory>
 
+#include "backends/real/cuda/weight_quant.h"
 #include "backends/real/llama_weights.h"
 #include "backends/real/step_forward.h"
 
@@ -14,14 +15,14 @@ namespace prima::real {
 namespace cuda {
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job, bool fp8_weights);
+                                                       const RankJob& job, WeightQuant quant);
 Status check_fp8(int device);  // ok where the device has FP8 tensor cores (sm_89 and later)
 }  // namespace cuda
 
 namespace cuda_emu {
 Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, int num_blocks,
                                                        int block_size, int device,
-                                                       const RankJob& job, bool fp8_weights);
+                                                       const RankJob& job, WeightQuant quant);
 Status check_fp8(int device);  // ok where the device has FP8 tensor cores (sm_89 and later)
 }  // namespace cuda_emu
 

@@ -391,7 +391,7 @@ std::vector<float> last_logits(Forward& f, int vocab) {
   return s.last_logits;
 }
 
-TEST(DeviceForwardEmuFp8, LogitsStayWithinFp8RoundingOfBf16) {
+TEST(DeviceForwardEmuFp8, LogitsStayWithinFp8AndInt8RoundingOfBf16) {
   const std::string dir = prima::testing::temp_dir("dev_fp8");
   auto spec = parse_synthetic("tiny:bf16");
   ASSERT_TRUE(spec.ok());
@@ -407,27 +407,38 @@ TEST(DeviceForwardEmuFp8, LogitsStayWithinFp8RoundingOfBf16) {
   auto other = LoadedModel::open(dir + "/b.gguf", 8, 16);
   ASSERT_NE(m, nullptr);
   auto bf16 = DeviceForward::create(*m->weights, 8, 16);
-  auto fp8 = DeviceForward::create(*m->weights, 8, 16, {}, true);
+  auto fp8 = DeviceForward::create(*m->weights, 8, 16, {}, WeightQuant::kFp8);
+  auto int8 = DeviceForward::create(*m->weights, 8, 16, {}, WeightQuant::kInt8);
   auto bf16_other = DeviceForward::create(*other->weights, 8, 16);
-  ASSERT_TRUE(bf16.ok() && fp8.ok() && bf16_other.ok()) << fp8.status().message();
-  // The FP8 matrices take one byte per element.
+  ASSERT_TRUE(bf16.ok() && fp8.ok() && int8.ok() && bf16_other.ok())
+      << fp8.status().message() << int8.status().message();
+  // The FP8 and INT8 matrices take one byte per element.
   EXPECT_LT((*fp8)->weight_bytes(), (*bf16)->weight_bytes());
+  EXPECT_LT((*int8)->weight_bytes(), (*bf16)->weight_bytes());
   const int vocab = m->config.vocab;
   const auto ref = last_logits(**bf16, vocab);
   const double fp8_err = relative_logit_error(ref, last_logits(**fp8, vocab));
+  const double int8_err = relative_logit_error(ref, last_logits(**int8, vocab));
   const double other_err = relative_logit_error(ref, last_logits(**bf16_other, vocab));
   auto q4 = LoadedModel::open(dir + "/q4.gguf", 8, 16);
   auto q8 = LoadedModel::open(dir + "/q8.gguf", 8, 16);
   const double q4_err = relative_logit_error(ref, last_logits(*q4->fwd, vocab));
   const double q8_err = relative_logit_error(ref, last_logits(*q8->fwd, vocab));
-  std::printf("relative logit error: FP8 %.4f, Q4_0 %.4f, Q8_0 %.4f, another model %.4f\n", fp8_err,
-              q4_err, q8_err, other_err);
+  std::printf(
+      "relative logit error: FP8 %.4f, INT8 W8A8 %.4f, Q4_0 %.4f, Q8_0 %.4f, another model %.4f\n",
+      fp8_err, int8_err, q4_err, q8_err, other_err);
   // FP8 E4M3 keeps 3 mantissa bits (about 3.6% rms per element): its error lies between 8-bit
   // blocks' and 4-bit blocks' of the same values (measured: Q8_0 0.049, FP8 0.18, Q4_0 0.41),
   // far from another model's (1.4).
   EXPECT_GT(fp8_err, q8_err);
   EXPECT_LT(fp8_err, q4_err);
   EXPECT_LT(fp8_err, 0.25);
+  // INT8 W8A8 keeps 255 levels per output channel and per token (about 1% rms per element):
+  // far below FP8, about Q8_0's (measured 0.030: Q8_0 also rounds its block scales to f16), and
+  // above the float-order noise of an unquantized product (1e-5), so it did quantize.
+  EXPECT_LT(int8_err, fp8_err / 2);
+  EXPECT_LT(int8_err, 2 * q8_err);
+  EXPECT_GT(int8_err, 0.003);
   EXPECT_GT(other_err, 1.0);
   cudaDeviceReset();
 }

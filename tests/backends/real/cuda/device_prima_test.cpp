@@ -218,6 +218,33 @@ TEST(DeviceParallelEmu, Fp8RefusalsExitTwo) {
   unsetenv("PRIMA_SYNTHETIC_DIR");
 }
 
+// --quantization int8 (W8A8) on the emulated device: BF16 weights run, the greedy ids of a
+// tiny random model stay the BF16 run's (its logits move by about 3%, far less than its
+// margins here), and a model without F16/BF16 layer matrices is refused with exit 2.
+TEST(DeviceParallelEmu, Int8WeightsRunAndRefuseBlockQuantizedModels) {
+  setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_int8").c_str(), 1);
+  const std::string gen =
+      "generate --synthetic tiny:bf16 --prompt 'The capital of France is' --ids --max-tokens 6 "
+      "--device cuda-emu";
+  const auto bf16 = run_prima(gen);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  const auto int8 = run_prima(gen + " --quantization int8");
+  ASSERT_EQ(int8.exit_code, 0) << int8.err;
+  EXPECT_EQ(int8.out, bf16.out);
+  const auto q4 =
+      run_prima("generate --synthetic tiny:q4_1 --prompt x --device cuda-emu --quantization int8");
+  EXPECT_EQ(q4.exit_code, 2) << q4.err;
+  EXPECT_NE(q4.err.find("--quantization int8 quantizes F16 and BF16 weight matrices, and this "
+                        "model's layers have none (its layer 0 attn_q is Q4_1)"),
+            std::string::npos)
+      << q4.err;
+  const auto cpu =
+      run_prima("generate --synthetic tiny:bf16 --prompt x --device cpu --quantization int8");
+  EXPECT_EQ(cpu.exit_code, 2) << cpu.err;
+  EXPECT_NE(cpu.err.find("--quantization int8 runs on a device"), std::string::npos) << cpu.err;
+  unsetenv("PRIMA_SYNTHETIC_DIR");
+}
+
 // cuda:N names one GPU; a job of several ranks takes one GPU per rank (plain cuda).
 TEST(DeviceParallelEmu, OneNamedGpuForSeveralRanksExitsTwo) {
   const auto r = run_prima("generate --model m.gguf --prompt hi --device cuda:0 --tp 2");
