@@ -1,13 +1,14 @@
 // prima_gpu_gemm_bench: the throughput of the build's dense GEMM (kernels/cuda/gemm.h
 // make_gemm(): cuBLASLt on a device, the reference kernel on the CPU execution layer) on the
 // large shapes of transformer layers, in BF16 and in FP8 E4M3 with per-tensor scales (sm_89 and
-// later), both with BF16 outputs as the forward pass writes them. Per shape and type: the
-// median of --iters runs timed by CUDA events after --warmup untimed ones, in TFLOP/s (2mnk
-// flops a run), and a check of sampled outputs against their sums in double, so that a fast
+// later), both with BF16 outputs as the forward pass writes them, and in INT8 into INT32 (the
+// W8A8 products, before their scales; its "TFLOPs" are tera integer operations). Per shape and
+// type: the median of --iters runs timed by CUDA events after --warmup untimed ones, in TFLOP/s
+// (2mnk flops a run), and a check of sampled outputs against their sums in double, so that a fast
 // wrong GEMM does not pass. Inputs are random (the tensor cores' power, and so their clocks,
 // depend on the data). scripts/gpu_check.sh runs it and puts its JSON under "gemm".
 //   prima_gpu_gemm_bench --json gemm.json
-//   prima_gpu_gemm_bench --shapes 8192x8192x8192,2048x14336x4096 --types fp8 --iters 20
+//   prima_gpu_gemm_bench --shapes 8192x8192x8192,2048x14336x4096 --types fp8,int8 --iters 20
 // Exit: 0 every GEMM ran and checked, 1 one failed, 2 bad flags, 77 no CUDA device.
 #include <cuda_runtime_api.h>
 
@@ -56,7 +57,7 @@ const std::vector<Shape> kDefaultShapes = {
 
 struct Options {
   std::vector<Shape> shapes = kDefaultShapes;
-  std::vector<std::string> types = {"bf16", "fp8"};
+  std::vector<std::string> types = {"bf16", "fp8", "int8"};
   int iters = 10, warmup = 3;
   std::string json;
 };
@@ -98,7 +99,8 @@ std::string parse(int argc, char** argv, Options* o) {
       std::stringstream ss(v);
       std::string t;
       while (std::getline(ss, t, ',')) {
-        if (t != "bf16" && t != "fp8") return "--types: '" + t + "' is not bf16 or fp8";
+        if (t != "bf16" && t != "fp8" && t != "int8")
+          return "--types: '" + t + "' is not bf16, fp8 or int8";
         o->types.push_back(t);
       }
       if (o->types.empty()) return "--types: no type";
@@ -125,12 +127,18 @@ struct Result {
 // longer than the GEMMs take); value(i) is what the check sums.
 class Inputs {
  public:
-  Inputs(std::int64_t count, bool fp8, float scale, std::uint32_t seed) : seed_(seed) {
+  Inputs(std::int64_t count, const std::string& type, float scale, std::uint32_t seed)
+      : seed_(seed) {
+    const bool fp8 = type == "fp8", int8 = type == "int8";
     std::mt19937 rng(seed);
     std::normal_distribution<float> N(0.0f, 1.0f);
     for (int t = 0; t < kTable; ++t) {
       const float v = N(rng);
-      if (fp8) {
+      if (int8) {  // N(0, 32^2) as codes in [-127, 127]
+        const int q = std::clamp(int(std::lrint(v * 32.0f)), -127, 127);
+        codes_[t] = std::uint16_t(std::uint8_t(std::int8_t(q)));
+        values_[t] = float(q);
+      } else if (fp8) {
         codes_[t] = prima::cuda::fp8_e4m3_encode_scaled(v, scale);
         values_[t] = prima::cuda::fp8_e4m3_decode(codes_[t]) * scale;
       } else {
@@ -138,8 +146,8 @@ class Inputs {
         values_[t] = prima::kernels::bf16_to_fp32(codes_[t]);
       }
     }
-    bytes_.resize(std::size_t(count) * (fp8 ? 1 : 2));
-    if (fp8)
+    bytes_.resize(std::size_t(count) * (fp8 || int8 ? 1 : 2));
+    if (fp8 || int8)
       for (std::int64_t i = 0; i < count; ++i) bytes_[i] = std::uint8_t(codes_[entry(i)]);
     else
       for (std::int64_t i = 0; i < count; ++i) std::memcpy(&bytes_[2 * i], &codes_[entry(i)], 2);
@@ -163,7 +171,7 @@ Result bench(const Shape& s, const std::string& type, const Options& o, prima::c
   Result r;
   r.shape = s;
   r.type = type;
-  const bool fp8 = type == "fp8";
+  const bool fp8 = type == "fp8", int8 = type == "int8";
   if (fp8) {
     cudaDeviceProp prop{};
     cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
@@ -176,10 +184,11 @@ Result bench(const Shape& s, const std::string& type, const Options& o, prima::c
   }
   // The scale (both inputs') that maps N(0, 1) samples (|x| < 6 in practice) into E4M3's range.
   const float scale = 6.0f / prima::cuda::kFp8E4M3Max;
-  const Inputs x(s.m * s.k, fp8, scale, 11), w(s.n * s.k, fp8, scale, 12);
-  DeviceBuffer dx(x.bytes()), dw(w.bytes()), dy(std::size_t(s.m * s.n) * 2);
+  const Inputs x(s.m * s.k, type, scale, 11), w(s.n * s.k, type, scale, 12);
+  DeviceBuffer dx(x.bytes()), dw(w.bytes()), dy(std::size_t(s.m * s.n) * (int8 ? 4 : 2));
   DeviceBuffer scales(std::vector<float>{scale, scale});
   GemmShape gs{s.m, s.n, s.k, fp8 ? GemmType::kFP8E4M3 : GemmType::kBF16, GemmType::kBF16, 1.0f};
+  if (int8) gs.in = GemmType::kI8, gs.out = GemmType::kI32;
   if (fp8) {
     gs.x_scale = scales.as<float>();
     gs.w_scale = scales.as<float>() + 1;
@@ -211,8 +220,9 @@ Result bench(const Shape& s, const std::string& type, const Options& o, prima::c
   r.tflops = r.ms > 0 ? 2.0 * double(s.m) * double(s.n) * double(s.k) / (r.ms * 1e-3) / 1e12 : 0;
 
   // Sampled outputs (corners and random positions) against double sums of the inputs' values:
-  // float accumulation plus the BF16 output's rounding.
-  const auto y = dy.read<std::uint16_t>(std::size_t(s.m * s.n));
+  // float accumulation plus the BF16 output's rounding; INT8's INT32 sums exactly.
+  const auto y = dy.read<std::uint16_t>(int8 ? 0 : std::size_t(s.m * s.n));
+  const auto yi = dy.read<std::int32_t>(int8 ? std::size_t(s.m * s.n) : 0);
   std::mt19937 rng(13);
   std::vector<std::pair<std::int64_t, std::int64_t>> at = {
       {0, 0}, {s.m - 1, s.n - 1}, {0, s.n - 1}, {s.m - 1, 0}};
@@ -224,13 +234,20 @@ Result bench(const Shape& s, const std::string& type, const Options& o, prima::c
       sum += p;
       sum_abs += std::fabs(p);
     }
+    if (int8) {
+      if (double(yi[i * s.n + j]) != sum) r.max_err_over_tol = 1e9;
+      continue;
+    }
     const double got = prima::kernels::bf16_to_fp32(y[i * s.n + j]);
     const double tol = 1e-5 * sum_abs + 8e-3 * std::fabs(sum) + 1e-6;
     r.max_err_over_tol = std::max(r.max_err_over_tol, std::fabs(got - sum) / tol);
   }
   r.ok = r.max_err_over_tol <= 1.0;
-  r.detail = std::string(g->name()) + (fp8 ? " FP8 E4M3 (per-tensor scales)" : " BF16") +
-             " -> BF16, median of " + std::to_string(o.iters);
+  r.detail = std::string(g->name()) +
+             (int8  ? " INT8 -> INT32 (TFLOPs: tera integer ops)"
+              : fp8 ? " FP8 E4M3 (per-tensor scales) -> BF16"
+                    : " BF16 -> BF16") +
+             ", median of " + std::to_string(o.iters);
   if (!r.ok)
     r.detail +=
         "; sampled outputs off by up to " + std::to_string(r.max_err_over_tol) + "x the tolerance";
@@ -264,10 +281,11 @@ int main(int argc, char** argv) {
   if (const std::string err = parse(argc, argv, &o); !err.empty()) {
     if (err == "help") {
       std::printf(
-          "prima_gpu_gemm_bench [--shapes MxNxK,...] [--types bf16,fp8] [--iters N] "
+          "prima_gpu_gemm_bench [--shapes MxNxK,...] [--types bf16,fp8,int8] [--iters N] "
           "[--warmup N] [--json FILE]\n"
           "The build's dense GEMM in TFLOP/s (median of --iters runs, CUDA events), BF16 and\n"
-          "FP8 E4M3 inputs, BF16 outputs; sampled outputs checked against double sums.\n");
+          "FP8 E4M3 inputs with BF16 outputs, INT8 inputs with INT32 outputs; sampled outputs\n"
+          "checked against double sums (INT8: exactly).\n");
       return 0;
     }
     std::fprintf(stderr, "prima_gpu_gemm_bench: %s\n", err.c_str());

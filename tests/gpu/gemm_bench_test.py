@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """prima_gpu_gemm_bench on the CUDA execution layer for the CPU (the reference GEMM): small
-BF16 and FP8 shapes run, their sampled outputs check against double sums, the JSON holds one
+BF16, FP8 and INT8 shapes run, their sampled outputs check against double sums (INT8 exactly), the JSON holds one
 result per shape and type with a time and a throughput; FP8 before sm_89 is skipped, not failed;
 bad flags exit 2 naming the flag.  Usage: gemm_bench_test.py PRIMA_GPU_GEMM_BENCH_EMU"""
 import json
@@ -24,15 +24,16 @@ def main():
 
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "gemm.json")
-        r = run(["--shapes", "16x32x64,33x17x48", "--types", "bf16,fp8", "--iters", "2",
+        r = run(["--shapes", "16x32x64,33x17x48", "--types", "bf16,fp8,int8", "--iters", "2",
                  "--warmup", "1", "--json", out])
         check(r.returncode == 0, f"exit {r.returncode}: {r.stdout}{r.stderr}")
         j = json.load(open(out))
         res = j["results"]
-        check(len(res) == 4, f"4 results, got {len(res)}")
+        check(len(res) == 6, f"6 results, got {len(res)}")
         check([(x["m"], x["n"], x["k"], x["type"]) for x in res] ==
-              [(16, 32, 64, "bf16"), (16, 32, 64, "fp8"), (33, 17, 48, "bf16"),
-               (33, 17, 48, "fp8")], f"shapes and types: {res}")
+              [(16, 32, 64, "bf16"), (16, 32, 64, "fp8"), (16, 32, 64, "int8"),
+               (33, 17, 48, "bf16"), (33, 17, 48, "fp8"), (33, 17, 48, "int8")],
+              f"shapes and types: {res}")
         for x in res:
             check(x["ok"] and not x["skipped"], f"ran and checked: {x}")
             check(x["ms"] > 0 and x["TFLOPs"] > 0, f"timed: {x}")
