@@ -81,11 +81,11 @@ cudaError_t swiglu(const float* gate, const float* up, std::int64_t n, float* ou
 // y[i] += x[i].
 cudaError_t add_inplace(float* y, const float* x, std::int64_t n, cudaStream_t stream);
 
-// full (tokens x parts * cols) = each token's row of local (tokens x cols) at columns
-// [part * cols, (part + 1) * cols), zeros elsewhere: a rank's slice placed for the all-reduce
-// that gathers a tensor-parallel stage's slices (exact: every other rank adds zeros there).
-cudaError_t place_columns(const float* local, std::int64_t tokens, std::int64_t cols, int parts,
-                          int part, float* full, cudaStream_t stream);
+// full (tokens x parts * cols) = the parts' slices as an all-gather lays them out (gathered:
+// parts x tokens x cols, part-major), each token's row of part p at columns [p * cols,
+// (p + 1) * cols): a tensor-parallel stage's slices in the layout its next product reads.
+cudaError_t interleave_columns(const float* gathered, std::int64_t tokens, std::int64_t cols,
+                               int parts, float* full, cudaStream_t stream);
 
 // *amax (device) = the largest magnitude of x[0..n) (F32, F16 or BF16 values) as a float's
 // bits; the call zeroes it first.

@@ -72,13 +72,14 @@ __global__ void add_kernel(float* y, const float* x, std::int64_t n) {
     y[i] += x[i];
 }
 
-// full[t][j] = local[t][j - offset] for j in [offset, offset + cols), 0 elsewhere.
-__global__ void place_columns_kernel(const float* local, std::int64_t tokens, std::int64_t cols,
-                                     std::int64_t width, std::int64_t offset, float* full) {
+// full[t][p * cols + c] = gathered[p][t][c], one thread per element of full.
+__global__ void interleave_columns_kernel(const float* gathered, std::int64_t tokens,
+                                          std::int64_t cols, int parts, float* full) {
+  const std::int64_t width = cols * parts;
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < tokens * width;
        i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t t = i / width, j = i % width - offset;
-    full[i] = j >= 0 && j < cols ? local[t * cols + j] : 0.0f;
+    const std::int64_t t = i / width, p = i % width / cols, c = i % cols;
+    full[i] = gathered[(p * tokens + t) * cols + c];
   }
 }
 
@@ -126,12 +127,11 @@ cudaError_t add_inplace(float* y, const float* x, std::int64_t n, cudaStream_t s
   return cudaGetLastError();
 }
 
-cudaError_t place_columns(const float* local, std::int64_t tokens, std::int64_t cols, int parts,
-                          int part, float* full, cudaStream_t stream) {
-  if (tokens <= 0 || cols <= 0 || parts <= 0 || part < 0 || part >= parts)
-    return cudaErrorInvalidValue;
-  PRIMA_LAUNCH(place_columns_kernel, grid_for(tokens * cols * parts), kThreads, 0, stream, local,
-               tokens, cols, cols * parts, cols * part, full);
+cudaError_t interleave_columns(const float* gathered, std::int64_t tokens, std::int64_t cols,
+                               int parts, float* full, cudaStream_t stream) {
+  if (tokens <= 0 || cols <= 0 || parts <= 0) return cudaErrorInvalidValue;
+  PRIMA_LAUNCH(interleave_columns_kernel, grid_for(tokens * cols * parts), kThreads, 0, stream,
+               gathered, tokens, cols, parts, full);
   return cudaGetLastError();
 }
 

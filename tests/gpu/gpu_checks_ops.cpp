@@ -1,6 +1,6 @@
 // Device checks of kernels.h's kernels against kernels/cpu: the dequantizing GEMV against
 // matmul_reference (dequantized rows, double sums), RMSNorm, RoPE, SwiGLU and the residual add
-// against ops.h, the TP column placement. Shapes are SmolLM2's.
+// against ops.h, the TP all-gather's interleave. Shapes are SmolLM2's.
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -111,23 +111,25 @@ CheckResult add() {
   return compare(dy.read<float>(y.size()), want, tolerance(want, 0, 0), "add 100003 (exact)");
 }
 
-// Rank 1 of 3's slice of 7 tokens x 40 columns placed at columns [40, 80) of 120, zeros
-// elsewhere, as LlamaForward::gather places it; the output starts full of NaN so a column the
-// kernel skips shows.
-CheckResult place_columns() {
+// Three ranks' slices of 7 tokens x 40 columns as an all-gather leaves them (part-major)
+// interleaved into 7 x 120, as DeviceForward::gather does; the output starts full of NaN so a
+// column the kernel skips shows.
+CheckResult interleave_columns() {
   const std::int64_t tokens = 7, cols = 40;
-  const int parts = 3, part = 1;
-  const auto local = randn(tokens * cols, 161);
-  std::vector<float> want(std::size_t(tokens * cols * parts), 0.0f);
-  for (std::int64_t t = 0; t < tokens; ++t)
-    for (std::int64_t c = 0; c < cols; ++c)
-      want[std::size_t(t * cols * parts + part * cols + c)] = local[std::size_t(t * cols + c)];
-  DeviceBuffer dl(local), df(std::vector<float>(want.size(), NAN));
-  finish(cuda::place_columns(dl.as<float>(), tokens, cols, parts, part, df.as<float>(), nullptr),
-         "place_columns");
+  const int parts = 3;
+  const auto gathered = randn(tokens * cols * parts, 161);
+  std::vector<float> want(gathered.size());
+  for (int p = 0; p < parts; ++p)
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t c = 0; c < cols; ++c)
+        want[std::size_t(t * cols * parts + p * cols + c)] =
+            gathered[std::size_t((p * tokens + t) * cols + c)];
+  DeviceBuffer dg(gathered), df(std::vector<float>(want.size(), NAN));
+  finish(cuda::interleave_columns(dg.as<float>(), tokens, cols, parts, df.as<float>(), nullptr),
+         "interleave_columns");
   const auto w = widen(want);
   return compare(df.read<float>(want.size()), w, tolerance(w, 0, 0),
-                 "place_columns 7x40 as part 1 of 3 (exact)");
+                 "interleave_columns 3 parts of 7x40 (exact)");
 }
 
 }  // namespace
@@ -140,7 +142,7 @@ void add_ops_checks(std::vector<Check>* out) {
   out->push_back({"rope", rope});
   out->push_back({"swiglu", swiglu});
   out->push_back({"add", add});
-  out->push_back({"place_columns", place_columns});
+  out->push_back({"interleave_columns", interleave_columns});
 }
 
 }  // namespace prima::gpu_checks

@@ -2,6 +2,8 @@
 // device buffer to a host buffer, moves it over the Communicator and copies it back.
 #include "backends/real/cuda/device_comm.h"
 
+#include <algorithm>
+
 #include "backends/real/cuda/device_buffer.h"
 
 namespace prima::real::cuda {
@@ -15,10 +17,16 @@ class HostStagedComm final : public DeviceComm {
   int rank() const override { return c_->rank(); }
   int size() const override { return c_->size(); }
 
-  Status allreduce_sum(float* d, std::size_t n, cudaStream_t stream) override {
-    PRIMA_RETURN_IF_ERROR(to_host(d, n, stream, "all-reduce"));
-    PRIMA_RETURN_IF_ERROR(c_->allreduce_sum(host_.data(), n));
-    return to_device(d, n, stream, "all-reduce");
+  Status allgather(const float* d, std::size_t n, float* out, cudaStream_t stream) override {
+    PRIMA_RETURN_IF_ERROR(to_host(d, n, stream, "all-gather"));
+    all_.resize(n * std::size_t(size()));
+    std::copy(host_.begin(), host_.end(), all_.begin() + std::ptrdiff_t(n) * rank());
+    for (int r = 0; r < size(); ++r)
+      PRIMA_RETURN_IF_ERROR(c_->broadcast(all_.data() + n * std::size_t(r), n * sizeof(float), r));
+    PRIMA_CUDA_OK(cudaMemcpyAsync(out, all_.data(), all_.size() * sizeof(float),
+                                  cudaMemcpyHostToDevice, stream),
+                  "copy to the device after the all-gather");
+    return cuda_status(cudaStreamSynchronize(stream), "the all-gather");
   }
   Status send(int peer, int tag, const float* d, std::size_t n, cudaStream_t stream) override {
     PRIMA_RETURN_IF_ERROR(to_host(d, n, stream, "send"));
@@ -47,7 +55,7 @@ class HostStagedComm final : public DeviceComm {
   }
 
   Communicator* c_;
-  std::vector<float> host_;
+  std::vector<float> host_, all_;
 };
 
 }  // namespace

@@ -1,13 +1,13 @@
 // DeviceComm: the transfers of device buffers between the ranks of a TP x PP job, one process
-// per GPU, that the GPU forward pass makes: the all-reduce that gathers a stage's slices
-// (DeviceForward's zero-padded gathers, exact in any summation order) and the hidden states
-// sent from one stage to the next. Two implementations:
+// per GPU, that the GPU forward pass makes: the all-gather of a stage's slices (DeviceForward's
+// gathers) and the hidden states sent from one stage to the next. Two implementations:
 //   - staged through host memory over the job's Communicator (UCX or MPI): the copy to the
-//     host, Communicator::allreduce_sum / send / recv, the copy back. What CI runs on the CUDA
-//     execution layer, and the fallback on devices (PRIMA_DEVICE_COMM=host);
-//   - NCCL on devices (nccl_comm.cpp, device flavour only): ncclAllReduce, ncclSend and
-//     ncclRecv on the forward pass's stream, the communicator set up from a unique id that the
-//     group's rank 0 broadcasts over the Communicator. libnccl is loaded when first needed
+//     host, Communicator::broadcast (one per rank: the all-gather) / send / recv, the copy
+//     back. What CI runs on the CUDA execution layer, and the fallback on devices
+//     (PRIMA_DEVICE_COMM=host);
+//   - NCCL on devices (nccl_comm.cpp, device flavour only): ncclAllGather, ncclSend and
+//     ncclRecv on the forward pass's stream, the communicator set up from a unique id
+//     that the group's rank 0 broadcasts over the Communicator. libnccl is loaded when first needed
 //     (PRIMA_NCCL_LIBRARY, else libnccl.so.2), so prima starts where it is not installed.
 // Peers are ranks of the Communicator the DeviceComm was made from. Called by one thread.
 #pragma once
@@ -31,9 +31,9 @@ class DeviceComm {
   virtual std::string name() const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // n floats at device pointer d, summed in place over the group on `stream`; complete (the
-  // sum in d) for work queued on `stream` after it.
-  virtual Status allreduce_sum(float* d, std::size_t n, cudaStream_t stream) = 0;
+  // out (device, size() x n floats) = every rank's n floats at d, rank r's at out + r * n, on
+  // `stream`; complete (in out) for work queued on `stream` after it.
+  virtual Status allgather(const float* d, std::size_t n, float* out, cudaStream_t stream) = 0;
   // n floats from / into device memory, to / from `peer`, ordered on `stream`; `tag` matches
   // a send with its recv (the host-staged path; NCCL orders them by call).
   virtual Status send(int peer, int tag, const float* d, std::size_t n, cudaStream_t stream) = 0;

@@ -171,9 +171,10 @@ Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t
 
 Status DeviceForward::gather(const float* local, std::int64_t T, std::int64_t cols, float* full) {
   const int tp = par_.layout.tp;
-  PRIMA_CUDA_OK(p_cuda::place_columns(local, T, cols, tp, par_.layout.tp_rank(), full, stream_),
-                "place_columns");
-  return par_.tp->allreduce_sum(full, std::size_t(T * cols * tp), stream_);
+  PRIMA_RETURN_IF_ERROR(
+      par_.tp->allgather(local, std::size_t(T * cols), gathered_.as<float>(), stream_));
+  return cuda_status(p_cuda::interleave_columns(gathered_.as<float>(), T, cols, tp, full, stream_),
+                     "interleave_columns");
 }
 
 Status DeviceForward::layer(int l, std::int64_t T) {
@@ -483,6 +484,8 @@ Status DeviceForward::reserve(std::int64_t T) {
   if (lay.tp > 1) {  // the gathered inputs of Wo and Wd, this rank's rows of their outputs
     const std::size_t tp = std::size_t(lay.tp);
     PRIMA_RETURN_IF_ERROR(full_.reserve(std::max(lq, nf) * tp * std::size_t(T) * f, "gathers"));
+    PRIMA_RETURN_IF_ERROR(
+        gathered_.reserve(std::max({lq, nf, std::size_t(H)}) * tp * std::size_t(T) * f, "gathers"));
     PRIMA_RETURN_IF_ERROR(part_.reserve(H * std::size_t(T) * f, "gathers"));
   }
   return scores_.reserve(std::size_t(T) * std::size_t(w_.local_heads()) * std::size_t(max_ctx_) * f,

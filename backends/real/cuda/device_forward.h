@@ -16,11 +16,11 @@
 // (the step padded to it), captured the second time a bucket is seen (device_forward_graphs.cpp).
 // Tensor and pipeline parallelism, one process per GPU, as LlamaForward does them: a TP rank
 // computes its heads, its FFN columns and its rows of Wo and Wd, and the stage gathers the
-// attention output, the SwiGLU output and the Wo and Wd outputs with an all-reduce of zero-padded
-// buffers (exact, so every value is the single-device one) over its DeviceComm; a stage receives
-// the step's hidden states from the rank with its TP rank in the previous stage and sends its own
-// to the next; the last stage's TP rank 0 computes the logits. Owned and called by one worker
-// thread (not thread-safe).
+// attention output, the SwiGLU output and the Wo and Wd outputs with an all-gather over its
+// DeviceComm and an interleave of the slices (a copy, so every value is the single-device one); a
+// stage receives the step's hidden states from the rank with its TP rank in the previous stage and
+// sends its own to the next; the last stage's TP rank 0 computes the logits. Owned and called by
+// one worker thread (not thread-safe).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -129,7 +129,8 @@ class DeviceForward final : public StepForward {
   // lengths), the block tables, and the activations.
   DeviceBuffer ids_, pos_, slots_, table_off_, ctx_, tables_, rows_;
   DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, scores_, logits_;
-  DeviceBuffer full_, part_;    // TP: a gathered input and a rank's slice of an output
+  // TP: a gathered input, a rank's slice of an output, and an all-gather's part-major result.
+  DeviceBuffer full_, part_, gathered_;
   DeviceBuffer amax_, xscale_;  // FP8 / INT8 weights: the activations' amax and scale(s)
   DeviceBuffer acc_;            // INT8 weights: the INT32 products
   // forward_sampled: the rows' descriptions, logit biases and penalties, the processed logits,

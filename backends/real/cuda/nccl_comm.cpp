@@ -19,7 +19,7 @@ struct NcclApi {
   decltype(&ncclGetUniqueId) get_unique_id = nullptr;
   decltype(&ncclCommInitRank) comm_init_rank = nullptr;
   decltype(&ncclCommDestroy) comm_destroy = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclAllGather) all_gather = nullptr;
   decltype(&ncclSend) send = nullptr;
   decltype(&ncclRecv) recv = nullptr;
   decltype(&ncclGetErrorString) error_string = nullptr;
@@ -47,7 +47,7 @@ const NcclApi& nccl() {
     bind(lib, "ncclGetUniqueId", &a.get_unique_id, &a.error);
     bind(lib, "ncclCommInitRank", &a.comm_init_rank, &a.error);
     bind(lib, "ncclCommDestroy", &a.comm_destroy, &a.error);
-    bind(lib, "ncclAllReduce", &a.all_reduce, &a.error);
+    bind(lib, "ncclAllGather", &a.all_gather, &a.error);
     bind(lib, "ncclSend", &a.send, &a.error);
     bind(lib, "ncclRecv", &a.recv, &a.error);
     bind(lib, "ncclGetErrorString", &a.error_string, &a.error);
@@ -72,9 +72,9 @@ class NcclComm final : public DeviceComm {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Status allreduce_sum(float* d, std::size_t n, cudaStream_t stream) override {
-    return nccl_status(nccl().all_reduce(d, d, n, ncclFloat32, ncclSum, comm_, stream),
-                       "ncclAllReduce of " + std::to_string(n) + " floats");
+  Status allgather(const float* d, std::size_t n, float* out, cudaStream_t stream) override {
+    return nccl_status(nccl().all_gather(d, out, n, ncclFloat32, comm_, stream),
+                       "ncclAllGather of " + std::to_string(n) + " floats per rank");
   }
   Status send(int peer, int, const float* d, std::size_t n, cudaStream_t stream) override {
     return nccl_status(nccl().send(d, n, ncclFloat32, peer, comm_, stream),
