@@ -14,8 +14,11 @@
    - prefill of 2,048 tokens: 2 x parameters x tokens + causal attention FLOPs per second as a
      fraction of dense BF16 peak (target >= 0.50).
    The same profile again with --quantization fp8 (the layers' matrices as FP8 E4M3 on the
-   device): decode at batch 1 and 64 against the FP8 weights' bytes, prefill against dense FP8
-   peak.
+   device) and --quantization int8 (INT8 W8A8): decode at batch 1 and 64 against the one-byte
+   weights, prefill against dense FP8 or INT8 peak.
+3. Sampling on the device: the first token model at a temperature with top-k and top-p over
+   four sequences, sampled on the device and on the host from the same logits
+   (PRIMA_DEVICE_SAMPLING=0): the ids must be equal.
 Writes one JSON object (--json) and prints a line per figure. Runs on any device prima takes,
 so CI runs it on `cuda-emu` with the tiny model (the figures then mean nothing).
 Exit: 0 tokens equal, 1 a command failed or the tokens differ (the speed targets are
@@ -28,16 +31,16 @@ import subprocess
 import sys
 import time
 
-# Nominal peaks: HBM bytes/s, dense BF16 and dense FP8 FLOP/s (no sparsity), from NVIDIA's
+# Nominal peaks: HBM bytes/s, dense BF16, FP8 and INT8 (tera)ops/s (no sparsity), from NVIDIA's
 # data sheets (the A100 has no FP8).
 PEAKS = [
-    ("H200", 4.8e12, 989e12, 1979e12),
-    ("H100 NVL", 3.9e12, 835e12, 1671e12),
-    ("H100 PCIe", 2.0e12, 756e12, 1513e12),
-    ("H100", 3.35e12, 989e12, 1979e12),  # SXM
-    ("A100-SXM4-80GB", 2.039e12, 312e12, None),
-    ("A100 80GB PCIe", 1.935e12, 312e12, None),
-    ("A100", 1.555e12, 312e12, None),  # 40 GB
+    ("H200", 4.8e12, 989e12, 1979e12, 1979e12),
+    ("H100 NVL", 3.9e12, 835e12, 1671e12, 1671e12),
+    ("H100 PCIe", 2.0e12, 756e12, 1513e12, 1513e12),
+    ("H100", 3.35e12, 989e12, 1979e12, 1979e12),  # SXM
+    ("A100-SXM4-80GB", 2.039e12, 312e12, None, 624e12),
+    ("A100 80GB PCIe", 1.935e12, 312e12, None, 624e12),
+    ("A100", 1.555e12, 312e12, None, 624e12),  # 40 GB
 ]
 
 
@@ -68,22 +71,39 @@ def token_check(prima, device, spec, tokens, env):
     return out
 
 
-def peaks_for(device_name, measured_Bps, fp8):
-    for name, bw, bf16, f8 in PEAKS:
+def sampling_check(prima, device, spec, tokens, env):
+    gen = [prima, "generate", "--synthetic", spec, "--ids", "--max-tokens", str(tokens),
+           "--batch", "4", "--temperature", "0.9", "--top-k", "40", "--top-p", "0.9", "--seed",
+           "5", "--prompt", "Sampled on the device", "--device", device]
+    out = {"model": spec, "tokens": tokens, "command": " ".join(gen[1:])}
+    for key, extra in (("host", {"PRIMA_DEVICE_SAMPLING": "0"}), ("device", {})):
+        rc, so, se, secs = run(gen, {**env, **extra})
+        if rc != 0:
+            out["error"] = f"sampling on the {key}: exit {rc}: {se.strip()[-400:]}"
+            return out
+        out[key + "_ids"] = [int(x) for x in so.split()]
+        out[key + "_s"] = round(secs, 2)
+    out["equal"] = out["host_ids"] == out["device_ids"]
+    return out
+
+
+def peaks_for(device_name, measured_Bps, quant):
+    for name, bw, bf16, f8, i8 in PEAKS:
         if name in device_name:
-            return bw, (f8 if fp8 else bf16), "nominal (" + name + ")"
+            return bw, {"fp8": f8, "int8": i8}.get(quant, bf16), "nominal (" + name + ")"
     return measured_Bps, None, "measured copy bandwidth; no nominal FLOP/s for this device"
 
 
-def speed_check(prima, device, big, contexts, repeats, out_dir, env, fp8=False):
-    tag = big.replace(":", "-") + ("-fp8" if fp8 else "")
+def speed_check(prima, device, big, contexts, repeats, out_dir, env, quant=None):
+    tag = big.replace(":", "-") + ("-" + quant if quant else "")
     prof = os.path.join(out_dir, "profile-" + tag + ".json")
     cmd = [prima, "profile", "--synthetic", big, "--device", device, "--repeats",
            str(repeats), "--contexts", contexts, "--out", prof]
-    if fp8:
-        cmd += ["--quantization", "fp8"]
+    if quant:
+        cmd += ["--quantization", quant]
     rc, so, se, secs = run(cmd, env)
-    res = {"model": big, "fp8": fp8, "command": " ".join(cmd[1:]), "seconds": round(secs, 1)}
+    res = {"model": big, "fp8": quant == "fp8", "quantization": quant or "none",
+           "command": " ".join(cmd[1:]), "seconds": round(secs, 1)}
     if rc != 0:
         res["error"] = f"exit {rc}: {se.strip()[-600:]}"
         return res
@@ -94,12 +114,12 @@ def speed_check(prima, device, big, contexts, repeats, out_dir, env, fp8=False):
     wfile = os.path.join(spec_dir, f"{name}-{wtype or 'bf16'}-s1.gguf")
     weight_bytes = os.path.getsize(wfile) if os.path.exists(wfile) else None
     model = m.get("model_shape", {})
-    if fp8 and weight_bytes and model.get("layer_params"):
+    if quant and weight_bytes and model.get("layer_params"):
         weight_bytes -= int(model["layer_params"])  # the layers' matrices: 1 byte, not 2
     res.update({"device": m.get("device"), "copy_bandwidth_GBps": m.get("read_bandwidth_GBps"),
                 "weight_bytes": weight_bytes, "steps": m["steps"]})
     bw, flops_peak, basis = peaks_for(m.get("device", ""), m.get("read_bandwidth_GBps", 0) * 1e9,
-                                      fp8)
+                                      quant)
     res["peak_basis"] = basis
     res["peak_hbm_GBps"] = bw / 1e9
     res["peak_dense_TFLOPs"] = flops_peak / 1e12 if flops_peak else None
@@ -152,13 +172,15 @@ def main():
     ap.add_argument("--contexts", default="128,1024,2048")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-fp8", action="store_true", help="skip the FP8 profile")
+    ap.add_argument("--no-int8", action="store_true", help="skip the INT8 W8A8 profile")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     env = dict(os.environ)
     env.setdefault("PRIMA_SYNTHETIC_DIR", os.path.join(a.out_dir, "synthetic"))
-    result = {"device": a.device, "tokens": [], "speed": None, "speed_fp8": None}
+    result = {"device": a.device, "tokens": [], "sampling": None, "speed": None,
+              "speed_fp8": None, "speed_int8": None}
     ok = True
     for spec in [s for s in a.token_models.split(",") if s]:
         t = token_check(a.prima, a.device, spec, a.tokens, env)
@@ -170,10 +192,22 @@ def main():
             print(f"forward: {spec}: {t['equal_prefix']}/{len(t['cpu_ids'])} ids equal to the "
                   f"CPU path's (cpu {t['cpu_s']} s, {a.device} {t['device_s']} s)")
             ok = ok and t["equal"]
-    for fp8 in ([False] if a.no_fp8 else [False, True]) if a.big else []:
-        s = speed_check(a.prima, a.device, a.big, a.contexts, a.repeats, a.out_dir, env, fp8)
-        result["speed_fp8" if fp8 else "speed"] = s
-        what = a.big + (" --quantization fp8" if fp8 else "")
+    models = [s for s in a.token_models.split(",") if s]
+    if models:
+        t = sampling_check(a.prima, a.device, models[0], a.tokens, env)
+        result["sampling"] = t
+        if "error" in t:
+            print(f"forward: {t['error']}")
+            ok = False
+        else:
+            print(f"forward: sampling {models[0]} (top-k 40, top-p 0.9, 4 sequences): device ids "
+                  f"{'equal' if t['equal'] else 'DIFFER from'} the host sampler's")
+            ok = ok and t["equal"]
+    quants = [None] + ([] if a.no_fp8 else ["fp8"]) + ([] if a.no_int8 else ["int8"])
+    for quant in quants if a.big else []:
+        s = speed_check(a.prima, a.device, a.big, a.contexts, a.repeats, a.out_dir, env, quant)
+        result["speed_" + quant if quant else "speed"] = s
+        what = a.big + (" --quantization " + quant if quant else "")
         if "error" in s:
             print(f"forward: profile {what}: {s['error']}")
             ok = False

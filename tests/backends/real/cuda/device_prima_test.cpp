@@ -169,8 +169,8 @@ TEST(DeviceParallelEmu, SampledDrawsGiveTheHostSamplersIds) {
 }
 
 // scripts/gpu_forward_check.py, the forward stage of scripts/gpu_check.sh, run on the emulated
-// device: the token check passes and the profiles' decode figures (BF16, then FP8) are computed
-// (their values describe the emulator).
+// device: the token and sampling checks pass and the profiles' decode figures (BF16, FP8, INT8)
+// are computed (their values describe the emulator).
 TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
   const std::string dir = temp_dir("dev_forward_check");
   setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
@@ -191,8 +191,13 @@ TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
   EXPECT_EQ(j["speed_fp8"]["fp8"], true);  // the same profile with --quantization fp8
   EXPECT_GT(j["speed_fp8"]["figures"]["decode_b1"]["seconds"].get<double>(), 0)
       << j["speed_fp8"].dump();
+  EXPECT_EQ(j["speed_int8"]["quantization"], "int8");  // and with --quantization int8
+  EXPECT_GT(j["speed_int8"]["figures"]["decode_b1"]["seconds"].get<double>(), 0)
+      << j["speed_int8"].dump();
   EXPECT_EQ(j["speed"]["weight_bytes"],
             std::filesystem::file_size(dir + "/synthetic/tiny-bf16-s1.gguf"));
+  EXPECT_EQ(j["sampling"]["equal"], true) << j["sampling"].dump();  // device = host sampler
+  EXPECT_EQ(j["sampling"]["device_ids"].size(), 6u);
 }
 
 // --quantization fp8 on a device before sm_89 (the emulator told to be an A100), refused before
