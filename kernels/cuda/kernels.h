@@ -57,13 +57,18 @@ cudaError_t rope_tokens(float* x, std::int64_t tokens, std::int64_t stride, int 
 cudaError_t write_kv(const kernels::KvLayer& kv, const float* k, const float* v,
                      std::int64_t tokens, const int* slots, cudaStream_t stream);
 
+// The most query rows of one attention tile (paged_attention's tiles).
+constexpr int kAttentionTileRows = 16;
+
 // Causal grouped-query attention of `tokens` query rows (n_heads x head_dim each) over the
 // paged cache: row t attends to positions [0, ctx_len[t]) of its sequence, whose block table
-// starts at tables + table_offset[t]; query head h reads KV head h / (n_heads / kv_heads).
-// scratch holds tokens x n_heads x max_ctx floats (max_ctx >= every ctx_len). head_dim <= 256.
+// starts at tables + table_offset[t]; query head h reads KV head h / (n_heads / kv_heads). The
+// rows come in n_tiles tiles (tiles[2i]: the first row, tiles[2i + 1]: 1 to kAttentionTileRows
+// rows, all of one sequence), each tile's queries sharing every K/V tile read (FlashAttention's
+// tiling; no score matrix in memory). head_dim <= 256, n_tiles <= 65,535. Device pointers.
 cudaError_t paged_attention(const kernels::KvLayer& kv, const float* q, int n_heads, float scale,
                             std::int64_t tokens, const int* tables, const int* table_offset,
-                            const int* ctx_len, float* scratch, std::int64_t max_ctx, float* out,
+                            const int* ctx_len, const int* tiles, int n_tiles, float* out,
                             cudaStream_t stream);
 
 // out = RMSNorm(x) * w over `rows` rows of n (out may alias x).

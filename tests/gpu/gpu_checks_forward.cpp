@@ -4,6 +4,7 @@
 // products, another float summation order), the embedding lookup (bit for bit), RoPE of a
 // batch at several positions, and the paged KV cache with attention (a prefill chunk after a
 // cached context, grouped-query) against kernels::attention.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -143,12 +144,13 @@ CheckResult attention(std::int64_t cached, std::int64_t chunk) {
   kernels::attention(cpu_kv, table.data(), cached, chunk, q.data(), heads, scale, want.data(),
                      pool);
   // The device: the same cache written by write_kv (all len tokens), then the chunk's rows.
-  std::vector<int> slots(static_cast<std::size_t>(len)), offset(chunk, 0), ctx(chunk);
+  std::vector<int> slots(static_cast<std::size_t>(len)), offset(chunk, 0), ctx(chunk), tiles;
   for (std::int64_t p = 0; p < len; ++p) slots[p] = table[p / bs] * bs + int(p % bs);
   for (std::int64_t i = 0; i < chunk; ++i) ctx[i] = int(cached + i + 1);
+  for (int b = 0; b < int(chunk); b += cuda::kAttentionTileRows)
+    tiles.insert(tiles.end(), {b, std::min(int(chunk) - b, cuda::kAttentionTileRows)});
   DeviceBuffer dkc(kv_elems * 2), dvc(kv_elems * 2), dk(k), dv(v), dq(q), dtab(table),
-      dslots(slots), doff(offset), dctx(ctx), dscr(chunk * heads * len * sizeof(float)),
-      dout(want.size() * sizeof(float));
+      dslots(slots), doff(offset), dctx(ctx), dtiles(tiles), dout(want.size() * sizeof(float));
   const kernels::KvLayer dev_kv{dkc.as<std::uint16_t>(), dvc.as<std::uint16_t>(), bs, kv_heads, D};
   finish(cuda::write_kv(dev_kv, dk.as<float>(), dv.as<float>(), len, dslots.as<int>(), nullptr),
          "write_kv");
@@ -161,8 +163,8 @@ CheckResult attention(std::int64_t cached, std::int64_t chunk) {
           return {false, 1e9, "write_kv: K of position " + std::to_string(p) + " differs"};
       }
   finish(cuda::paged_attention(dev_kv, dq.as<float>(), heads, scale, chunk, dtab.as<int>(),
-                               doff.as<int>(), dctx.as<int>(), dscr.as<float>(), len,
-                               dout.as<float>(), nullptr),
+                               doff.as<int>(), dctx.as<int>(), dtiles.as<int>(),
+                               int(tiles.size() / 2), dout.as<float>(), nullptr),
          "paged_attention");
   // One f16 step of a probability (2^-11 relative) over the sum of |p v|, which is at most max|v|.
   std::vector<double> w(want.begin(), want.end()), tol(w.size(), 2e-3 * 4.0 + 1e-5);
@@ -185,6 +187,9 @@ void add_forward_checks(std::vector<Check>* out) {
   out->push_back({"rope_tokens", rope_tokens});
   out->push_back({"attention_decode", [] { return attention(40, 1); }});
   out->push_back({"attention_prefill", [] { return attention(20, 13); }});
+  // Three tiles of rows (16, 16, 5) over a context of several K/V tiles.
+  out->push_back({"attention_prefill_tiles", [] { return attention(75, 37); }});
+  out->push_back({"attention_fresh", [] { return attention(0, 2); }});  // no cached context
 }
 
 }  // namespace prima::gpu_checks

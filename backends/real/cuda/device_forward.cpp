@@ -61,12 +61,14 @@ kernels::KvLayer DeviceForward::kv_layer(int l) const {
 }
 
 Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
-  std::vector<int> ids, slots, table_off, ctx, tables;
+  std::vector<int> ids, slots, table_off, ctx, tables, tiles;
   std::vector<std::int64_t> pos;
-  max_ctx_ = 0;
   for (const SeqInput& q : s.seqs) {
     const int off = int(tables.size());
     tables.insert(tables.end(), q.blocks.begin(), q.blocks.end());
+    const int n = int(q.tokens.size());  // the chunk's rows in attention tiles
+    for (int b = 0; b < n; b += p_cuda::kAttentionTileRows)
+      tiles.insert(tiles.end(), {int(ids.size()) + b, std::min(n - b, p_cuda::kAttentionTileRows)});
     for (std::size_t i = 0; i < q.tokens.size(); ++i) {
       const std::int64_t p = q.pos0 + std::int64_t(i);
       ids.push_back(q.tokens[i]);
@@ -74,7 +76,6 @@ Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
       slots.push_back(q.blocks[std::size_t(p / block_size_)] * block_size_ + int(p % block_size_));
       table_off.push_back(off);
       ctx.push_back(int(p + 1));
-      max_ctx_ = std::max<std::int64_t>(max_ctx_, p + 1);
     }
   }
   if (pad_to > 0) {  // padded rows: token 0 at position 0 in the spare block, attending to it
@@ -86,8 +87,8 @@ Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
       slots.push_back(num_blocks_ * block_size_);
       table_off.push_back(spare);
       ctx.push_back(1);
+      tiles.insert(tiles.end(), {r, 1});
     }
-    max_ctx_ = graph_ctx_;
     // The block tables at the bucket's most, so the buffer never moves under a graph.
     const std::size_t most =
         std::size_t(pad_to) * std::size_t((graph_ctx_ + block_size_ - 1) / block_size_) + 1;
@@ -98,6 +99,8 @@ Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
   PRIMA_RETURN_IF_ERROR(slots_.upload(slots, stream_, "KV slots"));
   PRIMA_RETURN_IF_ERROR(table_off_.upload(table_off, stream_, "block-table offsets"));
   PRIMA_RETURN_IF_ERROR(ctx_.upload(ctx, stream_, "context lengths"));
+  n_tiles_ = int(tiles.size() / 2);
+  PRIMA_RETURN_IF_ERROR(tiles_.upload(tiles, stream_, "attention tiles"));
   return tables_.upload(tables, stream_, "block tables");
 }
 
@@ -201,7 +204,7 @@ Status DeviceForward::layer(int l, std::int64_t T) {
                 at + " write_kv");
   PRIMA_CUDA_OK(p_cuda::paged_attention(kv, q_.as<float>(), nh, 1.0f / std::sqrt(float(D)), T,
                                         tables_.as<int>(), table_off_.as<int>(), ctx_.as<int>(),
-                                        scores_.as<float>(), max_ctx_, att_.as<float>(), stream_),
+                                        tiles_.as<int>(), n_tiles_, att_.as<float>(), stream_),
                 at + " attention");
   if (par_.layout.tp > 1) {  // the whole attention output, this rank's rows of Wo, all of o
     PRIMA_RETURN_IF_ERROR(gather(att_.as<float>(), T, lq, full_.as<float>()));
@@ -488,8 +491,7 @@ Status DeviceForward::reserve(std::int64_t T) {
         gathered_.reserve(std::max({lq, nf, std::size_t(H)}) * tp * std::size_t(T) * f, "gathers"));
     PRIMA_RETURN_IF_ERROR(part_.reserve(H * std::size_t(T) * f, "gathers"));
   }
-  return scores_.reserve(std::size_t(T) * std::size_t(w_.local_heads()) * std::size_t(max_ctx_) * f,
-                         "attention scores");
+  return ok_status();
 }
 
 Status DeviceForward::body(std::int64_t T) {

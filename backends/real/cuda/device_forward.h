@@ -94,11 +94,12 @@ class DeviceForward final : public StepForward {
   // y (T x m.rows) = x (T x m.cols) W^T, x quantized first.
   Status matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y, const char* what);
   Status run(const StepInput& s, std::vector<float>* logits, std::vector<DeviceRow>* done);
-  // The step's tokens' ids, positions, KV slots, block-table offsets, context lengths and block
-  // tables to the device; with pad_to > 0 (a graph's bucket), rows up to pad_to that write to
-  // the spare block and attend to it alone, and the attention sized for graph_ctx_.
+  // The step's tokens' ids, positions, KV slots, block-table offsets, context lengths, block
+  // tables and attention tiles (each chunk's rows by kAttentionTileRows) to the device; with
+  // pad_to > 0 (a graph's bucket), rows up to pad_to that write to the spare block and attend to
+  // it alone (a tile each), and the block tables' buffer sized for graph_ctx_.
   Status upload_step(const StepInput& s, int pad_to = 0);
-  // The activation buffers for T tokens (and the attention's scratch for max_ctx_).
+  // The activation buffers for T tokens.
   Status reserve(std::int64_t T);
   // Embedding (or the previous stage's hidden states) through the layers and the last residual.
   Status body(std::int64_t T);
@@ -128,7 +129,9 @@ class DeviceForward final : public StepForward {
   // The step's per-token arrays (ids, positions, KV slots, block-table offsets, context
   // lengths), the block tables, and the activations.
   DeviceBuffer ids_, pos_, slots_, table_off_, ctx_, tables_, rows_;
-  DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, scores_, logits_;
+  DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, logits_;
+  DeviceBuffer tiles_;  // the step's attention tiles (first row, rows), n_tiles_ of them
+  int n_tiles_ = 0;
   // TP: a gathered input, a rank's slice of an output, and an all-gather's part-major result.
   DeviceBuffer full_, part_, gathered_;
   DeviceBuffer amax_, xscale_;  // FP8 / INT8 weights: the activations' amax and scale(s)
@@ -143,9 +146,8 @@ class DeviceForward final : public StepForward {
   };
   std::map<int, Graph> graphs_;  // by bucket
   std::set<int> warm_;           // buckets run once without a graph (their buffers sized)
-  std::int64_t graph_ctx_ = 0;   // the attention's context bound inside graphs
+  std::int64_t graph_ctx_ = 0;   // the longest context: the block tables' size inside graphs
   std::int64_t graph_launches_ = 0, graph_captures_ = 0;
-  std::int64_t max_ctx_ = 0;
 };
 
 // The forward pass for `w` on device `device` (cudaSetDevice) as a StepForward, its device()

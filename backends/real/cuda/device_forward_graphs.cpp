@@ -5,10 +5,11 @@
 // A bucket's first step runs without a graph and sizes every buffer; the second captures the
 // graph (stream capture of the same calls), and later ones replay it. The step's inputs go to
 // the same buffers before each launch; padded rows compute token 0 at position 0 in the spare
-// KV block and are not read. The attention runs with a fixed context bound (graph_ctx_), so
-// its launch arguments do not change with the step. A graph whose buffers have moved since
-// its capture (a larger eager step grew one) is captured again. PRIMA_DEVICE_GRAPHS=0 turns
-// graphs off.
+// KV block and are not read. The attention reads each row's context length from the device and
+// a bucket always has one tile per row, so its launch arguments do not change with the step; the
+// block tables' buffer is sized for the longest context (graph_ctx_). A graph whose buffers have
+// moved since its capture (a larger eager step grew one) is captured again. PRIMA_DEVICE_GRAPHS=0
+// turns graphs off.
 #include <cstdlib>
 #include <numeric>
 #include <string>
@@ -46,9 +47,9 @@ bool DeviceForward::graphable(const StepInput& s) const {
 std::vector<const void*> DeviceForward::graph_buffers() const {
   std::vector<const void*> v;
   for (const DeviceBuffer* b :
-       {&ids_, &pos_,    &slots_,  &table_off_, &ctx_,    &tables_, &rows_, &x_,
-        &h_,   &q_,      &k_,      &v_,         &att_,    &o_,      &g_,    &u_,
-        &xq_,  &scores_, &logits_, &amax_,      &xscale_, &acc_})
+       {&ids_, &pos_,   &slots_,  &table_off_, &ctx_,    &tables_, &rows_, &x_,
+        &h_,   &q_,     &k_,      &v_,         &att_,    &o_,      &g_,    &u_,
+        &xq_,  &tiles_, &logits_, &amax_,      &xscale_, &acc_})
     v.push_back(b->as<const void>());
   return v;
 }
