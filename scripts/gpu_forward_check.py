@@ -182,7 +182,8 @@ def main():
     result = {"device": a.device, "tokens": [], "sampling": None, "speed": None,
               "speed_fp8": None, "speed_int8": None}
     ok = True
-    for spec in [s for s in a.token_models.split(",") if s]:
+    models = [s for s in a.token_models.split(",") if s]
+    for spec in models:
         t = token_check(a.prima, a.device, spec, a.tokens, env)
         result["tokens"].append(t)
         if "error" in t:
@@ -192,7 +193,6 @@ def main():
             print(f"forward: {spec}: {t['equal_prefix']}/{len(t['cpu_ids'])} ids equal to the "
                   f"CPU path's (cpu {t['cpu_s']} s, {a.device} {t['device_s']} s)")
             ok = ok and t["equal"]
-    models = [s for s in a.token_models.split(",") if s]
     if models:
         t = sampling_check(a.prima, a.device, models[0], a.tokens, env)
         result["sampling"] = t

@@ -4,13 +4,14 @@
 // 0.9 nucleus at temperature 1 fits in the device's 4,096 candidates) and one flat row (whose
 // nucleus does not, so the device gives it back). Every mode at three positions (three draws):
 // greedy, plain temperature, min-p, top-k, top-k with top-p, top-p alone, logit_bias (an id named
-// twice), ties of the largest logit, the three penalties over a history holding the row's likeliest ids, log-probabilities,
-// and a scored prompt. The token must be the host's; log-probabilities within 1e-6 (+1e-6
-// relative: another summation order of the log-sum-exp).
+// twice), ties of the largest logit, the three penalties over a history holding the row's likeliest
+// ids, log-probabilities, and a scored prompt. The token must be the host's; log-probabilities
+// within 1e-6 (+1e-6 relative: another summation order of the log-sum-exp).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,8 @@ std::vector<Case> cases() {
     set(k.p);
     c.push_back(k);
   };
-  add("greedy with ties", [](SamplingParams&) {}, true);
+  add(
+      "greedy with ties", [](SamplingParams&) {}, true);
   add("greedy+bias+logprobs", [](SamplingParams& p) {
     p.logit_bias = {{7, 30.0f}, {9, -2.0f}, {7, 0.5f}};
     p.logprobs = 5;
@@ -118,59 +120,61 @@ bool close(double got, double want) {
   return std::fabs(got - want) <= 1e-6 + 1e-6 * std::fabs(want);
 }
 
-CheckResult sample_rows(int V) {
-  const int kPositions = 3;
-  const std::vector<Case> cs = cases();
-  real::StepInput s;
+constexpr int kPositions = 3;
+
+// The step the check samples: every case at kPositions positions (one row each), then a scored
+// prompt of two rows; row_case[r] names row r's case (null: a scored row).
+struct CheckStep {
+  real::StepInput step;
   std::vector<const Case*> row_case;
-  for (const Case& c : cs)
-    for (int k = 0; k < kPositions; ++k) {
+  std::vector<float> logits;  // rows x V
+};
+
+CheckStep make_step(const std::vector<Case>& cs, int V) {
+  CheckStep c;
+  for (const Case& k : cs)
+    for (int i = 0; i < kPositions; ++i) {
       real::SeqInput q;
-      q.request = 1000 + row_case.size();
-      q.pos0 = 17 + 5 * k;
+      q.request = 1000 + c.row_case.size();
+      q.pos0 = 17 + 5 * i;
       q.tokens = {1};
       q.samples = true;
-      q.sampling = c.p;
-      s.seqs.push_back(q);
-      row_case.push_back(&c);
+      q.sampling = k.p;
+      c.step.seqs.push_back(q);
+      c.row_case.push_back(&k);
     }
   real::SeqInput score;  // two scored prompt positions, 4 alternatives each
   score.request = 7;
   score.tokens = {1, 2};
   score.score_ids = {5, 77};
   score.sampling.prompt_logprobs = 4;
-  s.seqs.push_back(score);
-  row_case.push_back(nullptr);
-  row_case.push_back(nullptr);
-  const int rows = int(row_case.size());
-  std::vector<float> logits(std::size_t(rows) * V);
+  c.step.seqs.push_back(score);
+  c.row_case.push_back(nullptr);
+  c.row_case.push_back(nullptr);
+  const int rows = int(c.row_case.size());
+  c.logits.resize(std::size_t(rows) * V);
   for (int r = 0; r < rows; ++r) {
-    const float spread = row_case[std::size_t(r)] ? row_case[std::size_t(r)]->spread : 3.0f;
-    const auto x = randn(V, 500 + r, spread);
-    std::copy(x.begin(), x.end(), logits.begin() + std::ptrdiff_t(r) * V);
-  }
-  for (int r = 0; r < rows; ++r) {
-    const Case* c = row_case[std::size_t(r)];
-    if (!c || !c->history) continue;
-    if (c->p.temperature <= 0) {  // three equal maxima, the last id among them: the lowest wins
-      for (int id : {V / 2, V / 7, V - 1}) logits[std::size_t(r) * V + std::size_t(id)] = 40.0f;
+    const Case* k = c.row_case[std::size_t(r)];
+    const auto x = randn(V, 500 + r, k ? k->spread : 3.0f);
+    std::copy(x.begin(), x.end(), c.logits.begin() + std::ptrdiff_t(r) * V);
+    if (!k || !k->history) continue;
+    if (k->p.temperature <= 0) {  // three equal maxima, the last id among them: the lowest wins
+      for (int id : {V / 2, V / 7, V - 1}) c.logits[std::size_t(r) * V + std::size_t(id)] = 40.0f;
       continue;
     }
-    const auto top = likeliest(logits.data() + std::size_t(r) * V, V, 6);
-    real::SeqInput& q = s.seqs[std::size_t(r)];
+    const auto top = likeliest(c.logits.data() + std::size_t(r) * V, V, 6);
+    real::SeqInput& q = c.step.seqs[std::size_t(r)];
     q.prompt_history = {top[0], top[3], 42, 43};
     q.output_history = {top[1], top[2], top[1], top[4], 42, top[1]};
   }
-  // A typical-sampling sequence is left to the host.
-  SamplingParams typical;
-  typical.temperature = 1.0;
-  typical.typical_p = 0.9;
-  if (rc::device_samples(typical, V)) return {false, 1e9, "device_samples accepts typical_p < 1"};
+  return c;
+}
 
-  const rc::SamplePlan plan = rc::plan_sampling(s, V);
+// sample_rows over `plan`; throws (the runners catch it) on a CUDA error or when the kernel
+// changed the logits (a given-back row is sampled from them).
+std::vector<cuda::SampleOut> run_device(const rc::SamplePlan& plan,
+                                        const std::vector<float>& logits, int V) {
   const int m = int(plan.rows.size());
-  if (m != rows)
-    return {false, 1e9, "planned " + std::to_string(m) + " of " + std::to_string(rows)};
   DeviceBuffer dl(logits), dr(plan.rows),
       db(plan.biases.empty() ? std::vector<cuda::SampleBias>(1) : plan.biases),
       de(plan.edits.empty() ? std::vector<cuda::SampleEdit>(1) : plan.edits),
@@ -181,19 +185,18 @@ CheckResult sample_rows(int V) {
                            db.as<cuda::SampleBias>(), de.as<cuda::SampleEdit>(), dw.as<float>(),
                            dscr.as<double>(), dout.as<cuda::SampleOut>(), nullptr),
          "sample_rows");
-  const auto outs = dout.read<cuda::SampleOut>(std::size_t(m));
-  // The device's logits must be untouched (a given-back row is sampled from them).
-  const auto after = dl.read<float>(logits.size());
-  if (after != logits) return {false, 1e9, "sample_rows changed the logits"};
+  if (dl.read<float>(logits.size()) != logits)
+    throw std::runtime_error("sample_rows changed the logits");
+  return dout.read<cuda::SampleOut>(std::size_t(m));
+}
 
-  CheckResult res{true, 0,
-                  "sample_rows: " + std::to_string(cs.size()) + " modes x " +
-                      std::to_string(kPositions) + " draws + 2 scored rows over " +
-                      std::to_string(V)};
-  auto fail = [&res](const std::string& why) {
-    if (res.ok) res.detail += ": " + why;
-    res.ok = false;
-    res.max_err = 1e9;
+// Each device answer against the host's sample_row or prompt scoring of the same row.
+void compare_rows(const CheckStep& c, const rc::SamplePlan& plan,
+                  const std::vector<cuda::SampleOut>& outs, int V, CheckResult* res) {
+  auto fail = [res](const std::string& why) {
+    if (res->ok) res->detail += ": " + why;
+    res->ok = false;
+    res->max_err = 1e9;
   };
   auto cmp_lp = [&](const TokenLogprobs& want, const cuda::SampleOut& o, const std::string& at) {
     if (!close(o.logprob, want.logprob))
@@ -205,19 +208,19 @@ CheckResult sample_rows(int V) {
              std::to_string(want.top[std::size_t(i)].first));
       if (!close(o.top_logprob[i], want.top[std::size_t(i)].second)) fail(at + " top logprob");
       const double e = std::fabs(double(o.top_logprob[i]) - want.top[std::size_t(i)].second);
-      res.max_err =
-          std::max(res.max_err, e / (1e-6 + 1e-6 * std::fabs(want.top[std::size_t(i)].second)));
+      res->max_err =
+          std::max(res->max_err, e / (1e-6 + 1e-6 * std::fabs(want.top[std::size_t(i)].second)));
     }
   };
   real::SampleScratch scratch;
-  for (int i = 0; i < m; ++i) {
-    const cuda::SampleRow& pr = plan.rows[std::size_t(i)];
-    const cuda::SampleOut& o = outs[std::size_t(i)];
-    std::vector<float> row(logits.begin() + std::ptrdiff_t(pr.row) * V,
-                           logits.begin() + std::ptrdiff_t(pr.row + 1) * V);
-    const Case* c = row_case[std::size_t(pr.row)];
-    const std::string at = std::string(c ? c->what : "score") + " row " + std::to_string(pr.row);
-    if (!c) {
+  for (std::size_t i = 0; i < plan.rows.size(); ++i) {
+    const cuda::SampleRow& pr = plan.rows[i];
+    const cuda::SampleOut& o = outs[i];
+    std::vector<float> row(c.logits.begin() + std::ptrdiff_t(pr.row) * V,
+                           c.logits.begin() + std::ptrdiff_t(pr.row + 1) * V);
+    const Case* k = c.row_case[std::size_t(pr.row)];
+    const std::string at = std::string(k ? k->what : "score") + " row " + std::to_string(pr.row);
+    if (!k) {
       TokenLogprobs want;
       const double lse = real::log_sum_exp(row.data(), V);
       want.logprob = float(double(row[std::size_t(pr.target)]) - lse);
@@ -226,7 +229,7 @@ CheckResult sample_rows(int V) {
       cmp_lp(want, o, at);
       continue;
     }
-    if (c->gives_back && V > cuda::kSampleMaxCandidates) {
+    if (k->gives_back && V > cuda::kSampleMaxCandidates) {
       if (o.done) fail(at + ": done, expected to be given back");
       continue;
     }
@@ -234,7 +237,7 @@ CheckResult sample_rows(int V) {
       fail(at + " given back");
       continue;
     }
-    const real::SeqInput& q = s.seqs[std::size_t(pr.row)];
+    const real::SeqInput& q = c.step.seqs[std::size_t(pr.row)];
     TokenLogprobs want;
     const int tok =
         real::sample_row(row.data(), V, q.sampling, {&q.prompt_history, &q.output_history},
@@ -243,6 +246,27 @@ CheckResult sample_rows(int V) {
       fail(at + " drew " + std::to_string(o.token) + ", host " + std::to_string(tok));
     if (q.sampling.logprobs >= 0) cmp_lp(want, o, at);
   }
+}
+
+CheckResult sample_rows(int V) {
+  const std::vector<Case> cs = cases();
+  const CheckStep c = make_step(cs, V);
+  // A typical-sampling sequence is left to the host.
+  SamplingParams typical;
+  typical.temperature = 1.0;
+  typical.typical_p = 0.9;
+  if (rc::device_samples(typical, V)) return {false, 1e9, "device_samples accepts typical_p < 1"};
+  const rc::SamplePlan plan = rc::plan_sampling(c.step, V);
+  if (plan.rows.size() != c.row_case.size())
+    return {
+        false, 1e9,
+        "planned " + std::to_string(plan.rows.size()) + " of " + std::to_string(c.row_case.size())};
+  const auto outs = run_device(plan, c.logits, V);
+  CheckResult res{true, 0,
+                  "sample_rows: " + std::to_string(cs.size()) + " modes x " +
+                      std::to_string(kPositions) + " draws + 2 scored rows over " +
+                      std::to_string(V)};
+  compare_rows(c, plan, outs, V, &res);
   return res;
 }
 
