@@ -270,7 +270,9 @@ int cmd_generate(const Args& args) {
   GenerateOptions o = generate_options(vm);
   if (Status st = o.validate(); !st.ok()) return fail(kExitBadInput, st.message());
   if (auto code = device_unavailable("prima generate", o.device)) return *code;
-  if (auto code = resolve_synthetic("prima generate", o.synthetic, &o.backend.model_path))
+  if (auto code =
+          resolve_synthetic("prima generate", o.synthetic,
+                            o.device.spec().kind != real::DeviceKind::kCpu, &o.backend.model_path))
     return *code;
   if (Status st = read_prompt_file(&o); !st.ok()) return fail(kExitBadInput, st.message());
   int exit_code = kExitOk;

@@ -186,7 +186,9 @@ int cmd_profile(const Args& args) {
   ProfileOptions o = profile_options(vm);
   if (Status st = o.validate(); !st.ok()) return fail_with("prima profile", st);
   if (auto code = device_unavailable("prima profile", o.device)) return *code;
-  if (auto code = resolve_synthetic("prima profile", o.synthetic, &o.profile.model_path))
+  if (auto code =
+          resolve_synthetic("prima profile", o.synthetic,
+                            o.device.spec().kind != real::DeviceKind::kCpu, &o.profile.model_path))
     return *code;
   if (o.device.spec().kind == real::DeviceKind::kCpu) return profile_machine(o);
   ProfileOptions on_device = o;  // the GPU forward pass takes the GGUF layout, not panels

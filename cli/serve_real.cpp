@@ -69,7 +69,9 @@ server::ModelInfo model_info(const ServeOptions& o, const real::RealCluster& cl,
 int serve_real(const ServeOptions& given) {
   ServeOptions o = given;
   if (auto code = device_unavailable("prima serve", o.device)) return *code;
-  if (auto code = resolve_synthetic("prima serve", o.synthetic, &o.model_path)) return *code;
+  if (auto code = resolve_synthetic("prima serve", o.synthetic,
+                                    o.device.spec().kind != real::DeviceKind::kCpu, &o.model_path))
+    return *code;
   int exit_code = kExitOk;
   const std::unique_ptr<real::RealCluster> cl =
       open_real_cluster(backend_options(o), o.repack, "prima serve", &exit_code);

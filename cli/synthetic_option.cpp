@@ -21,7 +21,8 @@ void add_synthetic_flag(po::options_description& opts) {
        names +
        "; TYPE bf16 (default), f16, q8_0, q4_0 or q4_1), made once in $PRIMA_SYNTHETIC_DIR "
        "(default ~/.cache/prima/synthetic) and reused; a byte-level vocabulary, so prompts "
-       "tokenize and outputs are <|synthetic_N|> tokens")
+       "tokenize and outputs are <|synthetic_N|> tokens. With --device cuda the weights are "
+       "made on the device (the same values; the file holds only the metadata and norms)")
           .c_str());
 }
 
@@ -39,13 +40,14 @@ Status check_model_source(const std::string& model_path, const std::string& synt
 }
 
 std::optional<int> resolve_synthetic(const char* command, const std::string& synthetic,
-                                     std::string* model_path) {
+                                     bool on_device, std::string* model_path) {
   if (synthetic.empty()) return std::nullopt;
   Result<real::SyntheticSpec> spec = real::parse_synthetic(synthetic);
   if (!spec.ok()) {
     std::fprintf(stderr, "%s: %s\n", command, spec.status().message().c_str());
     return kExitBadInput;
   }
+  spec->device_weights = on_device;
   Result<std::string> path = real::ensure_synthetic(
       *spec, real::synthetic_cache_dir(),
       [&](const std::string& m) { std::fprintf(stderr, "%s: %s\n", command, m.c_str()); });

@@ -24,8 +24,10 @@ Status check_model_source(const std::string& model_path, const std::string& synt
 
 // With --synthetic: makes the model when the cache lacks it (a note on stderr), sets
 // `model_path`, and returns nullopt; on failure prints "COMMAND: reason" and returns the exit
-// code (2: bad spec, 1: the file could not be made). Without it: nothing, nullopt.
+// code (2: bad spec, 1: the file could not be made). Without it: nothing, nullopt. With
+// `on_device` (--device cuda or cuda-emu) the matrices are made by the device when the forward
+// pass opens (SyntheticSpec::device_weights): the file holds the metadata and the norms only.
 std::optional<int> resolve_synthetic(const char* command, const std::string& synthetic,
-                                     std::string* model_path);
+                                     bool on_device, std::string* model_path);
 
 }  // namespace prima::cli

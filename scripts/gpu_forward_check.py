@@ -5,7 +5,7 @@
    token model (SmolLM2-135M's shape in BF16, the dense GEMM, and in Q4_1 and Q8_0, the
    quantized matmul): the ids must be equal (the length of the common prefix is reported).
 2. Speed: `prima profile --synthetic BIG --device DEV` (Llama 3 8B's shape, BF16, by
-   default), whose steps include decode at batch 1 and 64 and prefill of 2,048 tokens; from
+   default; the weights are made on the device, no 16 GB file is written), whose steps include decode at batch 1 and 64 and prefill of 2,048 tokens; from
    them, against the GPU's nominal peaks (a table by name; the measured copy bandwidth where
    the name is not in it):
    - decode at batch 1: weight bytes / step time as a fraction of HBM peak (target >= 0.70);
@@ -111,8 +111,11 @@ def speed_check(prima, device, big, contexts, repeats, out_dir, env, quant=None)
     m = p["measurements"]
     spec_dir = env.get("PRIMA_SYNTHETIC_DIR", "")
     name, _, wtype = big.partition(":")
-    wfile = os.path.join(spec_dir, f"{name}-{wtype or 'bf16'}-s1.gguf")
-    weight_bytes = os.path.getsize(wfile) if os.path.exists(wfile) else None
+    # The file the device's weights were made from (its matrices a hole of their size), or the
+    # written one.
+    stem = os.path.join(spec_dir, f"{name}-{wtype or 'bf16'}-s1")
+    wfile = next((f for f in (stem + "-device.gguf", stem + ".gguf") if os.path.exists(f)), None)
+    weight_bytes = os.path.getsize(wfile) if wfile else None
     model = m.get("model_shape", {})
     if quant and weight_bytes and model.get("layer_params"):
         weight_bytes -= int(model["layer_params"])  # the layers' matrices: 1 byte, not 2

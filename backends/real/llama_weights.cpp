@@ -125,6 +125,7 @@ Result<std::unique_ptr<LlamaWeights>> LlamaWeights::bind(const GgufFile& f, cons
                                                          const ShardSpec& s, bool repack) {
   PRIMA_RETURN_IF_ERROR(check_tp(c, f, s.tp));
   std::unique_ptr<LlamaWeights> w(new LlamaWeights());
+  w->f_ = &f;
   w->c_ = c;
   w->s_ = s;
   if (w->s_.layer_end < 0) w->s_.layer_end = c.layers;

@@ -76,6 +76,7 @@ class LlamaWeights {
   bool repacked() const { return !packed_.empty(); }
 
   const LlamaConfig& config() const { return c_; }
+  const GgufFile& file() const { return *f_; }  // the file the views point into
   const ShardSpec& shard() const { return s_; }
   int local_heads() const { return c_.heads / s_.tp; }
   int local_kv_heads() const { return c_.kv_heads / s_.tp; }
@@ -92,6 +93,7 @@ class LlamaWeights {
  private:
   LlamaWeights() = default;
   const float* norm_vector(const TensorInfo* t);
+  const GgufFile* f_ = nullptr;
   LlamaConfig c_;
   ShardSpec s_;
   std::vector<LayerWeights> layers_;

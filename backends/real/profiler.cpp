@@ -17,6 +17,7 @@
 #include "backends/real/llama_forward.h"
 #include "backends/real/llama_weights.h"
 #include "backends/real/sampler.h"
+#include "backends/real/synthetic_model.h"
 #include "engine/metrics/summary.h"
 #include "engine/perf/cost_model.h"
 #include "engine/perf/engine_profile.h"
@@ -170,6 +171,7 @@ Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
   go.manifest = opts.manifest;
   PRIMA_ASSIGN_OR_RETURN(fx->file, GgufFile::open(opts.model_path, go));
   PRIMA_ASSIGN_OR_RETURN(fx->cfg, read_llama_config(*fx->file));
+  if (!opts.device_forward) PRIMA_RETURN_IF_ERROR(check_host_weights(*fx->file));
   PRIMA_ASSIGN_OR_RETURN(fx->w, LlamaWeights::bind(*fx->file, fx->cfg, ShardSpec{}, opts.repack));
   r->model_file = opts.model_path;
   r->quantization = quantization_of(*fx->file);

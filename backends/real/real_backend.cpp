@@ -16,6 +16,7 @@
 #include "backends/real/rank_runner.h"
 #include "backends/real/real_executor.h"
 #include "backends/real/replica_relay.h"
+#include "backends/real/synthetic_model.h"
 #include "backends/real/tokenizer.h"
 
 namespace prima::real {
@@ -150,6 +151,7 @@ Status RealBackendImpl::init(const RealBackendOptions& o) {
   go.manifest = o.manifest;
   PRIMA_ASSIGN_OR_RETURN(file_, GgufFile::open(o.model_path, go));
   PRIMA_ASSIGN_OR_RETURN(config_, read_llama_config(*file_));
+  if (!o.device_forward) PRIMA_RETURN_IF_ERROR(check_host_weights(*file_));
   PRIMA_RETURN_IF_ERROR(check_tp(config_, *file_, o.tp));
   if (o.pp > config_.layers)
     return invalid_argument("--pp " + std::to_string(o.pp) + " exceeds the model's " +

@@ -16,6 +16,7 @@
 
 #include "backends/real/gguf.h"
 #include "backends/real/tokenizer_internal.h"
+#include "kernels/cuda/synthetic_math.h"
 
 namespace prima::real {
 namespace {
@@ -37,13 +38,6 @@ const char* type_name(DType t) {
   for (const auto& n : kTypes)
     if (n.type == t) return n.name;
   return "?";
-}
-
-std::uint64_t splitmix64(std::uint64_t* state) {
-  std::uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
 }
 
 // One weight tensor of the file: rows x cols values of `type`, uniform with standard
@@ -116,6 +110,12 @@ GgufWriter metadata(const SyntheticSpec& s) {
   w.set_u32("tokenizer.ggml.eos_token_id", 256);
   w.set_u32("tokenizer.ggml.bos_token_id", 256);
   w.set("tokenizer.ggml.add_bos_token", false);
+  if (s.device_weights) {
+    w.set("prima.synthetic.model", m.name);
+    w.set("prima.synthetic.type", std::string(type_name(s.type)));
+    w.set("prima.synthetic.seed", std::uint64_t{s.seed});
+    w.set("prima.synthetic.weights", std::string("device"));
+  }
   return w;
 }
 
@@ -126,13 +126,9 @@ void fill_rows(const SyntheticSpec& s, std::size_t ti, const TensorPlan& t, std:
   const float half_width = t.stdev * std::sqrt(3.0f);
   std::vector<float> row(t.cols);
   for (std::int64_t r = r0; r < r1; ++r) {
-    std::uint64_t st = s.seed * 0x9E3779B97F4A7C15ull ^ (static_cast<std::uint64_t>(ti) << 40) ^
-                       static_cast<std::uint64_t>(r);
-    (void)splitmix64(&st);
-    for (std::int64_t c = 0; c < t.cols; ++c) {
-      const double u = static_cast<double>(splitmix64(&st) >> 11) * 0x1.0p-53;  // [0, 1)
-      row[c] = t.mean + half_width * static_cast<float>(2 * u - 1);
-    }
+    const std::uint64_t st = cuda::synthetic_row_state(s.seed, ti, std::uint64_t(r));
+    for (std::int64_t c = 0; c < t.cols; ++c)
+      row[c] = cuda::synthetic_value(st, c, half_width, t.mean);
     kernels::quantize_row(t.type, row.data(), dst + r * rb, t.cols);
   }
 }
@@ -189,7 +185,8 @@ Result<SyntheticSpec> parse_synthetic(const std::string& text) {
 }
 
 std::string synthetic_file_name(const SyntheticSpec& s) {
-  return s.shape.name + "-" + type_name(s.type) + "-s" + std::to_string(s.seed) + ".gguf";
+  return s.shape.name + "-" + type_name(s.type) + "-s" + std::to_string(s.seed) +
+         (s.device_weights ? "-device" : "") + ".gguf";
 }
 
 std::uint64_t synthetic_params(const SyntheticSpec& s) {
@@ -202,6 +199,49 @@ std::uint64_t synthetic_bytes(const SyntheticSpec& s) {
   std::uint64_t n = 0;
   for (const auto& t : tensor_plans(s)) n += kernels::row_bytes(t.type, t.cols) * t.rows;
   return n;
+}
+
+std::uint64_t synthetic_written_bytes(const SyntheticSpec& s) {
+  std::uint64_t n = 0;
+  for (const auto& t : tensor_plans(s))
+    if (!s.device_weights || t.type == DType::kF32)
+      n += kernels::row_bytes(t.type, t.cols) * t.rows;
+  return n;
+}
+
+Result<SyntheticTensor> synthetic_tensor(const SyntheticSpec& s, const std::string& name) {
+  const std::vector<TensorPlan> plans = tensor_plans(s);
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    if (plans[i].name == name)
+      return SyntheticTensor{i, plans[i].stdev * std::sqrt(3.0f), plans[i].mean};
+  return not_found("synthetic " + s.shape.name + " has no tensor " + name);
+}
+
+Result<std::optional<SyntheticSpec>> device_synthetic_spec(const GgufFile& f) {
+  if (!f.find("prima.synthetic.weights")) return std::optional<SyntheticSpec>();
+  auto bad = [&](const std::string& key, const std::string& why) {
+    return invalid_argument(f.path() + ": metadata " + key + ": " + why);
+  };
+  PRIMA_ASSIGN_OR_RETURN(std::string where, f.get_string("prima.synthetic.weights"));
+  if (where != "device") return bad("prima.synthetic.weights", "'" + where + "', not 'device'");
+  PRIMA_ASSIGN_OR_RETURN(std::string model, f.get_string("prima.synthetic.model"));
+  PRIMA_ASSIGN_OR_RETURN(std::string type, f.get_string("prima.synthetic.type"));
+  PRIMA_ASSIGN_OR_RETURN(std::int64_t seed, f.get_int("prima.synthetic.seed"));
+  Result<SyntheticSpec> spec = parse_synthetic(model + ":" + type);
+  if (!spec.ok()) return bad("prima.synthetic.model/type", spec.status().message());
+  spec->seed = static_cast<std::uint64_t>(seed);
+  spec->device_weights = true;
+  return std::optional<SyntheticSpec>(*spec);
+}
+
+Status check_host_weights(const GgufFile& f) {
+  PRIMA_ASSIGN_OR_RETURN(std::optional<SyntheticSpec> s, device_synthetic_spec(f));
+  if (!s) return ok_status();
+  return invalid_argument(f.path() + " holds no weight data: the synthetic " + s->shape.name +
+                          "'s matrices are made on the device (--device cuda); on the CPU, "
+                          "--synthetic " +
+                          s->shape.name + ":" + type_name(s->type) +
+                          " --device cpu writes them into the file");
 }
 
 Status write_synthetic(const SyntheticSpec& s, const std::string& path, int threads) {
@@ -239,6 +279,7 @@ Status write_synthetic(const SyntheticSpec& s, const std::string& path, int thre
   };
   std::vector<Item> items;
   for (std::size_t i = 0; i < plans.size(); ++i) {
+    if (s.device_weights && plans[i].type != DType::kF32) continue;  // left a hole
     const std::size_t rb = kernels::row_bytes(plans[i].type, plans[i].cols);
     const std::int64_t step = std::max<std::int64_t>(1, (std::int64_t{4} << 20) / rb);
     for (std::int64_t r = 0; r < plans[i].rows; r += step)
@@ -282,7 +323,7 @@ Result<std::string> ensure_synthetic(const SyntheticSpec& s, const std::string& 
   if (fs::is_regular_file(path, ec)) return path.string();
   fs::create_directories(dir, ec);
   if (ec) return unavailable("--synthetic: cannot create " + dir + ": " + ec.message());
-  const std::uint64_t need = synthetic_bytes(s) + (std::uint64_t{64} << 20);
+  const std::uint64_t need = synthetic_written_bytes(s) + (std::uint64_t{64} << 20);
   const fs::space_info sp = fs::space(dir, ec);
   if (!ec && sp.available < need)
     return unavailable("--synthetic: " + synthetic_file_name(s) + " needs " +
@@ -296,8 +337,9 @@ Result<std::string> ensure_synthetic(const SyntheticSpec& s, const std::string& 
   else
     std::snprintf(size, sizeof size, "%.1f MB", bytes / 1e6);
   if (note)
-    note("making synthetic " + s.shape.name + " (" + type_name(s.type) + ", " + size + ") at " +
-         path.string());
+    note("making synthetic " + s.shape.name + " (" + type_name(s.type) + ", " + size +
+         (s.device_weights ? " of weights made on the device; the file holds the metadata" : "") +
+         ") at " + path.string());
   const auto t0 = std::chrono::steady_clock::now();
   const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
   if (Status st = write_synthetic(s, tmp); !st.ok()) return st;

@@ -13,13 +13,22 @@
 // from a hash of (seed, tensor, row): the same spec gives the same bytes whatever the
 // number of threads. Written through an mmap of the file (a tensor is never held in memory
 // whole) to NAME.tmp.PID, then renamed: a reader never sees a partial file.
+//
+// Weights made on the device (SyntheticSpec::device_weights, the default of `--synthetic` with
+// `--device cuda`): the file holds the metadata, the norms and, in prima.synthetic.* keys, what
+// it was made from; the matrices' data is a hole (a sparse file of a few MiB on disk). The GPU
+// forward pass makes each matrix where it will be read (kernels/cuda/synthetic.cu), the same
+// bits as the file of the same spec would hold (kernels/cuda/synthetic_math.h is the one
+// formula), and the CPU path refuses such a file (check_host_weights).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/real/gguf.h"
 #include "engine/core/status.h"
 #include "kernels/cpu/quant.h"
 
@@ -40,17 +49,39 @@ struct SyntheticSpec {
   SyntheticShape shape;
   kernels::DType type = kernels::DType::kBF16;  // every weight matrix and the embedding
   std::uint64_t seed = 1;
+  bool device_weights = false;  // matrices made on the device: the file holds no matrix data
 };
 
 // "NAME[:TYPE]" (TYPE f16, bf16, q8_0, q4_0 or q4_1; default bf16). An unknown name or type
 // is an invalid_argument listing the known ones.
 Result<SyntheticSpec> parse_synthetic(const std::string& text);
 
-// "llama-3-8b-bf16-s1.gguf"
+// "llama-3-8b-bf16-s1.gguf"; "llama-3-8b-bf16-s1-device.gguf" with device_weights.
 std::string synthetic_file_name(const SyntheticSpec& s);
 // Parameters and the file's size in bytes (tensor data; the header is a few MiB at most).
 std::uint64_t synthetic_params(const SyntheticSpec& s);
 std::uint64_t synthetic_bytes(const SyntheticSpec& s);
+
+// The bytes written into the file's data: synthetic_bytes, or only the norms' with
+// device_weights (the rest is a hole).
+std::uint64_t synthetic_written_bytes(const SyntheticSpec& s);
+
+// What the generator draws tensor `name` from: its number in the file's order (the draw's
+// tensor index) and the uniform's half width and centre.
+struct SyntheticTensor {
+  std::uint64_t index = 0;
+  float half_width = 0, mean = 0;
+};
+// not_found for a name the model does not have.
+Result<SyntheticTensor> synthetic_tensor(const SyntheticSpec& s, const std::string& name);
+
+// The spec a file of weights made on the device was written from (its prima.synthetic.* keys),
+// nullopt for any other file; an error naming the key when they are malformed.
+Result<std::optional<SyntheticSpec>> device_synthetic_spec(const GgufFile& f);
+
+// Fails (naming the file and how to get its weights) when `f`'s matrices are made on the
+// device and the forward pass is the CPU's.
+Status check_host_weights(const GgufFile& f);
 
 // Writes the model to `path` with `threads` threads (0: all cores).
 Status write_synthetic(const SyntheticSpec& s, const std::string& path, int threads = 0);

@@ -111,4 +111,12 @@ cudaError_t quantize_i8_rows(kernels::DType type, const void* x, std::int64_t ro
 cudaError_t dequant_i32(const std::int32_t* acc, const float* x_scale, const float* w_scale,
                         std::int64_t m, std::int64_t n, float* y, cudaStream_t stream);
 
+// Rows [row0, row0 + rows) of tensor `tensor` of a synthetic model of seed `seed`
+// (synthetic_math.h: uniform in mean +- half_width), cols each, written at dst in `type`'s GGUF
+// layout (F32, F16, BF16, Q4_0, Q4_1, Q8_0; cols a multiple of 32 for the block types): the
+// bytes backends/real/synthetic_model.cpp writes into the model's file for those rows.
+cudaError_t synthetic_rows(kernels::DType type, std::uint64_t seed, std::uint64_t tensor,
+                           std::int64_t row0, std::int64_t rows, std::int64_t cols,
+                           float half_width, float mean, void* dst, cudaStream_t stream);
+
 }  // namespace prima::cuda

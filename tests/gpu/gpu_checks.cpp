@@ -40,6 +40,7 @@ const std::vector<Check>& all_checks() {
     add_int8_checks(&v);
     add_forward_checks(&v);
     add_sample_checks(&v);
+    add_synthetic_checks(&v);
     return v;
   }();
   return checks;

@@ -433,6 +433,7 @@ Result<std::unique_ptr<StepForward>> make_step_forward(const LlamaWeights& w, in
     f->device_ += ", rank " + std::to_string(job.layout.rank) + " of --tp " +
                   std::to_string(job.layout.tp) + " --pp " + std::to_string(job.layout.pp) +
                   " over " + comm;
+  if (f->weights_->made_on_device()) f->device_ += "; synthetic weights made on the device";
   return std::unique_ptr<StepForward>(std::move(f));
 }
 

@@ -63,7 +63,7 @@ Result<DeviceMatrix> DeviceWeights::matrix(const kernels::WeightView& v, const c
     DeviceBuffer& b = copies_[v.data];
     DeviceBuffer& s = scales_[v.data];
     if (b.bytes() == 0) {
-      PRIMA_RETURN_IF_ERROR(staging_.upload(v.data, matrix_bytes(v), stream, name));
+      PRIMA_RETURN_IF_ERROR(fill(v, staging_, stream, name));
       PRIMA_RETURN_IF_ERROR(b.reserve(std::size_t(v.rows * v.cols), name));
       PRIMA_RETURN_IF_ERROR(s.reserve(std::size_t(v.rows) * sizeof(float), name));
       PRIMA_CUDA_OK(::prima::cuda::quantize_i8_rows(v.type, staging_.as<void>(), v.rows, v.cols,
@@ -81,7 +81,7 @@ Result<DeviceMatrix> DeviceWeights::matrix(const kernels::WeightView& v, const c
     DeviceBuffer& s = scales_[v.data];
     const std::int64_t n = v.rows * v.cols;
     if (b.bytes() == 0) {
-      PRIMA_RETURN_IF_ERROR(staging_.upload(v.data, matrix_bytes(v), stream, name));
+      PRIMA_RETURN_IF_ERROR(fill(v, staging_, stream, name));
       PRIMA_RETURN_IF_ERROR(b.reserve(std::size_t(n), name));
       PRIMA_RETURN_IF_ERROR(s.reserve(sizeof(float), name));
       PRIMA_RETURN_IF_ERROR(amax_.reserve(sizeof(unsigned), "an FP8 amax"));
@@ -102,11 +102,32 @@ Result<DeviceMatrix> DeviceWeights::matrix(const kernels::WeightView& v, const c
   DeviceBuffer& b = copies_[v.data];
   const std::size_t n = matrix_bytes(v);
   if (b.bytes() == 0) {
-    PRIMA_RETURN_IF_ERROR(b.upload(v.data, n, stream, name));
+    PRIMA_RETURN_IF_ERROR(fill(v, b, stream, name));
     bytes_ += n;
   }
   return DeviceMatrix{v.type, b.as<void>(), v.rows, v.cols,
                       std::int64_t(kernels::row_bytes(v.type, v.cols))};
+}
+
+Status DeviceWeights::fill(const kernels::WeightView& v, DeviceBuffer& dst, cudaStream_t stream,
+                           const char* name) {
+  const std::size_t n = matrix_bytes(v);
+  if (!synth_) return dst.upload(v.data, n, stream, name);
+  // The tensor of the file the view lies in, and the view's first row in it.
+  const auto* p = static_cast<const std::uint8_t*>(v.data);
+  for (const TensorInfo& t : file_->tensors()) {
+    if (p < t.data || p >= t.data + t.nbytes) continue;
+    PRIMA_ASSIGN_OR_RETURN(SyntheticTensor st, synthetic_tensor(*synth_, t.name));
+    const std::int64_t row0 =
+        std::int64_t(std::size_t(p - t.data) / kernels::row_bytes(t.type, t.dims[0]));
+    PRIMA_RETURN_IF_ERROR(dst.reserve(n, name));
+    PRIMA_CUDA_OK(
+        ::prima::cuda::synthetic_rows(v.type, synth_->seed, st.index, row0, v.rows, v.cols,
+                                      st.half_width, st.mean, dst.as<void>(), stream),
+        std::string("synthetic_rows (") + name + ")");
+    return ok_status();
+  }
+  return internal_error(std::string("matrix ") + name + " lies in no tensor of " + file_->path());
 }
 
 Result<const float*> DeviceWeights::vector(const float* host, std::int64_t n, cudaStream_t stream) {
@@ -130,6 +151,8 @@ Result<std::unique_ptr<DeviceWeights>> DeviceWeights::upload(const LlamaWeights&
                                std::to_string(free_bytes >> 20) + " MiB free of " +
                                std::to_string(total >> 20) + " MiB");
   std::unique_ptr<DeviceWeights> d(new DeviceWeights());
+  d->file_ = &w.file();
+  PRIMA_ASSIGN_OR_RETURN(d->synth_, device_synthetic_spec(w.file()));
   const std::int64_t H = w.config().hidden;
   for (int i = 0; i < w.num_layers(); ++i) {
     const LayerWeights& L = w.layer(i);

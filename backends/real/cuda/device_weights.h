@@ -2,8 +2,10 @@
 // (LlamaWeights' views, already sliced for tensor parallelism) copied once in its GGUF block
 // layout, the norms as floats; a matrix bound twice (the tied LM head) is copied once. Only
 // the types the device products take are accepted (Q4_0, Q4_1, Q8_0: the quantized matmul;
-// F16, BF16: the dense GEMM); the error names the tensor and its type. Immutable after upload();
-// owned by the rank's worker.
+// F16, BF16: the dense GEMM); the error names the tensor and its type. A synthetic model whose
+// weights are made on the device (synthetic_model.h) has each matrix made in place by
+// kernels/cuda's synthetic_rows instead of copied: the file's bits, nothing read from it.
+// Immutable after upload(); owned by the rank's worker.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,6 +17,7 @@
 #include "backends/real/cuda/device_buffer.h"
 #include "backends/real/cuda/weight_quant.h"
 #include "backends/real/llama_weights.h"
+#include "backends/real/synthetic_model.h"
 
 namespace prima::real::cuda {
 
@@ -56,13 +59,20 @@ class DeviceWeights {
   const DeviceMatrix& output() const { return output_; }
   const float* output_norm() const { return output_norm_; }
   std::size_t bytes() const { return bytes_; }
+  // Whether the matrices were made on the device (a synthetic model's device weights).
+  bool made_on_device() const { return synth_.has_value(); }
 
  private:
   DeviceWeights() = default;
   Result<DeviceMatrix> matrix(const kernels::WeightView& v, const char* name, cudaStream_t stream,
                               WeightQuant quant = WeightQuant::kNone);
   Result<const float*> vector(const float* host, std::int64_t n, cudaStream_t stream);
+  // dst = the matrix `v` in its file's layout: copied from the mapping, or made on the device.
+  Status fill(const kernels::WeightView& v, DeviceBuffer& dst, cudaStream_t stream,
+              const char* name);
 
+  const GgufFile* file_ = nullptr;
+  std::optional<SyntheticSpec> synth_;  // the matrices are made on the device from this
   std::vector<DeviceLayer> layers_;
   DeviceMatrix token_embd_, output_;
   const float* output_norm_ = nullptr;

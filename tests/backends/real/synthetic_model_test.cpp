@@ -86,6 +86,61 @@ TEST(SyntheticModel, FileHasTheShapeAndIsTheSameOnAnyThreadCount) {
   EXPECT_EQ((*tok)->encode("Hi!", false, false), (std::vector<int>{72, 105, 33}));
 }
 
+// A file of weights made on the device: the same header and norms as the written file (the
+// spec in prima.synthetic.* keys besides), every matrix's data zeros (a hole), its spec read
+// back, and the CPU path's check refuses it. synthetic_tensor names each tensor's draw.
+TEST(SyntheticModel, DeviceWeightsFileHoldsTheNormsAndTheSpec) {
+  const std::string dir = prima::testing::temp_dir("synthetic_device");
+  auto spec = parse_synthetic("tiny:bf16");
+  ASSERT_TRUE(spec.ok());
+  spec->seed = 5;
+  ASSERT_TRUE(write_synthetic(*spec, dir + "/full.gguf", 2).ok());
+  SyntheticSpec dev = *spec;
+  dev.device_weights = true;
+  EXPECT_EQ(synthetic_file_name(dev), "tiny-bf16-s5-device.gguf");
+  ASSERT_TRUE(write_synthetic(dev, dir + "/dev.gguf", 2).ok());
+  EXPECT_EQ(synthetic_written_bytes(dev), 5u * 256 * 4);  // 2 x 2 layer norms + output_norm
+  EXPECT_EQ(synthetic_written_bytes(*spec), synthetic_bytes(*spec));
+
+  auto full = GgufFile::open(dir + "/full.gguf");
+  auto d = GgufFile::open(dir + "/dev.gguf");
+  ASSERT_TRUE(full.ok() && d.ok());
+  ASSERT_EQ((*full)->tensors().size(), (*d)->tensors().size());
+  for (std::size_t i = 0; i < (*d)->tensors().size(); ++i) {
+    const TensorInfo& a = (*full)->tensors()[i];
+    const TensorInfo& b = (*d)->tensors()[i];
+    ASSERT_EQ(a.name, b.name);
+    ASSERT_EQ(a.nbytes, b.nbytes);
+    if (b.type == DType::kF32) {
+      EXPECT_TRUE(std::equal(a.data, a.data + a.nbytes, b.data)) << b.name;
+    } else {
+      EXPECT_TRUE(std::all_of(b.data, b.data + b.nbytes, [](std::uint8_t x) { return x == 0; }))
+          << b.name;
+    }
+    auto t = synthetic_tensor(*spec, b.name);
+    ASSERT_TRUE(t.ok()) << b.name;
+    EXPECT_EQ(t->index, i);
+  }
+  EXPECT_EQ(synthetic_tensor(*spec, "blk.0.attn_norm.weight")->mean, 1.0f);
+  EXPECT_FALSE(synthetic_tensor(*spec, "blk.9.attn_q.weight").ok());
+
+  auto none = device_synthetic_spec(**full);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_TRUE(check_host_weights(**full).ok());
+  auto back = device_synthetic_spec(**d);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_TRUE(back->has_value());
+  EXPECT_EQ((*back)->shape.name, "tiny");
+  EXPECT_EQ((*back)->type, DType::kBF16);
+  EXPECT_EQ((*back)->seed, 5u);
+  EXPECT_TRUE((*back)->device_weights);
+  const Status refused = check_host_weights(**d);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("holds no weight data"), std::string::npos);
+  EXPECT_NE(refused.message().find("--synthetic tiny:bf16 --device cpu"), std::string::npos);
+}
+
 TEST(SyntheticModel, CacheMakesOnceThenReuses) {
   const std::string dir = prima::testing::temp_dir("synthetic_cache") + "/nested/cache";
   auto spec = parse_synthetic("tiny:q8_0");

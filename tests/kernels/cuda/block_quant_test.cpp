@@ -1,6 +1,6 @@
 // kernels/cuda/block_quant.h and half_math.h on the host, held bit for bit to kernels/cpu's
-// dequantize_row and fp16/bf16 conversions on seeded random data (these run in CI; the device
-// kernels that use the same functions are checked in tests/gpu).
+// dequantize_row, quantize_row and fp16/bf16 conversions on seeded random data (these run in CI;
+// the device kernels that use the same functions are checked in tests/gpu).
 #include "kernels/cuda/block_quant.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +46,32 @@ TEST(CudaBlockQuant, Q4_1MatchesCpuDequantize) {
 }
 TEST(CudaBlockQuant, Q8_0MatchesCpuDequantize) {
   expect_dequant_matches_cpu<BlockQ8_0>(DType::kQ8_0, 13);
+}
+
+// quantize_block (the synthetic weights' quantizer on the device) writes kernels/cpu's
+// quantize_row bytes: random blocks, a block of zeros, a constant block, codes at rounding ties
+// (multiples of d / 2), and a block whose largest magnitude appears with both signs.
+template <typename Block>
+void expect_quantize_matches_cpu(DType type, std::uint32_t seed) {
+  std::vector<float> x = randn(32 * 64, seed, 1.5f);
+  for (int j = 0; j < 32; ++j) {
+    x[std::size_t(j)] = 0.0f;                                        // block 0: zeros
+    x[std::size_t(32 + j)] = 0.25f;                                  // block 1: constant
+    x[std::size_t(64 + j)] = 0.0625f * float(j - 16);                // block 2: on a grid (ties)
+    x[std::size_t(96 + j)] = j == 3 ? -2.0f : j == 9 ? 2.0f : 0.5f;  // block 3: +-amax
+  }
+  const std::size_t nb = x.size() / 32;
+  std::vector<Block> cpu(nb), dev(nb);
+  kernels::quantize_row(type, x.data(), cpu.data(), std::int64_t(x.size()));
+  for (std::size_t b = 0; b < nb; ++b) quantize_block(x.data() + 32 * b, &dev[b]);
+  for (std::size_t b = 0; b < nb; ++b)
+    EXPECT_EQ(std::memcmp(&cpu[b], &dev[b], sizeof(Block)), 0) << "block " << b;
+}
+
+TEST(CudaBlockQuant, QuantizeBlockMatchesCpuQuantizeRow) {
+  expect_quantize_matches_cpu<BlockQ4_0>(DType::kQ4_0, 41);
+  expect_quantize_matches_cpu<BlockQ4_1>(DType::kQ4_1, 42);
+  expect_quantize_matches_cpu<BlockQ8_0>(DType::kQ8_0, 43);
 }
 
 TEST(CudaBlockQuant, NibbleOrderIsLowThenHigh) {

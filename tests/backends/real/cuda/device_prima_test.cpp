@@ -5,6 +5,7 @@
 // on devices). The gathers are exact, so every layout gives the single device's ids, and those
 // are the CPU path's, for quantized (Q4_1, Q8_0) and dense (F16, BF16) weights.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -125,11 +126,14 @@ TEST(DeviceParallelEmu, ProfileMeasuresTheGpuForwardPass) {
   EXPECT_EQ(sim.exit_code, 0) << sim.err;
 }
 
-// Synthetic models of real shapes (--synthetic): the emulated device reads the same file as
-// the CPU path and gives its greedy ids, for BF16 (the dense GEMM) and Q4_1 weights, and for
-// SmolLM2-135M's shape (30 layers, 9 heads over 3 KV heads) in BF16.
+// Synthetic models of real shapes (--synthetic): on the emulated device the matrices are made
+// by the device (synthetic_rows) from the file's metadata, whose data holds only the norms; the
+// CPU path reads the written file. The greedy ids are the same, for BF16 (the dense GEMM) and
+// Q4_1 weights (also at TP 2), and for SmolLM2-135M's shape (30 layers, 9 heads over 3 KV heads)
+// in BF16; the device's file is a few blocks on disk, and the CPU path refuses it.
 TEST(DeviceParallelEmu, SyntheticModelsGiveTheCpuIds) {
-  setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_synthetic").c_str(), 1);
+  const std::string dir = temp_dir("dev_synthetic");
+  setenv("PRIMA_SYNTHETIC_DIR", dir.c_str(), 1);
   for (const char* spec : {"tiny:bf16", "tiny:q4_1", "smollm2-135m:bf16"}) {
     const std::string gen = std::string("generate --synthetic ") + spec +
                             " --prompt 'The capital of France is' --ids --max-tokens 6";
@@ -137,9 +141,26 @@ TEST(DeviceParallelEmu, SyntheticModelsGiveTheCpuIds) {
     ASSERT_EQ(cpu.exit_code, 0) << spec << ": " << cpu.err;
     const auto dev = run_prima(gen + " --device cuda-emu");
     ASSERT_EQ(dev.exit_code, 0) << spec << ": " << dev.err;
+    EXPECT_NE(dev.err.find("synthetic weights made on the device"), std::string::npos) << dev.err;
     EXPECT_EQ(dev.out, cpu.out) << spec;
     EXPECT_EQ(std::count(cpu.out.begin(), cpu.out.end(), ' '), 5) << spec << ": " << cpu.out;
+    if (std::string(spec) != "tiny:q4_1" || !have_mpirun()) continue;
+    // TP 2: each rank makes its rows of every matrix (the slice's first row in the tensor).
+    setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
+    const auto tp = run_shell(mpirun_prima(2) + gen + " --device cuda-emu --tp 2");
+    unsetenv("PRIMA_CUDA_EMU_WORKERS");
+    ASSERT_EQ(tp.exit_code, 0) << tp.err;
+    EXPECT_EQ(tp.out, cpu.out) << "TP 2";
   }
+  // smollm2-135m:bf16's 269 MB of matrices are a hole in its device file.
+  const std::string device_file = dir + "/smollm2-135m-bf16-s1-device.gguf";
+  struct stat st {};
+  ASSERT_EQ(::stat(device_file.c_str(), &st), 0) << device_file;
+  EXPECT_GT(st.st_size, 269'000'000);
+  EXPECT_LT(std::int64_t(st.st_blocks) * 512, 8'000'000) << "bytes on disk";
+  const auto refused = run_prima("generate --model " + device_file + " --prompt hi --device cpu");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("holds no weight data"), std::string::npos) << refused.err;
   unsetenv("PRIMA_SYNTHETIC_DIR");
 }
 
@@ -170,7 +191,8 @@ TEST(DeviceParallelEmu, SampledDrawsGiveTheHostSamplersIds) {
 
 // scripts/gpu_forward_check.py, the forward stage of scripts/gpu_check.sh, run on the emulated
 // device: the token and sampling checks pass and the profiles' decode figures (BF16, FP8, INT8)
-// are computed (their values describe the emulator).
+// are computed (their values describe the emulator), the weights' bytes read from the file the
+// device made them from (its apparent size: the matrices are a hole).
 TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
   const std::string dir = temp_dir("dev_forward_check");
   setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
@@ -195,7 +217,7 @@ TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
   EXPECT_GT(j["speed_int8"]["figures"]["decode_b1"]["seconds"].get<double>(), 0)
       << j["speed_int8"].dump();
   EXPECT_EQ(j["speed"]["weight_bytes"],
-            std::filesystem::file_size(dir + "/synthetic/tiny-bf16-s1.gguf"));
+            std::filesystem::file_size(dir + "/synthetic/tiny-bf16-s1-device.gguf"));
   EXPECT_EQ(j["sampling"]["equal"], true) << j["sampling"].dump();  // device = host sampler
   EXPECT_EQ(j["sampling"]["device_ids"].size(), 6u);
 }
