@@ -194,6 +194,19 @@ int cmd_profile(const Args& args) {
   ProfileOptions on_device = o;  // the GPU forward pass takes the GGUF layout, not panels
   on_device.profile.device_forward = device_forward(o.device.spec(), o.device.quant());
   on_device.profile.repack = false;
+  switch (o.device.quant()) {
+    case real::WeightQuant::kFp8:
+      on_device.profile.weights_as = model::Quantization::kFP8;
+      break;
+    case real::WeightQuant::kInt8:
+      on_device.profile.weights_as = model::Quantization::kW8A8;
+      break;
+    case real::WeightQuant::kW4A16:
+      on_device.profile.weights_as = model::Quantization::kW4A16;
+      break;
+    case real::WeightQuant::kNone:
+      break;
+  }
   return profile_machine(on_device);
 }
 

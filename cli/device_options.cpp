@@ -13,14 +13,18 @@ namespace prima::cli {
 
 Status DeviceOptions::validate() const {
   PRIMA_ASSIGN_OR_RETURN(const real::DeviceSpec d, real::parse_device(text));
-  if (!quantization.empty() && quantization != "fp8" && quantization != "int8")
+  if (!quantization.empty() && quantization != "fp8" && quantization != "int8" &&
+      quantization != "w4a16")
     return invalid_argument("--quantization " + quantization +
-                            ": the quantizations applied at load are fp8 and int8");
+                            ": the quantizations applied at load are fp8, int8 and w4a16");
   if (!quantization.empty() && d.kind == real::DeviceKind::kCpu)
     return invalid_argument("--quantization " + quantization +
                             " runs on a device (--device cuda[:N] or cuda-emu): the CPU path has "
                             "no " +
-                            (fp8() ? "FP8" : "INT8 W8A8") + " kernels");
+                            (fp8()                    ? "FP8"
+                             : quantization == "int8" ? "INT8 W8A8"
+                                                      : "W4A16") +
+                            " kernels");
   return ok_status();
 }
 
@@ -53,8 +57,10 @@ void add_device_flag(po::options_description& opts) {
       "quantized on the device at load, their activations per tensor each step (cuBLASLt's "
       "FP8 GEMM; sm_89 and later: Ada, Hopper). int8: INT8 W8A8, the matrices as INT8 with a "
       "scale per output channel, their activations per token each step (cuBLASLt's INT8 GEMM "
-      "into INT32, then scaled back). The embedding and LM head stay as they are. --device "
-      "cuda[:N] or cuda-emu only");
+      "into INT32, then scaled back). w4a16: 4-bit codes with an f16 scale and minimum per "
+      "group of 128 elements of a row (64 or 32 where 128 does not divide it), activations in "
+      "the weights' 16-bit type (prima's dequantizing GEMM). The embedding and LM head stay as "
+      "they are. --device cuda[:N] or cuda-emu only");
 }
 
 DeviceOptions device_options(const po::variables_map& vm) {

@@ -20,12 +20,13 @@ namespace prima::cli {
 
 struct DeviceOptions {
   std::string text = "cpu";  // --device as given
-  std::string quantization;  // --quantization: "" (the file's types), "fp8" or "int8"
+  std::string quantization;  // --quantization: "" (the file's types), "fp8", "int8" or "w4a16"
   bool fp8() const { return quantization == "fp8"; }
   real::WeightQuant quant() const {
-    return quantization == "fp8"    ? real::WeightQuant::kFp8
-           : quantization == "int8" ? real::WeightQuant::kInt8
-                                    : real::WeightQuant::kNone;
+    return quantization == "fp8"     ? real::WeightQuant::kFp8
+           : quantization == "int8"  ? real::WeightQuant::kInt8
+           : quantization == "w4a16" ? real::WeightQuant::kW4A16
+                                     : real::WeightQuant::kNone;
   }
 
   // invalid_argument naming --device and the valid forms when the text does not parse.

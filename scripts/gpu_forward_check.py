@@ -14,8 +14,9 @@
    - prefill of 2,048 tokens: 2 x parameters x tokens + causal attention FLOPs per second as a
      fraction of dense BF16 peak (target >= 0.50).
    The same profile again with --quantization fp8 (the layers' matrices as FP8 E4M3 on the
-   device) and --quantization int8 (INT8 W8A8): decode at batch 1 and 64 against the one-byte
-   weights, prefill against dense FP8 or INT8 peak.
+   device), --quantization int8 (INT8 W8A8) and --quantization w4a16 (4-bit groups, 16-bit
+   activations): decode at batch 1 and 64 against the smaller weights, prefill against dense
+   FP8, INT8 or BF16 peak.
 3. Sampling on the device: the first token model at a temperature with top-k and top-p over
    four sequences, sampled on the device and on the host from the same logits
    (PRIMA_DEVICE_SAMPLING=0): the ids must be equal.
@@ -118,7 +119,10 @@ def speed_check(prima, device, big, contexts, repeats, out_dir, env, quant=None)
     weight_bytes = os.path.getsize(wfile) if wfile else None
     model = m.get("model_shape", {})
     if quant and weight_bytes and model.get("layer_params"):
-        weight_bytes -= int(model["layer_params"])  # the layers' matrices: 1 byte, not 2
+        # the layers' matrices: 1 byte an element, not 2; W4A16 half a byte and an f16 scale and
+        # minimum per group of 128
+        per = 0.5 + 4 / 128 if quant == "w4a16" else 1.0
+        weight_bytes -= int(model["layer_params"] * (2 - per))
     res.update({"device": m.get("device"), "copy_bandwidth_GBps": m.get("read_bandwidth_GBps"),
                 "weight_bytes": weight_bytes, "steps": m["steps"]})
     bw, flops_peak, basis = peaks_for(m.get("device", ""), m.get("read_bandwidth_GBps", 0) * 1e9,
@@ -176,6 +180,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--no-fp8", action="store_true", help="skip the FP8 profile")
     ap.add_argument("--no-int8", action="store_true", help="skip the INT8 W8A8 profile")
+    ap.add_argument("--no-w4a16", action="store_true", help="skip the W4A16 profile")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--json", required=True)
     a = ap.parse_args()
@@ -183,7 +188,7 @@ def main():
     env = dict(os.environ)
     env.setdefault("PRIMA_SYNTHETIC_DIR", os.path.join(a.out_dir, "synthetic"))
     result = {"device": a.device, "tokens": [], "sampling": None, "speed": None,
-              "speed_fp8": None, "speed_int8": None}
+              "speed_fp8": None, "speed_int8": None, "speed_w4a16": None}
     ok = True
     models = [s for s in a.token_models.split(",") if s]
     for spec in models:
@@ -206,7 +211,8 @@ def main():
             print(f"forward: sampling {models[0]} (top-k 40, top-p 0.9, 4 sequences): device ids "
                   f"{'equal' if t['equal'] else 'DIFFER from'} the host sampler's")
             ok = ok and t["equal"]
-    quants = [None] + ([] if a.no_fp8 else ["fp8"]) + ([] if a.no_int8 else ["int8"])
+    quants = ([None] + ([] if a.no_fp8 else ["fp8"]) + ([] if a.no_int8 else ["int8"]) +
+              ([] if a.no_w4a16 else ["w4a16"]))
     for quant in quants if a.big else []:
         s = speed_check(a.prima, a.device, a.big, a.contexts, a.repeats, a.out_dir, env, quant)
         result["speed_" + quant if quant else "speed"] = s

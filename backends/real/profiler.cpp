@@ -174,7 +174,7 @@ Status open_fixture(const ProfileOptions& opts, ProfileResult* r, Fixture* fx) {
   if (!opts.device_forward) PRIMA_RETURN_IF_ERROR(check_host_weights(*fx->file));
   PRIMA_ASSIGN_OR_RETURN(fx->w, LlamaWeights::bind(*fx->file, fx->cfg, ShardSpec{}, opts.repack));
   r->model_file = opts.model_path;
-  r->quantization = quantization_of(*fx->file);
+  r->quantization = opts.weights_as ? *opts.weights_as : quantization_of(*fx->file);
   r->repeats = opts.repeats;
   r->threads = opts.threads > 0
                    ? opts.threads

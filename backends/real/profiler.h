@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct ProfileOptions {
   // and the fit is the same.
   std::function<Result<std::unique_ptr<StepForward>>(const LlamaWeights&, int, int, const RankJob&)>
       device_forward;
+  // What the device runs the layer matrices as (--quantization), when not the file's types: the
+  // profile's quantization (the cost model's bytes per weight and GEMM inputs).
+  std::optional<model::Quantization> weights_as;
 };
 
 struct OpTiming {

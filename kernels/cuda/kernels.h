@@ -119,4 +119,21 @@ cudaError_t synthetic_rows(kernels::DType type, std::uint64_t seed, std::uint64_
                            std::int64_t row0, std::int64_t rows, std::int64_t cols,
                            float half_width, float mean, void* dst, cudaStream_t stream);
 
+// W4A16: 4-bit weights with an f16 scale d and minimum m per group of `group` elements of a row
+// (w = q * d + m, q in 0..15; GPTQ/AWQ-style asymmetric groups), 16-bit activations.
+// w4_group_size: the group a row of `cols` takes, 128, 64 or 32 (the largest dividing it; 0: none).
+int w4_group_size(std::int64_t cols);
+// q (rows x cols / 2 bytes: element 2b in the low nibble of byte b of its row) and dm (d, m as f16
+// bits per group, row-major) of x (rows x cols F16 or BF16 values): d = (max - min) / 15 and
+// m = min of the group rounded to f16, codes rint((x - m) / d) with the rounded d and m,
+// clamped to 0..15 (all 0 where d is 0).
+cudaError_t quantize_w4_rows(kernels::DType type, const void* x, std::int64_t rows,
+                             std::int64_t cols, int group, std::uint8_t* q, std::uint16_t* dm,
+                             cudaStream_t stream);
+// y[t * rows + r] = sum_c x[t][c] * (q[r][c] * d + m) for t < tokens: x in `type` (F16 or BF16,
+// tokens x cols), float sums; tokens at most 524,280.
+cudaError_t gemm_w4a16(kernels::DType type, const void* x, const std::uint8_t* q,
+                       const std::uint16_t* dm, int group, std::int64_t rows, std::int64_t cols,
+                       std::int64_t tokens, float* y, cudaStream_t stream);
+
 }  // namespace prima::cuda

@@ -11,4 +11,5 @@ set(PRIMA_CUDA_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/kernels/cuda/ops.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/quantize.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/sample.cu
-  ${CMAKE_SOURCE_DIR}/kernels/cuda/synthetic.cu)
+  ${CMAKE_SOURCE_DIR}/kernels/cuda/synthetic.cu
+  ${CMAKE_SOURCE_DIR}/kernels/cuda/w4a16.cu)

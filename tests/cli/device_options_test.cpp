@@ -86,8 +86,15 @@ TEST(DeviceOptions, QuantizationIsFp8OrInt8OnADevice) {
       profile_flags(),
       {"--model", "m.gguf", "--out", "o.json", "--device", "cuda:0", "--quantization", "int4"},
       profile_options);
-  EXPECT_TRUE(refused(bad.validate(),
-                      "--quantization int4: the quantizations applied at load are fp8 and int8"));
+  EXPECT_TRUE(
+      refused(bad.validate(),
+              "--quantization int4: the quantizations applied at load are fp8, int8 and w4a16"));
+  const auto w4 = parse(
+      generate_flags(),
+      {"--model", "m.gguf", "--prompt", "hi", "--device", "cuda-emu", "--quantization", "w4a16"},
+      generate_options);
+  EXPECT_TRUE(w4.validate().ok()) << w4.validate().message();
+  EXPECT_EQ(w4.device.quant(), real::WeightQuant::kW4A16);
   const auto sim =
       parse(serve_flags(), {"--backend", "sim", "--quantization", "fp8"}, serve_options);
   EXPECT_TRUE(refused(sim.validate(), "--quantization applies to --backend real only"));

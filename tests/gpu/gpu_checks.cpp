@@ -38,6 +38,7 @@ const std::vector<Check>& all_checks() {
     add_gemm_checks(&v);
     add_fp8_checks(&v);
     add_int8_checks(&v);
+    add_w4a16_checks(&v);
     add_forward_checks(&v);
     add_sample_checks(&v);
     add_synthetic_checks(&v);

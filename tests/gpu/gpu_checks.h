@@ -36,7 +36,7 @@ const std::vector<Check>& all_checks();
 
 // Checks of each group (gpu_checks_ops.cpp, gpu_checks_gemm.cpp, fp8_check.cu,
 // gpu_checks_forward.cpp, gpu_checks_sample.cpp, gpu_checks_int8.cpp,
-// gpu_checks_synthetic.cpp).
+// gpu_checks_synthetic.cpp, gpu_checks_w4a16.cpp).
 void add_ops_checks(std::vector<Check>* out);
 void add_gemm_checks(std::vector<Check>* out);
 void add_fp8_checks(std::vector<Check>* out);
@@ -44,5 +44,6 @@ void add_forward_checks(std::vector<Check>* out);
 void add_sample_checks(std::vector<Check>* out);
 void add_int8_checks(std::vector<Check>* out);
 void add_synthetic_checks(std::vector<Check>* out);
+void add_w4a16_checks(std::vector<Check>* out);
 
 }  // namespace prima::gpu_checks

@@ -107,7 +107,7 @@ Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
 Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y,
                              const char* what) {
   const bool dense = m.type == kernels::DType::kF16 || m.type == kernels::DType::kBF16;
-  if (dense && !gemm_) {
+  if (dense && !m.w4 && !gemm_) {
     std::string error;
     gemm_ = p_cuda::make_gemm(&error);
     if (!gemm_) return internal_error("the dense GEMM for F16/BF16/FP8/INT8 weights: " + error);
@@ -129,6 +129,15 @@ Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t
       return internal_error(std::string(gemm_->name()) + " " + kind + "GEMM (" + what + "): " + e);
     return ok_status();
   };
+  if (m.w4) {
+    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols) * 2, "activations"));
+    PRIMA_CUDA_OK(p_cuda::to_half(m.type, x, xq_.as<void>(), T * m.cols, stream_),
+                  std::string("to_half (") + what + ")");
+    return cuda_status(
+        p_cuda::gemm_w4a16(m.type, xq_.as<void>(), static_cast<const std::uint8_t*>(m.data), m.dm,
+                           m.group, m.rows, m.cols, T, y, stream_),
+        std::string("gemm_w4a16 (") + what + ")");
+  }
   if (m.int8) {
     PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols), "activations"));
     PRIMA_RETURN_IF_ERROR(xscale_.reserve(std::size_t(T) * sizeof(float), "activation scales"));

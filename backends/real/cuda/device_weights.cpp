@@ -35,7 +35,12 @@ std::size_t DeviceWeights::bytes_needed(const LlamaWeights& w, WeightQuant quant
       const bool quantized = quant != WeightQuant::kNone && dense(v->type);
       const std::size_t scales =
           (quant == WeightQuant::kInt8 ? std::size_t(v->rows) : 1) * sizeof(float);
-      seen[v->data] = quantized ? std::size_t(v->rows * v->cols) + scales : matrix_bytes(*v);
+      const std::size_t group = std::size_t(std::max(1, ::prima::cuda::w4_group_size(v->cols)));
+      const std::size_t codes =
+          quant == WeightQuant::kW4A16
+              ? std::size_t(v->rows * v->cols) / 2 + std::size_t(v->rows * v->cols) / group * 4
+              : std::size_t(v->rows * v->cols) + scales;
+      seen[v->data] = quantized ? codes : matrix_bytes(*v);
       if (quantized) staging = std::max(staging, matrix_bytes(*v));
     }
     seen[L.attn_norm] = seen[L.ffn_norm] = std::size_t(H) * sizeof(float);
@@ -56,6 +61,30 @@ Result<DeviceMatrix> DeviceWeights::matrix(const kernels::WeightView& v, const c
     return invalid_argument(std::string("tensor ") + name + " is " +
                             kernels::type_traits(v.type)->name +
                             ": the GPU forward pass takes Q4_0, Q4_1, Q8_0, F16 and BF16 weights");
+  if (quant == WeightQuant::kW4A16 && dense(v.type)) {
+    const int group = ::prima::cuda::w4_group_size(v.cols);
+    if (group == 0)
+      return invalid_argument(std::string("tensor ") + name + " has " + std::to_string(v.cols) +
+                              " columns: W4A16 groups need a multiple of 32");
+    DeviceBuffer& b = copies_[v.data];
+    DeviceBuffer& s = scales_[v.data];
+    const std::size_t n = std::size_t(v.rows * v.cols);
+    if (b.bytes() == 0) {
+      PRIMA_RETURN_IF_ERROR(fill(v, staging_, stream, name));
+      PRIMA_RETURN_IF_ERROR(b.reserve(n / 2, name));
+      PRIMA_RETURN_IF_ERROR(s.reserve(n / std::size_t(group) * 4, name));
+      PRIMA_CUDA_OK(
+          ::prima::cuda::quantize_w4_rows(v.type, staging_.as<void>(), v.rows, v.cols, group,
+                                          b.as<std::uint8_t>(), s.as<std::uint16_t>(), stream),
+          std::string("quantize_w4_rows (") + name + " to W4A16)");
+      bytes_ += n / 2 + n / std::size_t(group) * 4;
+    }
+    DeviceMatrix m{v.type, b.as<void>(), v.rows, v.cols, v.cols / 2};
+    m.w4 = true;
+    m.group = group;
+    m.dm = s.as<const std::uint16_t>();
+    return m;
+  }
   if (quant == WeightQuant::kInt8 && dense(v.type)) {
     if (v.cols % 4 != 0)
       return invalid_argument(std::string("tensor ") + name + " has " + std::to_string(v.cols) +
@@ -178,7 +207,7 @@ Result<std::unique_ptr<DeviceWeights>> DeviceWeights::upload(const LlamaWeights&
   }
   if (quant != WeightQuant::kNone && d->scales_.empty())
     return invalid_argument(
-        std::string("--quantization ") + (quant == WeightQuant::kFp8 ? "fp8" : "int8") +
+        std::string("--quantization ") + weight_quant_name(quant) +
         " quantizes F16 and BF16 weight matrices, and this model's layers have none (its layer 0 "
         "attn_q is " +
         std::string(kernels::type_traits(w.layer(0).wq.type)->name) + ")");

@@ -33,6 +33,12 @@ struct DeviceMatrix {
   // the file's values divided by scale[r] (device, rows floats), its amax / 127.
   bool int8 = false;
   const float* scale = nullptr;
+  // W4A16 weights (upload's kW4A16): data holds two 4-bit codes a byte (row_bytes = cols / 2),
+  // dm an f16 scale and minimum per group of `group` elements of a row (kernels.h
+  // quantize_w4_rows).
+  bool w4 = false;
+  int group = 0;
+  const std::uint16_t* dm = nullptr;
 };
 
 struct DeviceLayer {
@@ -48,6 +54,7 @@ class DeviceWeights {
   static std::size_t bytes_needed(const LlamaWeights& w, WeightQuant quant = WeightQuant::kNone);
   // Copies `w` to the current device. With kFp8, the layers' F16 and BF16 matrices become FP8
   // E4M3 with a per-tensor scale; with kInt8, INT8 codes with a scale per row (output channel);
+  // with kW4A16, 4-bit codes with an f16 scale and minimum per group of a row;
   // quantized on the device (the embedding and the LM head stay as they are, as vLLM's FP8 and
   // W8A8 keep them). Fails (naming it) on an unsupported tensor type,
   // or when the device's free memory is short (saying how much is needed and free).

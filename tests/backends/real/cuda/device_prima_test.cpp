@@ -190,9 +190,9 @@ TEST(DeviceParallelEmu, SampledDrawsGiveTheHostSamplersIds) {
 }
 
 // scripts/gpu_forward_check.py, the forward stage of scripts/gpu_check.sh, run on the emulated
-// device: the token and sampling checks pass and the profiles' decode figures (BF16, FP8, INT8)
-// are computed (their values describe the emulator), the weights' bytes read from the file the
-// device made them from (its apparent size: the matrices are a hole).
+// device: the token and sampling checks pass and the profiles' decode figures (BF16, FP8, INT8,
+// W4A16) are computed (their values describe the emulator), the weights' bytes read from the file
+// the device made them from (its apparent size: the matrices are a hole).
 TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
   const std::string dir = temp_dir("dev_forward_check");
   setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
@@ -216,6 +216,10 @@ TEST(DeviceParallelEmu, GpuForwardCheckScriptRunsOnTheEmulator) {
   EXPECT_EQ(j["speed_int8"]["quantization"], "int8");  // and with --quantization int8
   EXPECT_GT(j["speed_int8"]["figures"]["decode_b1"]["seconds"].get<double>(), 0)
       << j["speed_int8"].dump();
+  EXPECT_EQ(j["speed_w4a16"]["quantization"], "w4a16");  // and with --quantization w4a16
+  EXPECT_GT(j["speed_w4a16"]["figures"]["decode_b1"]["seconds"].get<double>(), 0)
+      << j["speed_w4a16"].dump();
+  EXPECT_LT(j["speed_w4a16"]["weight_bytes"], j["speed_int8"]["weight_bytes"]);
   EXPECT_EQ(j["speed"]["weight_bytes"],
             std::filesystem::file_size(dir + "/synthetic/tiny-bf16-s1-device.gguf"));
   EXPECT_EQ(j["sampling"]["equal"], true) << j["sampling"].dump();  // device = host sampler
@@ -245,30 +249,64 @@ TEST(DeviceParallelEmu, Fp8RefusalsExitTwo) {
   unsetenv("PRIMA_SYNTHETIC_DIR");
 }
 
+const char* const kBf16Gen =
+    "generate --synthetic tiny:bf16 --prompt 'The capital of France is' --ids --max-tokens 6 "
+    "--device cuda-emu";
+
+// --quantization q (int8, w4a16) refused with exit 2 on a model whose layers have no F16/BF16
+// matrix and on the CPU, whose message names `kernels`.
+void expect_quantization_refusals(const std::string& q, const std::string& kernels) {
+  const auto q4 =
+      run_prima("generate --synthetic tiny:q4_1 --prompt x --device cuda-emu --quantization " + q);
+  EXPECT_EQ(q4.exit_code, 2) << q4.err;
+  EXPECT_NE(q4.err.find("--quantization " + q +
+                        " quantizes F16 and BF16 weight matrices, and this model's layers have "
+                        "none (its layer 0 attn_q is Q4_1)"),
+            std::string::npos)
+      << q4.err;
+  const auto cpu =
+      run_prima("generate --synthetic tiny:bf16 --prompt x --device cpu --quantization " + q);
+  EXPECT_EQ(cpu.exit_code, 2) << cpu.err;
+  EXPECT_NE(cpu.err.find("--quantization " + q + " runs on a device"), std::string::npos)
+      << cpu.err;
+  EXPECT_NE(cpu.err.find("no " + kernels + " kernels"), std::string::npos) << cpu.err;
+}
+
 // --quantization int8 (W8A8) on the emulated device: BF16 weights run, the greedy ids of a
 // tiny random model stay the BF16 run's (its logits move by about 3%, far less than its
 // margins here), and a model without F16/BF16 layer matrices is refused with exit 2.
 TEST(DeviceParallelEmu, Int8WeightsRunAndRefuseBlockQuantizedModels) {
   setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_int8").c_str(), 1);
-  const std::string gen =
-      "generate --synthetic tiny:bf16 --prompt 'The capital of France is' --ids --max-tokens 6 "
-      "--device cuda-emu";
-  const auto bf16 = run_prima(gen);
+  const auto bf16 = run_prima(kBf16Gen);
   ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
-  const auto int8 = run_prima(gen + " --quantization int8");
+  const auto int8 = run_prima(std::string(kBf16Gen) + " --quantization int8");
   ASSERT_EQ(int8.exit_code, 0) << int8.err;
   EXPECT_EQ(int8.out, bf16.out);
-  const auto q4 =
-      run_prima("generate --synthetic tiny:q4_1 --prompt x --device cuda-emu --quantization int8");
-  EXPECT_EQ(q4.exit_code, 2) << q4.err;
-  EXPECT_NE(q4.err.find("--quantization int8 quantizes F16 and BF16 weight matrices, and this "
-                        "model's layers have none (its layer 0 attn_q is Q4_1)"),
-            std::string::npos)
-      << q4.err;
-  const auto cpu =
-      run_prima("generate --synthetic tiny:bf16 --prompt x --device cpu --quantization int8");
-  EXPECT_EQ(cpu.exit_code, 2) << cpu.err;
-  EXPECT_NE(cpu.err.find("--quantization int8 runs on a device"), std::string::npos) << cpu.err;
+  expect_quantization_refusals("int8", "INT8 W8A8");
+  unsetenv("PRIMA_SYNTHETIC_DIR");
+}
+
+// --quantization w4a16 on the emulated device: BF16 weights run as 4-bit groups (the first id
+// is the BF16 run's; later ones may part, a tiny random model's margins being smaller than 4-bit
+// rounding), also under TP 2, where each rank quantizes its rows; a block-quantized model and the
+// CPU are refused with exit 2.
+TEST(DeviceParallelEmu, W4A16WeightsRunAndRefuseBlockQuantizedModels) {
+  setenv("PRIMA_SYNTHETIC_DIR", temp_dir("dev_w4a16").c_str(), 1);
+  const auto bf16 = run_prima(kBf16Gen);
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  const std::string gen = std::string(kBf16Gen) + " --quantization w4a16";
+  const auto w4 = run_prima(gen);
+  ASSERT_EQ(w4.exit_code, 0) << w4.err;
+  EXPECT_EQ(std::count(w4.out.begin(), w4.out.end(), ' '), 5) << w4.out;
+  EXPECT_EQ(w4.out.substr(0, w4.out.find(' ')), bf16.out.substr(0, bf16.out.find(' ')));
+  if (have_mpirun()) {
+    setenv("PRIMA_CUDA_EMU_WORKERS", "1", 1);
+    const auto tp = run_shell(mpirun_prima(2) + gen + " --tp 2");
+    unsetenv("PRIMA_CUDA_EMU_WORKERS");
+    ASSERT_EQ(tp.exit_code, 0) << tp.err;
+    EXPECT_EQ(tp.out, w4.out) << "TP 2";
+  }
+  expect_quantization_refusals("w4a16", "W4A16");
   unsetenv("PRIMA_SYNTHETIC_DIR");
 }
 
