@@ -50,6 +50,12 @@ cudaError_t embed(kernels::DType type, const void* table, std::int64_t row_bytes
 cudaError_t rope_tokens(float* x, std::int64_t tokens, std::int64_t stride, int n_heads,
                         int head_dim, int rot_dims, const std::int64_t* pos, float freq_base,
                         cudaStream_t stream);
+// rope_tokens over the query rows q and the key rows k in one launch (k may be null with 0
+// heads).
+cudaError_t rope_qk_tokens(float* q, std::int64_t q_stride, int n_q_heads, float* k,
+                           std::int64_t k_stride, int n_k_heads, std::int64_t tokens, int head_dim,
+                           int rot_dims, const std::int64_t* pos, float freq_base,
+                           cudaStream_t stream);
 
 // Stores `tokens` rows of K and V (each kv_heads x head_dim floats) as f16 in the paged cache
 // `kv` (device pointers, kernels::KvLayer's layout) at slots[t] = physical block * block_size
@@ -74,6 +80,10 @@ cudaError_t paged_attention(const kernels::KvLayer& kv, const float* q, int n_he
 // out = RMSNorm(x) * w over `rows` rows of n (out may alias x).
 cudaError_t rms_norm(const float* x, const float* w, std::int64_t rows, std::int64_t n, float eps,
                      float* out, cudaStream_t stream);
+// x += residual, then out = RMSNorm(x) * w (the residual add fused into the norm: one launch,
+// the same float operations as add_inplace then rms_norm).
+cudaError_t add_rms_norm(float* x, const float* residual, const float* w, std::int64_t rows,
+                         std::int64_t n, float eps, float* out, cudaStream_t stream);
 
 // RoPE in place on one token's n_heads x head_dim values (kernels::rope's layout and pairs).
 cudaError_t rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t pos,

@@ -19,12 +19,17 @@ unsigned grid_for(std::int64_t n) {
 }
 
 // Float squares summed in double per thread, then across the block (the CPU sums them in
-// double in element order).
-__global__ void rms_norm_kernel(const float* x, const float* w, std::int64_t n, float eps,
-                                float* out) {
+// double in element order). With `residual`, x += residual first (add_rms_norm: the residual
+// add fused in; each thread reads back only the elements it wrote).
+__global__ void rms_norm_kernel(float* x, const float* residual, const float* w, std::int64_t n,
+                                float eps, float* out) {
   __shared__ double partial[kThreads];
-  const float* xr = x + std::int64_t(blockIdx.x) * n;
+  float* xr = x + std::int64_t(blockIdx.x) * n;
   float* outr = out + std::int64_t(blockIdx.x) * n;
+  if (residual) {
+    const float* rr = residual + std::int64_t(blockIdx.x) * n;
+    for (std::int64_t i = threadIdx.x; i < n; i += kThreads) xr[i] += rr[i];
+  }
   double s = 0.0;
   for (std::int64_t i = threadIdx.x; i < n; i += kThreads) s += double(xr[i] * xr[i]);
   partial[threadIdx.x] = s;
@@ -48,15 +53,22 @@ __global__ void rope_kernel(float* x, int n_heads, int head_dim, int rot_dims, s
   rope_rotate_pair(v, v + 1, cosf(theta), sinf(theta));
 }
 
-// rope_kernel for token blockIdx.y at position pos[blockIdx.y], its row `stride` floats apart.
-__global__ void rope_tokens_kernel(float* x, std::int64_t stride, int n_heads, int head_dim,
-                                   int rot_dims, const std::int64_t* pos, float theta_scale) {
+// rope_kernel for token blockIdx.y at position pos[blockIdx.y] over the n_q heads of q (rows
+// q_stride floats apart) and then the n_k heads of k (k_stride apart): Q and K in one launch.
+__global__ void rope_tokens_kernel(float* q, std::int64_t q_stride, int n_q, float* k,
+                                   std::int64_t k_stride, int n_k, int head_dim, int rot_dims,
+                                   const std::int64_t* pos, float theta_scale) {
   const int pairs = rot_dims / 2;
-  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::int64_t(n_heads) * pairs) return;
+  std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::int64_t(n_q + n_k) * pairs) return;
+  float* row = q + std::int64_t(blockIdx.y) * q_stride;
+  if (i >= std::int64_t(n_q) * pairs) {
+    i -= std::int64_t(n_q) * pairs;
+    row = k + std::int64_t(blockIdx.y) * k_stride;
+  }
   const int head = int(i / pairs), pair = int(i % pairs);
   const float theta = rope_theta(pos[blockIdx.y], pair, theta_scale);
-  float* v = x + std::int64_t(blockIdx.y) * stride + std::int64_t(head) * head_dim + 2 * pair;
+  float* v = row + std::int64_t(head) * head_dim + 2 * pair;
   rope_rotate_pair(v, v + 1, cosf(theta), sinf(theta));
 }
 
@@ -88,7 +100,15 @@ __global__ void interleave_columns_kernel(const float* gathered, std::int64_t to
 cudaError_t rms_norm(const float* x, const float* w, std::int64_t rows, std::int64_t n, float eps,
                      float* out, cudaStream_t stream) {
   if (rows <= 0 || n <= 0) return cudaErrorInvalidValue;
-  PRIMA_LAUNCH(rms_norm_kernel, unsigned(rows), kThreads, 0, stream, x, w, n, eps, out);
+  PRIMA_LAUNCH(rms_norm_kernel, unsigned(rows), kThreads, 0, stream, const_cast<float*>(x), nullptr,
+               w, n, eps, out);
+  return cudaGetLastError();
+}
+
+cudaError_t add_rms_norm(float* x, const float* residual, const float* w, std::int64_t rows,
+                         std::int64_t n, float eps, float* out, cudaStream_t stream) {
+  if (rows <= 0 || n <= 0 || !residual) return cudaErrorInvalidValue;
+  PRIMA_LAUNCH(rms_norm_kernel, unsigned(rows), kThreads, 0, stream, x, residual, w, n, eps, out);
   return cudaGetLastError();
 }
 
@@ -104,12 +124,21 @@ cudaError_t rope(float* x, int n_heads, int head_dim, int rot_dims, std::int64_t
 cudaError_t rope_tokens(float* x, std::int64_t tokens, std::int64_t stride, int n_heads,
                         int head_dim, int rot_dims, const std::int64_t* pos, float freq_base,
                         cudaStream_t stream) {
-  if (tokens <= 0 || tokens > 65535 || n_heads <= 0 || rot_dims < 2 || rot_dims > head_dim)
+  return rope_qk_tokens(x, stride, n_heads, nullptr, 0, 0, tokens, head_dim, rot_dims, pos,
+                        freq_base, stream);
+}
+
+cudaError_t rope_qk_tokens(float* q, std::int64_t q_stride, int n_q_heads, float* k,
+                           std::int64_t k_stride, int n_k_heads, std::int64_t tokens, int head_dim,
+                           int rot_dims, const std::int64_t* pos, float freq_base,
+                           cudaStream_t stream) {
+  if (tokens <= 0 || tokens > 65535 || n_q_heads <= 0 || n_k_heads < 0 || (n_k_heads && !k) ||
+      rot_dims < 2 || rot_dims > head_dim)
     return cudaErrorInvalidValue;
-  const std::int64_t pairs = std::int64_t(n_heads) * (rot_dims / 2);
+  const std::int64_t pairs = std::int64_t(n_q_heads + n_k_heads) * (rot_dims / 2);
   PRIMA_LAUNCH(rope_tokens_kernel,
                dim3(unsigned((pairs + kThreads - 1) / kThreads), unsigned(tokens)), kThreads, 0,
-               stream, x, stride, n_heads, head_dim, rot_dims, pos,
+               stream, q, q_stride, n_q_heads, k, k_stride, n_k_heads, head_dim, rot_dims, pos,
                rope_theta_scale(freq_base, rot_dims));
   return cudaGetLastError();
 }

@@ -125,6 +125,29 @@ CheckResult rope_tokens() {
   return compare(dx.read<float>(x.size()), want, tol, "rope 5 tokens x 9x64 at positions to 8191");
 }
 
+// Q (9 heads) and K (3 heads) rows of 5 tokens in one launch, each against kernels::rope at
+// its token's position.
+CheckResult rope_qk_tokens() {
+  const int qh = 9, kh = 3, head_dim = 64;
+  const std::vector<std::int64_t> pos = {0, 3, 17, 4000, 8191};
+  const std::int64_t T = std::int64_t(pos.size());
+  auto q = randn(T * qh * head_dim, 332), k = randn(T * kh * head_dim, 333);
+  DeviceBuffer dq(q), dk(k), dp(pos);
+  finish(cuda::rope_qk_tokens(dq.as<float>(), qh * head_dim, qh, dk.as<float>(), kh * head_dim, kh,
+                              T, head_dim, head_dim, dp.as<std::int64_t>(), 100000.0f, nullptr),
+         "rope_qk_tokens");
+  for (std::size_t t = 0; t < pos.size(); ++t) {
+    kernels::rope(q.data() + t * qh * head_dim, qh, head_dim, head_dim, pos[t], 100000.0f);
+    kernels::rope(k.data() + t * kh * head_dim, kh, head_dim, head_dim, pos[t], 100000.0f);
+  }
+  std::vector<float> got = dq.read<float>(q.size()), gk = dk.read<float>(k.size());
+  got.insert(got.end(), gk.begin(), gk.end());
+  std::vector<double> want(q.begin(), q.end()), tol;
+  want.insert(want.end(), k.begin(), k.end());
+  for (double v : want) tol.push_back(1e-5 * std::fabs(v) + 2e-6);
+  return compare(got, want, tol, "rope of 5 tokens' Q (9x64) and K (3x64) in one launch");
+}
+
 // One sequence: a cached context of `cached` tokens, then a chunk of `chunk` new tokens whose
 // K/V are written and which attend causally; 9 query heads over 3 KV heads of 64 (SmolLM2).
 CheckResult attention(std::int64_t cached, std::int64_t chunk) {
@@ -185,6 +208,7 @@ void add_forward_checks(std::vector<Check>* out) {
   out->push_back({"matmul_q8_0_x1", [] { return matmul(DType::kQ8_0, 1); }});
   out->push_back({"embed_q8_0", embed});
   out->push_back({"rope_tokens", rope_tokens});
+  out->push_back({"rope_qk_tokens", rope_qk_tokens});
   out->push_back({"attention_decode", [] { return attention(40, 1); }});
   out->push_back({"attention_prefill", [] { return attention(20, 13); }});
   // Three tiles of rows (16, 16, 5) over a context of several K/V tiles.

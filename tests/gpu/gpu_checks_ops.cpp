@@ -70,6 +70,26 @@ CheckResult rms_norm() {
   return compare(dy.read<float>(x.size()), want, tolerance(want, 1e-5, 1e-7), "rms_norm 4x576");
 }
 
+// The residual add fused into RMSNorm: x += r then the norm, against ops.h's add and rms_norm
+// (the sum written back exactly, the norm as rms_norm's tolerance).
+CheckResult add_rms_norm() {
+  const std::int64_t rows = 5, n = 576;
+  auto x = randn(rows * n, 113, 3.0f);
+  const auto r = randn(rows * n, 114, 2.0f), w = randn(n, 115);
+  DeviceBuffer dx(x), dr(r), dw(w), dy(x.size() * sizeof(float));
+  finish(cuda::add_rms_norm(dx.as<float>(), dr.as<float>(), dw.as<float>(), rows, n, 1e-5f,
+                            dy.as<float>(), nullptr),
+         "add_rms_norm");
+  std::vector<float> ref(x.size());
+  kernels::add_inplace(x.data(), r.data(), rows * n);
+  for (std::int64_t i = 0; i < rows; ++i)
+    kernels::rms_norm(x.data() + i * n, w.data(), n, 1e-5f, ref.data() + i * n);
+  if (dx.read<float>(x.size()) != x) return {false, 1e9, "add_rms_norm: x + r differs"};
+  const auto want = widen(ref);
+  return compare(dy.read<float>(x.size()), want, tolerance(want, 1e-5, 1e-7),
+                 "add_rms_norm 5x576 (the sum exact)");
+}
+
 CheckResult rope() {
   const int heads = 9, head_dim = 64;
   CheckResult worst{true, 0, ""};
@@ -139,6 +159,7 @@ void add_ops_checks(std::vector<Check>* out) {
   out->push_back({"gemv_q4_1", [] { return gemv(DType::kQ4_1); }});
   out->push_back({"gemv_q8_0", [] { return gemv(DType::kQ8_0); }});
   out->push_back({"rms_norm", rms_norm});
+  out->push_back({"add_rms_norm", add_rms_norm});
   out->push_back({"rope", rope});
   out->push_back({"swiglu", swiglu});
   out->push_back({"add", add});

@@ -104,91 +104,6 @@ Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
   return tables_.upload(tables, stream_, "block tables");
 }
 
-Status DeviceForward::matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y,
-                             const char* what) {
-  const bool dense = m.type == kernels::DType::kF16 || m.type == kernels::DType::kBF16;
-  if (dense && !m.w4 && !gemm_) {
-    std::string error;
-    gemm_ = p_cuda::make_gemm(&error);
-    if (!gemm_) return internal_error("the dense GEMM for F16/BF16/FP8/INT8 weights: " + error);
-  }
-  // The dense GEMM of the quantized activations xq_ with m into out.
-  auto gemm = [&](p_cuda::GemmType in, p_cuda::GemmType out_type, void* out,
-                  const char* kind) -> Status {
-    p_cuda::GemmShape g;
-    g.m = T;
-    g.n = m.rows;
-    g.k = m.cols;
-    g.in = in;
-    g.out = out_type;
-    if (in == p_cuda::GemmType::kFP8E4M3) {
-      g.x_scale = xscale_.as<const float>();
-      g.w_scale = m.scale;
-    }
-    if (std::string e = gemm_->run(g, xq_.as<void>(), m.data, out, stream_); !e.empty())
-      return internal_error(std::string(gemm_->name()) + " " + kind + "GEMM (" + what + "): " + e);
-    return ok_status();
-  };
-  if (m.w4) {
-    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols) * 2, "activations"));
-    PRIMA_CUDA_OK(p_cuda::to_half(m.type, x, xq_.as<void>(), T * m.cols, stream_),
-                  std::string("to_half (") + what + ")");
-    return cuda_status(
-        p_cuda::gemm_w4a16(m.type, xq_.as<void>(), static_cast<const std::uint8_t*>(m.data), m.dm,
-                           m.group, m.rows, m.cols, T, y, stream_),
-        std::string("gemm_w4a16 (") + what + ")");
-  }
-  if (m.int8) {
-    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols), "activations"));
-    PRIMA_RETURN_IF_ERROR(xscale_.reserve(std::size_t(T) * sizeof(float), "activation scales"));
-    PRIMA_RETURN_IF_ERROR(
-        acc_.reserve(std::size_t(T * m.rows) * sizeof(std::int32_t), "INT32 products"));
-    PRIMA_CUDA_OK(p_cuda::quantize_i8_rows(kernels::DType::kF32, x, T, m.cols,
-                                           xq_.as<std::int8_t>(), xscale_.as<float>(), stream_),
-                  std::string("quantize_i8_rows (") + what + ")");
-    PRIMA_RETURN_IF_ERROR(
-        gemm(p_cuda::GemmType::kI8, p_cuda::GemmType::kI32, acc_.as<void>(), "INT8 "));
-    return cuda_status(p_cuda::dequant_i32(acc_.as<std::int32_t>(), xscale_.as<float>(), m.scale, T,
-                                           m.rows, y, stream_),
-                       std::string("dequant_i32 (") + what + ")");
-  }
-  if (m.fp8) {
-    const std::int64_t n = T * m.cols;
-    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(n), "activations"));
-    PRIMA_RETURN_IF_ERROR(amax_.reserve(sizeof(unsigned), "the activations' amax"));
-    PRIMA_RETURN_IF_ERROR(xscale_.reserve(sizeof(float), "the activations' scale"));
-    PRIMA_CUDA_OK(p_cuda::fp8_amax(kernels::DType::kF32, x, n, amax_.as<unsigned>(), stream_),
-                  std::string("fp8_amax (") + what + ")");
-    PRIMA_CUDA_OK(p_cuda::to_fp8(kernels::DType::kF32, x, n, amax_.as<unsigned>(),
-                                 xq_.as<std::uint8_t>(), xscale_.as<float>(), stream_),
-                  std::string("to_fp8 (") + what + ")");
-    return gemm(p_cuda::GemmType::kFP8E4M3, p_cuda::GemmType::kF32, y, "FP8 ");
-  }
-  if (dense) {
-    PRIMA_RETURN_IF_ERROR(xq_.reserve(std::size_t(T * m.cols) * 2, "activations"));
-    PRIMA_CUDA_OK(p_cuda::to_half(m.type, x, xq_.as<void>(), T * m.cols, stream_),
-                  std::string("to_half (") + what + ")");
-    return gemm(m.type == kernels::DType::kF16 ? p_cuda::GemmType::kF16 : p_cuda::GemmType::kBF16,
-                p_cuda::GemmType::kF32, y, "");
-  }
-  const kernels::DType act = p_cuda::activation_type(m.type);
-  PRIMA_RETURN_IF_ERROR(
-      xq_.reserve(kernels::row_bytes(act, m.cols) * std::size_t(T), "activations"));
-  PRIMA_CUDA_OK(p_cuda::quantize_q8(act, x, xq_.as<void>(), T, m.cols, stream_),
-                std::string("quantize_q8 (") + what + ")");
-  return cuda_status(
-      p_cuda::matmul_q8(m.type, m.data, xq_.as<void>(), y, m.rows, m.cols, T, stream_),
-      std::string("matmul_q8 (") + what + ")");
-}
-
-Status DeviceForward::gather(const float* local, std::int64_t T, std::int64_t cols, float* full) {
-  const int tp = par_.layout.tp;
-  PRIMA_RETURN_IF_ERROR(
-      par_.tp->allgather(local, std::size_t(T * cols), gathered_.as<float>(), stream_));
-  return cuda_status(p_cuda::interleave_columns(gathered_.as<float>(), T, cols, tp, full, stream_),
-                     "interleave_columns");
-}
-
 Status DeviceForward::layer(int l, std::int64_t T) {
   const LlamaConfig& c = w_.config();
   const DeviceLayer& L = weights_->layer(l);
@@ -196,18 +111,20 @@ Status DeviceForward::layer(int l, std::int64_t T) {
   const std::int64_t lq = std::int64_t(nh) * D, lkv = std::int64_t(nkv) * D, nf = w_.local_ffn();
   float* x = x_.as<float>();
   const std::string at = "layer " + std::to_string(l);
-  if (l > 0) PRIMA_CUDA_OK(p_cuda::add_inplace(x, o_.as<float>(), T * H, stream_), at + " add");
-  PRIMA_CUDA_OK(p_cuda::rms_norm(x, L.attn_norm, T, H, c.eps, h_.as<float>(), stream_),
-                at + " attn_norm");
+  // The previous layer's FFN output added into the residual stream as the norm reads it.
+  if (l > 0)
+    PRIMA_CUDA_OK(
+        p_cuda::add_rms_norm(x, o_.as<float>(), L.attn_norm, T, H, c.eps, h_.as<float>(), stream_),
+        at + " add + attn_norm");
+  else
+    PRIMA_CUDA_OK(p_cuda::rms_norm(x, L.attn_norm, T, H, c.eps, h_.as<float>(), stream_),
+                  at + " attn_norm");
   PRIMA_RETURN_IF_ERROR(matmul(L.wq, h_.as<float>(), T, q_.as<float>(), "wq"));
-  PRIMA_RETURN_IF_ERROR(matmul(L.wk, h_.as<float>(), T, k_.as<float>(), "wk"));
-  PRIMA_RETURN_IF_ERROR(matmul(L.wv, h_.as<float>(), T, v_.as<float>(), "wv"));
-  PRIMA_CUDA_OK(p_cuda::rope_tokens(q_.as<float>(), T, lq, nh, D, c.rot_dims,
-                                    pos_.as<std::int64_t>(), c.freq_base, stream_),
-                at + " rope q");
-  PRIMA_CUDA_OK(p_cuda::rope_tokens(k_.as<float>(), T, lkv, nkv, D, c.rot_dims,
-                                    pos_.as<std::int64_t>(), c.freq_base, stream_),
-                at + " rope k");
+  PRIMA_RETURN_IF_ERROR(matmul(L.wk, h_.as<float>(), T, k_.as<float>(), "wk", true));
+  PRIMA_RETURN_IF_ERROR(matmul(L.wv, h_.as<float>(), T, v_.as<float>(), "wv", true));
+  PRIMA_CUDA_OK(p_cuda::rope_qk_tokens(q_.as<float>(), lq, nh, k_.as<float>(), lkv, nkv, T, D,
+                                       c.rot_dims, pos_.as<std::int64_t>(), c.freq_base, stream_),
+                at + " rope");
   const kernels::KvLayer kv = kv_layer(l);
   PRIMA_CUDA_OK(p_cuda::write_kv(kv, k_.as<float>(), v_.as<float>(), T, slots_.as<int>(), stream_),
                 at + " write_kv");
@@ -222,11 +139,11 @@ Status DeviceForward::layer(int l, std::int64_t T) {
   } else {
     PRIMA_RETURN_IF_ERROR(matmul(L.wo, att_.as<float>(), T, o_.as<float>(), "wo"));
   }
-  PRIMA_CUDA_OK(p_cuda::add_inplace(x, o_.as<float>(), T * H, stream_), at + " add");
-  PRIMA_CUDA_OK(p_cuda::rms_norm(x, L.ffn_norm, T, H, c.eps, h_.as<float>(), stream_),
-                at + " ffn_norm");
+  PRIMA_CUDA_OK(
+      p_cuda::add_rms_norm(x, o_.as<float>(), L.ffn_norm, T, H, c.eps, h_.as<float>(), stream_),
+      at + " add + ffn_norm");
   PRIMA_RETURN_IF_ERROR(matmul(L.gate, h_.as<float>(), T, g_.as<float>(), "gate"));
-  PRIMA_RETURN_IF_ERROR(matmul(L.up, h_.as<float>(), T, u_.as<float>(), "up"));
+  PRIMA_RETURN_IF_ERROR(matmul(L.up, h_.as<float>(), T, u_.as<float>(), "up", true));
   PRIMA_CUDA_OK(p_cuda::swiglu(g_.as<float>(), u_.as<float>(), T * nf, g_.as<float>(), stream_),
                 at + " swiglu");
   if (par_.layout.tp == 1) return matmul(L.down, g_.as<float>(), T, o_.as<float>(), "down");
@@ -239,10 +156,15 @@ Status DeviceForward::lm_head(const std::vector<std::int64_t>& rows) {
   const LlamaConfig& c = w_.config();
   const int H = c.hidden, n = static_cast<int>(rows.size());
   PRIMA_RETURN_IF_ERROR(rows_.reserve(std::size_t(n) * H * sizeof(float), "logit rows"));
-  for (int r = 0; r < n; ++r)
-    PRIMA_CUDA_OK(p_cuda::rms_norm(x_.as<float>() + rows[r] * H, weights_->output_norm(), 1, H,
+  // One launch per run of consecutive rows (a decode step's rows are one run).
+  for (int r = 0; r < n;) {
+    int e = r + 1;
+    while (e < n && rows[e] == rows[e - 1] + 1) ++e;
+    PRIMA_CUDA_OK(p_cuda::rms_norm(x_.as<float>() + rows[r] * H, weights_->output_norm(), e - r, H,
                                    c.eps, rows_.as<float>() + std::int64_t(r) * H, stream_),
                   "output_norm");
+    r = e;
+  }
   PRIMA_RETURN_IF_ERROR(
       logits_.reserve(std::size_t(n) * std::size_t(c.vocab) * sizeof(float), "logits"));
   return matmul(weights_->output(), rows_.as<float>(), n, logits_.as<float>(), "output");

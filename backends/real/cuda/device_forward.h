@@ -6,7 +6,10 @@
 // cuBLASLt on devices, the reference kernel on the CPU layer) and the Q/K/V products, RoPE at each
 // token's position, K/V written into the paged cache at the sequence's block table, paged causal
 // grouped-query attention, the output product and residual, then the FFN (gate, up, SwiGLU, down);
-// the final norm and the LM head only for the rows that sample. The weights are uploaded once
+// the final norm and the LM head only for the rows that sample. Fused where it saves a pass: the
+// residual add into the next RMSNorm, RoPE of Q and K in one launch, the activations quantized
+// once for Q, K and V and once for gate and up (device_forward_matmul.cpp), one final norm per
+// run of consecutive logit rows. The weights are uploaded once
 // (DeviceWeights) and the KV cache is one device allocation of num_blocks blocks, indexed by the
 // engine's block ids, plus one block that padded rows write to. The device samples the rows it
 // can as the host's sampler would (sample_rows: logit processing, greedy, temperature, top-k,
@@ -82,6 +85,8 @@ class DeviceForward final : public StepForward {
   // Decode steps run as a CUDA graph so far, and graphs captured (PRIMA_DEVICE_GRAPHS=0: none).
   std::int64_t graph_launches() const { return graph_launches_; }
   std::int64_t graph_captures() const { return graph_captures_; }
+  // The nodes (kernel launches, copies) of the last graph captured.
+  std::int64_t graph_nodes() const { return graph_nodes_; }
   std::size_t kv_bytes() const { return kv_.bytes(); }
 
  private:
@@ -92,7 +97,18 @@ class DeviceForward final : public StepForward {
   DeviceForward(const LlamaWeights& w, int num_blocks, int block_size, Parallel par);
   Status layer(int l, std::int64_t T);
   // y (T x m.rows) = x (T x m.cols) W^T, x quantized first.
-  Status matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y, const char* what);
+  // y = x m^T for T tokens. same_x: x is the previous product's input, unchanged since, so its
+  // quantized form is reused when this product takes the same form.
+  Status matmul(const DeviceMatrix& m, const float* x, std::int64_t T, float* y, const char* what,
+                bool same_x = false);
+  Status quantize_x(const DeviceMatrix& m, const float* x, std::int64_t T, const char* what);
+  static int activation_kind(const DeviceMatrix& m);
+  struct XqKey {  // what xq_ holds: the activations' form and shape
+    int kind = 0;
+    std::int64_t tokens = 0, cols = 0;
+    bool operator==(const XqKey&) const = default;
+  };
+  XqKey xq_key_;
   Status run(const StepInput& s, std::vector<float>* logits, std::vector<DeviceRow>* done);
   // The step's tokens' ids, positions, KV slots, block-table offsets, context lengths, block
   // tables and attention tiles (each chunk's rows by kAttentionTileRows) to the device; with
@@ -147,7 +163,7 @@ class DeviceForward final : public StepForward {
   std::map<int, Graph> graphs_;  // by bucket
   std::set<int> warm_;           // buckets run once without a graph (their buffers sized)
   std::int64_t graph_ctx_ = 0;   // the longest context: the block tables' size inside graphs
-  std::int64_t graph_launches_ = 0, graph_captures_ = 0;
+  std::int64_t graph_launches_ = 0, graph_captures_ = 0, graph_nodes_ = 0;
 };
 
 // The forward pass for `w` on device `device` (cudaSetDevice) as a StepForward, its device()

@@ -24,6 +24,7 @@
 #define cudaGetLastError prima_emu_cudaGetLastError
 #define cudaGraphDestroy prima_emu_cudaGraphDestroy
 #define cudaGraphExecDestroy prima_emu_cudaGraphExecDestroy
+#define cudaGraphGetNodes prima_emu_cudaGraphGetNodes
 #define cudaGraphInstantiate prima_emu_cudaGraphInstantiate
 #define cudaGraphLaunch prima_emu_cudaGraphLaunch
 #define cudaMalloc prima_emu_cudaMalloc

@@ -391,6 +391,14 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+// The number of nodes (the captured launches, copies and sets); the nodes themselves are not
+// kept as objects here, so only the count is given (nodes must be null).
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* num_nodes) {
+  if (!graph || !num_nodes || nodes) return emu::fail(cudaErrorInvalidValue);
+  *num_nodes = graph->ops.size();
+  return cudaSuccess;
+}
+
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
   delete graph;
   return cudaSuccess;

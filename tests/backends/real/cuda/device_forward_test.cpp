@@ -368,6 +368,37 @@ TEST(DeviceForwardEmuGraphs, DecodeGraphsGiveTheEagerIds) {
   cudaDeviceReset();
 }
 
+// A layer of a decode graph is 17 launches (the fusions: the residual add inside the next norm,
+// RoPE of Q and K together, the activations quantized once for Q/K/V and once for gate/up; 23
+// without them), counted as the graph's nodes of a 3-layer model less a 2-layer one's, for
+// quantized (Q8_0) and BF16 (the GEMM) weights.
+TEST(DeviceForwardEmuGraphs, ADecodeLayerIs17Launches) {
+  const std::string dir = prima::testing::temp_dir("dev_graph_nodes");
+  for (const char* type : {"tiny:q8_0", "tiny:bf16"}) {
+    std::int64_t nodes[2] = {0, 0};
+    for (int layers : {2, 3}) {
+      auto spec = parse_synthetic(type);
+      ASSERT_TRUE(spec.ok());
+      spec->shape.layers = layers;
+      const std::string path = dir + "/" + std::to_string(layers) + synthetic_file_name(*spec);
+      ASSERT_TRUE(write_synthetic(*spec, path).ok());
+      auto m = LoadedModel::open(path, 8, 16);
+      ASSERT_NE(m, nullptr);
+      auto g = DeviceForward::create(*m->weights, 8, 16);
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      TestSeq s;
+      s.id = 1;
+      s.prompt = {72, 105};
+      s.blocks = {0, 1};
+      run_greedy(**g, m->config.vocab, {&s}, 4);
+      ASSERT_EQ((*g)->graph_captures(), 1) << type;
+      nodes[layers - 2] = (*g)->graph_nodes();
+    }
+    EXPECT_EQ(nodes[1] - nodes[0], 17) << type << ": " << nodes[0] << " and " << nodes[1];
+  }
+  cudaDeviceReset();
+}
+
 // FP8 weights (--quantization fp8): the layers' BF16 matrices as E4M3 codes with per-tensor
 // scales and per-tensor FP8 activations give logits as far from the BF16 pass's as FP8's
 // rounding makes them, on a synthetic tiny model (2 layers): between the same values in Q8_0
