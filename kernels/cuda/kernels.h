@@ -77,6 +77,21 @@ cudaError_t paged_attention(const kernels::KvLayer& kv, const float* q, int n_he
                             const int* ctx_len, const int* tiles, int n_tiles, float* out,
                             cudaStream_t stream);
 
+// The most query rows of one tile of paged_attention_mma.
+constexpr int kAttentionMmaTileRows = 64;
+
+// Whether paged_attention_mma runs for this head_dim in this build (a multiple of 16 up to 128,
+// on a device; never on the CPU execution layer, which has no tensor cores).
+bool attention_mma_supported(int head_dim);
+// paged_attention on tensor cores for prefill (attention_mma.cu): tiles of up to
+// kAttentionMmaTileRows rows of one sequence, FlashAttention-2's online softmax (the probabilities
+// rounded to f16 before their final normalisation: within f16 rounding of paged_attention's
+// result, not its bits). cudaErrorNotSupported where attention_mma_supported is false.
+cudaError_t paged_attention_mma(const kernels::KvLayer& kv, const float* q, int n_heads,
+                                float scale, const int* tables, const int* table_offset,
+                                const int* ctx_len, const int* tiles, int n_tiles, float* out,
+                                cudaStream_t stream);
+
 // out = RMSNorm(x) * w over `rows` rows of n (out may alias x).
 cudaError_t rms_norm(const float* x, const float* w, std::int64_t rows, std::int64_t n, float eps,
                      float* out, cudaStream_t stream);

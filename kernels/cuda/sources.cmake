@@ -2,6 +2,7 @@
 # compiler into the CPU execution layer's prima_cuda_emu (kernels/cuda/emu/CMakeLists.txt).
 set(PRIMA_CUDA_KERNEL_SOURCES
   ${CMAKE_SOURCE_DIR}/kernels/cuda/attention.cu
+  ${CMAKE_SOURCE_DIR}/kernels/cuda/attention_mma.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/embed.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/fp8_quant.cu
   ${CMAKE_SOURCE_DIR}/kernels/cuda/gemm_ref.cu

@@ -149,9 +149,14 @@ CheckResult rope_qk_tokens() {
 }
 
 // One sequence: a cached context of `cached` tokens, then a chunk of `chunk` new tokens whose
-// K/V are written and which attend causally; 9 query heads over 3 KV heads of 64 (SmolLM2).
-CheckResult attention(std::int64_t cached, std::int64_t chunk) {
-  const int heads = 9, kv_heads = 3, D = 64, bs = 16;
+// K/V are written and which attend causally; 9 query heads over 3 KV heads of 64 (SmolLM2), or
+// of head_dim D. mma: the tensor-core kernel (paged_attention_mma, tiles of 64 rows), not run
+// where the build has none (the CPU execution layer).
+CheckResult attention(std::int64_t cached, std::int64_t chunk, int D = 64, bool mma = false) {
+  if (mma && !cuda::attention_mma_supported(D))
+    return {true, 0, "not run: no tensor cores here (the CPU execution layer)"};
+  const int heads = 9, kv_heads = 3, bs = 16;
+  const int tile_rows = mma ? cuda::kAttentionMmaTileRows : cuda::kAttentionTileRows;
   const std::int64_t len = cached + chunk, blocks = (len + bs - 1) / bs + 2;
   std::vector<int> table;
   for (std::int64_t b = 0; b < blocks - 2; ++b) table.push_back(int(blocks - 1 - b));  // scattered
@@ -170,8 +175,8 @@ CheckResult attention(std::int64_t cached, std::int64_t chunk) {
   std::vector<int> slots(static_cast<std::size_t>(len)), offset(chunk, 0), ctx(chunk), tiles;
   for (std::int64_t p = 0; p < len; ++p) slots[p] = table[p / bs] * bs + int(p % bs);
   for (std::int64_t i = 0; i < chunk; ++i) ctx[i] = int(cached + i + 1);
-  for (int b = 0; b < int(chunk); b += cuda::kAttentionTileRows)
-    tiles.insert(tiles.end(), {b, std::min(int(chunk) - b, cuda::kAttentionTileRows)});
+  for (int b = 0; b < int(chunk); b += tile_rows)
+    tiles.insert(tiles.end(), {b, std::min(int(chunk) - b, tile_rows)});
   DeviceBuffer dkc(kv_elems * 2), dvc(kv_elems * 2), dk(k), dv(v), dq(q), dtab(table),
       dslots(slots), doff(offset), dctx(ctx), dtiles(tiles), dout(want.size() * sizeof(float));
   const kernels::KvLayer dev_kv{dkc.as<std::uint16_t>(), dvc.as<std::uint16_t>(), bs, kv_heads, D};
@@ -185,14 +190,22 @@ CheckResult attention(std::int64_t cached, std::int64_t chunk) {
         if (kc_dev[off] != kc[off])
           return {false, 1e9, "write_kv: K of position " + std::to_string(p) + " differs"};
       }
-  finish(cuda::paged_attention(dev_kv, dq.as<float>(), heads, scale, chunk, dtab.as<int>(),
-                               doff.as<int>(), dctx.as<int>(), dtiles.as<int>(),
-                               int(tiles.size() / 2), dout.as<float>(), nullptr),
-         "paged_attention");
-  // One f16 step of a probability (2^-11 relative) over the sum of |p v|, which is at most max|v|.
+  if (mma)
+    finish(cuda::paged_attention_mma(dev_kv, dq.as<float>(), heads, scale, dtab.as<int>(),
+                                     doff.as<int>(), dctx.as<int>(), dtiles.as<int>(),
+                                     int(tiles.size() / 2), dout.as<float>(), nullptr),
+           "paged_attention_mma");
+  else
+    finish(cuda::paged_attention(dev_kv, dq.as<float>(), heads, scale, chunk, dtab.as<int>(),
+                                 doff.as<int>(), dctx.as<int>(), dtiles.as<int>(),
+                                 int(tiles.size() / 2), dout.as<float>(), nullptr),
+           "paged_attention");
+  // One f16 step of a probability (2^-11 relative) over the sum of |p v|, which is at most max|v|
+  // (the tensor-core kernel rounds before its final normalisation: the same bound).
   std::vector<double> w(want.begin(), want.end()), tol(w.size(), 2e-3 * 4.0 + 1e-5);
   return compare(dout.read<float>(want.size()), w, tol,
-                 "paged attention 9/3 heads x 64, " + std::to_string(cached) + " cached + " +
+                 std::string(mma ? "tensor-core" : "paged") + " attention 9/3 heads x " +
+                     std::to_string(D) + ", " + std::to_string(cached) + " cached + " +
                      std::to_string(chunk) + " new tokens");
 }
 
@@ -214,6 +227,8 @@ void add_forward_checks(std::vector<Check>* out) {
   // Three tiles of rows (16, 16, 5) over a context of several K/V tiles.
   out->push_back({"attention_prefill_tiles", [] { return attention(75, 37); }});
   out->push_back({"attention_fresh", [] { return attention(0, 2); }});  // no cached context
+  out->push_back({"attention_mma_prefill", [] { return attention(100, 150, 64, true); }});
+  out->push_back({"attention_mma_fresh_d128", [] { return attention(0, 200, 128, true); }});
 }
 
 }  // namespace prima::gpu_checks

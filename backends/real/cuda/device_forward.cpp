@@ -50,6 +50,9 @@ Result<std::unique_ptr<DeviceForward>> DeviceForward::create(const LlamaWeights&
                                std::size_t(w.local_kv_heads()) * std::size_t(c.head_dim);
   PRIMA_RETURN_IF_ERROR(f->kv_.reserve(kv_bytes, "the KV cache"));
   f->graph_ctx_ = std::min<std::int64_t>(c.context_length, std::int64_t(num_blocks) * block_size);
+  const char* mma = std::getenv("PRIMA_DEVICE_MMA_ATTENTION");
+  f->mma_attention_ =
+      p_cuda::attention_mma_supported(c.head_dim) && !(mma && std::string(mma) == "0");
   return f;
 }
 
@@ -61,14 +64,19 @@ kernels::KvLayer DeviceForward::kv_layer(int l) const {
 }
 
 Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
-  std::vector<int> ids, slots, table_off, ctx, tables, tiles;
+  std::vector<int> ids, slots, table_off, ctx, tables, tiles, mma_tiles;
   std::vector<std::int64_t> pos;
   for (const SeqInput& q : s.seqs) {
     const int off = int(tables.size());
     tables.insert(tables.end(), q.blocks.begin(), q.blocks.end());
-    const int n = int(q.tokens.size());  // the chunk's rows in attention tiles
-    for (int b = 0; b < n; b += p_cuda::kAttentionTileRows)
-      tiles.insert(tiles.end(), {int(ids.size()) + b, std::min(n - b, p_cuda::kAttentionTileRows)});
+    // The chunk's rows in attention tiles: a prefill chunk of a tensor-core tile or more on
+    // tensor cores where the build has them, the others on the plain kernel.
+    const int n = int(q.tokens.size());
+    const bool mma = mma_attention_ && n >= p_cuda::kAttentionMmaTileRows;
+    const int rows = mma ? p_cuda::kAttentionMmaTileRows : p_cuda::kAttentionTileRows;
+    for (int b = 0; b < n; b += rows)
+      (mma ? mma_tiles : tiles)
+          .insert((mma ? mma_tiles : tiles).end(), {int(ids.size()) + b, std::min(n - b, rows)});
     for (std::size_t i = 0; i < q.tokens.size(); ++i) {
       const std::int64_t p = q.pos0 + std::int64_t(i);
       ids.push_back(q.tokens[i]);
@@ -100,7 +108,10 @@ Status DeviceForward::upload_step(const StepInput& s, int pad_to) {
   PRIMA_RETURN_IF_ERROR(table_off_.upload(table_off, stream_, "block-table offsets"));
   PRIMA_RETURN_IF_ERROR(ctx_.upload(ctx, stream_, "context lengths"));
   n_tiles_ = int(tiles.size() / 2);
-  PRIMA_RETURN_IF_ERROR(tiles_.upload(tiles, stream_, "attention tiles"));
+  n_mma_tiles_ = int(mma_tiles.size() / 2);
+  if (n_tiles_ > 0) PRIMA_RETURN_IF_ERROR(tiles_.upload(tiles, stream_, "attention tiles"));
+  if (n_mma_tiles_ > 0)
+    PRIMA_RETURN_IF_ERROR(mma_tiles_.upload(mma_tiles, stream_, "tensor-core attention tiles"));
   return tables_.upload(tables, stream_, "block tables");
 }
 
@@ -128,10 +139,18 @@ Status DeviceForward::layer(int l, std::int64_t T) {
   const kernels::KvLayer kv = kv_layer(l);
   PRIMA_CUDA_OK(p_cuda::write_kv(kv, k_.as<float>(), v_.as<float>(), T, slots_.as<int>(), stream_),
                 at + " write_kv");
-  PRIMA_CUDA_OK(p_cuda::paged_attention(kv, q_.as<float>(), nh, 1.0f / std::sqrt(float(D)), T,
-                                        tables_.as<int>(), table_off_.as<int>(), ctx_.as<int>(),
-                                        tiles_.as<int>(), n_tiles_, att_.as<float>(), stream_),
-                at + " attention");
+  const float scale = 1.0f / std::sqrt(float(D));
+  if (n_tiles_ > 0)
+    PRIMA_CUDA_OK(p_cuda::paged_attention(kv, q_.as<float>(), nh, scale, T, tables_.as<int>(),
+                                          table_off_.as<int>(), ctx_.as<int>(), tiles_.as<int>(),
+                                          n_tiles_, att_.as<float>(), stream_),
+                  at + " attention");
+  if (n_mma_tiles_ > 0)
+    PRIMA_CUDA_OK(
+        p_cuda::paged_attention_mma(kv, q_.as<float>(), nh, scale, tables_.as<int>(),
+                                    table_off_.as<int>(), ctx_.as<int>(), mma_tiles_.as<int>(),
+                                    n_mma_tiles_, att_.as<float>(), stream_),
+        at + " attention (tensor cores)");
   if (par_.layout.tp > 1) {  // the whole attention output, this rank's rows of Wo, all of o
     PRIMA_RETURN_IF_ERROR(gather(att_.as<float>(), T, lq, full_.as<float>()));
     PRIMA_RETURN_IF_ERROR(matmul(L.wo, full_.as<float>(), T, part_.as<float>(), "wo"));

@@ -148,6 +148,11 @@ class DeviceForward final : public StepForward {
   DeviceBuffer x_, h_, q_, k_, v_, att_, o_, g_, u_, xq_, logits_;
   DeviceBuffer tiles_;  // the step's attention tiles (first row, rows), n_tiles_ of them
   int n_tiles_ = 0;
+  // Prefill chunks of kAttentionMmaTileRows rows or more on tensor cores (paged_attention_mma)
+  // where the build has them and PRIMA_DEVICE_MMA_ATTENTION is not 0: their tiles.
+  bool mma_attention_ = false;
+  DeviceBuffer mma_tiles_;
+  int n_mma_tiles_ = 0;
   // TP: a gathered input, a rank's slice of an output, and an all-gather's part-major result.
   DeviceBuffer full_, part_, gathered_;
   DeviceBuffer amax_, xscale_;  // FP8 / INT8 weights: the activations' amax and scale(s)
