@@ -1,4 +1,6 @@
 // Sampling on the device (sample.h): a block of 256 threads per logit row.
+//  - Typical sampling orders the row by |surprisal - entropy| with the same radix select (on the
+//    negated deviation's key) and adds the candidates' probabilities in that order.
 //  - Maxima and sums are block reductions in a fixed order (warp shuffles, then the warps in
 //    order), so a row's result does not depend on scheduling.
 //  - The n best of a row (top-k, the top log-probabilities, a top-p nucleus's candidates) are
@@ -122,9 +124,10 @@ __device__ void exclusive_scan_counts(Shared& s) {
   }
 }
 
-// s.cand[0..n) = the row's n best (descending value, ascending id), 1 <= n <=
-// kSampleMaxCandidates, n <= V.
-__device__ void select_top(const float* row, std::int64_t V, int n, Shared& s) {
+// s.cand[0..n) = the n largest of key(i) over i < V (descending key, ascending id), 1 <= n <=
+// kSampleMaxCandidates, n <= V; key(i) an order_key.
+template <typename KeyOf>
+__device__ void select_top_keys(KeyOf key, std::int64_t V, int n, Shared& s) {
   const int t = threadIdx.x;
   // The n-th best key K: four passes over 8 bits each, from the top.
   unsigned prefix = 0, mask = 0;
@@ -133,7 +136,7 @@ __device__ void select_top(const float* row, std::int64_t V, int n, Shared& s) {
     s.hist[t] = 0;
     __syncthreads();
     for (std::int64_t i = t; i < V; i += kThreads) {
-      const unsigned k = order_key(row[i]);
+      const unsigned k = key(i);
       if ((k & mask) == prefix) atomicAdd(&s.hist[(k >> shift) & 255u], 1);
     }
     __syncthreads();
@@ -154,7 +157,7 @@ __device__ void select_top(const float* row, std::int64_t V, int n, Shared& s) {
   const std::int64_t b = std::int64_t(t) * chunk, e = b + chunk < V ? b + chunk : V;
   int above = 0, equal = 0;
   for (std::int64_t i = b; i < e; ++i) {
-    const unsigned k = order_key(row[i]);
+    const unsigned k = key(i);
     above += k > prefix;
     equal += k == prefix;
   }
@@ -171,7 +174,7 @@ __device__ void select_top(const float* row, std::int64_t V, int n, Shared& s) {
   __syncthreads();
   int pos = s.count[t], seen = 0;
   for (std::int64_t i = b; i < e; ++i) {
-    const unsigned k = order_key(row[i]);
+    const unsigned k = key(i);
     if (k > prefix || (k == prefix && seen++ < take))
       s.cand[pos++] = (static_cast<unsigned long long>(k) << 32) | ~unsigned(i);
   }
@@ -193,6 +196,70 @@ __device__ void select_top(const float* row, std::int64_t V, int n, Shared& s) {
       }
       __syncthreads();
     }
+}
+
+// s.cand[0..n) = the row's n best (descending value, ascending id).
+__device__ void select_top(const float* row, std::int64_t V, int n, Shared& s) {
+  select_top_keys([row](std::int64_t i) { return order_key(row[i]); }, V, n, s);
+}
+
+// Typical sampling's cut (the host's apply_typical) on w in place: at temperature T, the tokens
+// by |surprisal - entropy| ascending (ids ascending on ties); the first whose cumulative
+// probability stays below typical_p, and the one that reaches it, are kept, the others become
+// -inf. The order is found by select_top_keys on the negated deviation over candidate sets of
+// up to kSampleMaxCandidates; false (w unchanged) when the typical set needs more.
+__device__ bool apply_typical(float* w, std::int64_t V, double T, double typical_p, Shared& s) {
+  const int t = threadIdx.x;
+  const float mx = row_max(w, V, s);
+  if (!finite(mx)) return true;
+  double sum = 0;
+  int n_finite = 0;
+  for (std::int64_t i = t; i < V; i += kThreads)
+    if (finite(w[i])) {
+      sum += exp((double(w[i]) - mx) / T);
+      ++n_finite;
+    }
+  sum = block_sum(sum, s);
+  const double lse = log(sum);
+  double ent = 0;
+  for (std::int64_t i = t; i < V; i += kThreads)
+    if (finite(w[i])) {
+      const double lp = (double(w[i]) - mx) / T - lse;
+      ent -= exp(lp) * lp;
+    }
+  const double entropy = block_sum(ent, s);
+  n_finite = int(block_sum(double(n_finite), s));
+  // The larger the key, the smaller the deviation; non-finite logits below every finite one.
+  auto key = [w, mx, T, lse, entropy](std::int64_t i) {
+    if (!finite(w[i])) return 0u;
+    const double lp = (double(w[i]) - mx) / T - lse;
+    return order_key(-float(fabs(-lp - entropy)));
+  };
+  const int n = n_finite < kSampleMaxCandidates ? n_finite : kSampleMaxCandidates;
+  select_top_keys(key, V, n, s);
+  if (t == 0) {  // the cumulative mass in the sorted order, as the host adds it
+    double cum = 0;
+    int keep = 0;
+    for (; keep < n; ++keep) {
+      const int id = cand_id(s, keep);
+      cum += exp((double(w[id]) - mx) / T - lse);
+      if (!(cum < typical_p)) break;
+    }
+    s.found = keep < n ? keep + 1 : (n == n_finite ? n : 0);  // 0: the set needs more
+  }
+  __syncthreads();
+  const int keep = s.found;
+  __syncthreads();
+  if (keep == 0) return false;
+  if (keep < n_finite) {
+    const unsigned long long last = s.cand[keep - 1];  // the last kept: its key and id
+    for (std::int64_t i = t; i < V; i += kThreads) {
+      const unsigned long long c = (static_cast<unsigned long long>(key(i)) << 32) | ~unsigned(i);
+      if (finite(w[i]) && c < last) w[i] = -INFINITY;  // NaN stays, as on the host
+    }
+  }
+  __syncthreads();
+  return true;
 }
 
 // prob[j] = exp((c_j - c_0) / T) in double for the first k candidates (every thread).
@@ -292,10 +359,12 @@ __global__ void sample_kernel(const float* logits, std::int64_t V, const SampleR
     return;
   }
 
-  // logit_bias, the penalties and min-p into this row's copy.
+  // logit_bias, the penalties, typical sampling's cut and min-p into this row's copy.
   const float* row = raw;
   const bool min_p = r.min_p > 0 && r.temperature > 0 && V > 1;
-  if (r.bias_count > 0 || r.edit_count > 0 || min_p) {
+  const bool typical = r.typical_p < 1.0 && r.temperature > 0 && V > 1;
+  bool typical_done = true;
+  if (r.bias_count > 0 || r.edit_count > 0 || min_p || typical) {
     float* w = work + std::int64_t(blockIdx.x) * V;
     for (std::int64_t i = t; i < V; i += kThreads) w[i] = raw[i];
     __syncthreads();
@@ -313,7 +382,8 @@ __global__ void sample_kernel(const float* logits, std::int64_t V, const SampleR
       w[e.id] = l - e.subtract;
     }
     __syncthreads();
-    if (min_p) {
+    if (typical) typical_done = apply_typical(w, V, r.temperature, r.typical_p, s);
+    if (min_p && typical_done) {
       const float mx = row_max(w, V, s);
       if (finite(mx)) {
         const double cut = double(mx) + r.temperature * log(r.min_p);
@@ -328,7 +398,9 @@ __global__ void sample_kernel(const float* logits, std::int64_t V, const SampleR
   // The draw.
   int token = 0, done = 1;
   const bool top_k = r.top_k > 0 && r.top_k < V;
-  if (r.temperature <= 0 || r.top_k == 1) {
+  if (!typical_done) {
+    done = 0;  // the typical set needs more candidates than fit: the host samples the row
+  } else if (r.temperature <= 0 || r.top_k == 1) {
     token = block_argmax(row, V, s);
   } else if (!top_k && r.top_p >= 1.0) {
     token = draw_in_id_order(row, V, r.temperature, r.u01, s);

@@ -1,13 +1,14 @@
 // Token sampling on the device: a step's logit rows reduced to their tokens and
 // log-probabilities where the logits are, so that only a few bytes per row cross to the host.
 // The same logit processing and draw as the host's sample_row (backends/real/logit_processing.h,
-// sampler.h), step for step: logit_bias, the repetition / frequency / presence penalties, min-p,
+// sampler.h), step for step: logit_bias, the repetition / frequency / presence penalties,
+// typical sampling's cut, min-p,
 // then greedy, plain temperature (inverse CDF in id order), top-k or top-p (descending logit,
 // ascending id on ties, then the nucleus cut and the draw in that order), with the uniform draw
 // given (the host's sampling_uniform of seed and position), and the raw log-probabilities (the
 // log-sum-exp and the n most likely ids) of sampling and prompt-scoring rows. What a row cannot
-// do here it leaves to the host (SampleOut::done = 0): typical sampling (the host never sends
-// such rows), a top-k above kSampleMaxCandidates, a top-p nucleus that needs more candidates.
+// do here it leaves to the host (SampleOut::done = 0): a top-k above kSampleMaxCandidates, a top-p
+// nucleus or a typical set that needs more candidates.
 // Plain data and one entry point; stateless.
 #pragma once
 
@@ -35,7 +36,7 @@ struct SampleRow {
   std::int32_t bias_begin = 0, bias_count = 0;  // logit_bias entries, in the request's order
   std::int32_t edit_begin = 0, edit_count = 0;  // penalty edits, one per distinct id
   float repetition = 1;  // the repetition penalty (as a float, as the host applies it)
-  double temperature = 0, top_p = 1, min_p = 0;
+  double temperature = 0, top_p = 1, min_p = 0, typical_p = 1;
   double u01 = 0;  // the draw's uniform in [0, 1)
 };
 

@@ -5,7 +5,9 @@
 // nucleus does not, so the device gives it back). Every mode at three positions (three draws):
 // greedy, plain temperature, min-p, top-k, top-k with top-p, top-p alone, logit_bias (an id named
 // twice), ties of the largest logit, the three penalties over a history holding the row's likeliest
-// ids, log-probabilities, and a scored prompt. The token must be the host's; log-probabilities
+// ids, log-probabilities, typical sampling (alone, with top-k, penalties and min-p, and a flat row
+// whose typical set does not fit, given back), and a scored prompt. The token must be the host's;
+// log-probabilities
 // within 1e-6 (+1e-6 relative: another summation order of the log-sum-exp).
 #include <algorithm>
 #include <cmath>
@@ -95,6 +97,29 @@ std::vector<Case> cases() {
     p.temperature = 0.5;
     p.top_k = 1;
   });
+  add("typical", [](SamplingParams& p) {  // a set of about 500-1,500 of the row's ids
+    p.temperature = 1.0;
+    p.typical_p = 0.7;
+  });
+  add(
+      "typical+top_k+penalties+min_p+logprobs",
+      [](SamplingParams& p) {
+        p.temperature = 0.8;
+        p.typical_p = 0.5;
+        p.top_k = 50;
+        p.min_p = 0.01;
+        p.repetition_penalty = 1.2;
+        p.frequency_penalty = 0.3;
+        p.logprobs = 2;
+      },
+      true);
+  add(
+      "flat typical (given back)",
+      [](SamplingParams& p) {
+        p.temperature = 1.0;
+        p.typical_p = 0.95;
+      },
+      false, 0.5f, true);
   add(
       "flat top_p (given back)",
       [](SamplingParams& p) {
@@ -251,11 +276,6 @@ void compare_rows(const CheckStep& c, const rc::SamplePlan& plan,
 CheckResult sample_rows(int V) {
   const std::vector<Case> cs = cases();
   const CheckStep c = make_step(cs, V);
-  // A typical-sampling sequence is left to the host.
-  SamplingParams typical;
-  typical.temperature = 1.0;
-  typical.typical_p = 0.9;
-  if (rc::device_samples(typical, V)) return {false, 1e9, "device_samples accepts typical_p < 1"};
   const rc::SamplePlan plan = rc::plan_sampling(c.step, V);
   if (plan.rows.size() != c.row_case.size())
     return {

@@ -18,7 +18,6 @@ bool device_sampling_enabled() {
 }
 
 bool device_samples(const SamplingParams& p, int vocab) {
-  if (p.typical_p < 1.0) return false;
   const bool greedy = p.temperature <= 0 || p.top_k == 1;
   return greedy || p.top_k <= 0 || p.top_k >= vocab || p.top_k <= p_cuda::kSampleMaxCandidates;
 }
@@ -84,6 +83,7 @@ SamplePlan plan_sampling(const StepInput& s, int vocab) {
     row.temperature = p.temperature;
     row.top_p = p.top_p;
     row.min_p = p.min_p;
+    row.typical_p = p.typical_p;
     row.repetition = static_cast<float>(p.repetition_penalty);
     const std::int64_t pos = q.pos0 + static_cast<std::int64_t>(q.tokens.size());
     row.u01 = sampling_uniform(p.seed, q.request, pos);

@@ -1,7 +1,7 @@
 // What the device samples of a step (kernels/cuda/sample.h): the step's logit rows turned into
 // the sampling kernel's row descriptions, and its answers into the rows RankRunner reads. A
 // sampling row goes to the device when the device draws it as the host's sample_row would
-// (every mode but typical sampling, and top-k up to kSampleMaxCandidates); every prompt-scoring
+// (every mode, with top-k up to kSampleMaxCandidates); every prompt-scoring
 // row goes; none with PRIMA_DEVICE_SAMPLING=0 (every row's logits then go to the host). The
 // draw's uniform is the host's sampling_uniform(seed, request, position), so a
 // token does not depend on where it was drawn. Stateless.

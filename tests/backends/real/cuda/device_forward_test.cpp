@@ -248,20 +248,22 @@ TEST(DeviceForwardEmuDepth, EmbeddingHeadAndOneLayerAgreeWithTheCpu) {
 }
 
 // Device sampling (forward_sampled): in one step, the rows the device can draw (greedy, top-k
-// at a temperature, greedy with log-probabilities) and the scored prompt rows are finished on
-// the device with the host's answers on forward()'s logits, and not copied; a typical-sampling
-// row is left to the host with its logits, equal to forward()'s.
+// at a temperature, greedy with log-probabilities, typical sampling) and the scored prompt rows
+// are finished on the device with the host's answers on forward()'s logits, and not copied; a
+// top-k above the device's 4,096 candidates is left to the host with its logits, equal to
+// forward()'s (the tiny model's vocabulary widened to 8,192 for it).
 TEST(DeviceForwardEmuSampling, RowsAreFinishedOnTheDeviceAsTheHostWould) {
   const std::string dir = prima::testing::temp_dir("dev_sampling");
   auto spec = parse_synthetic("tiny:q8_0");
   ASSERT_TRUE(spec.ok());
+  spec->shape.vocab = 8192;
   ASSERT_TRUE(write_synthetic(*spec, dir + "/m.gguf").ok());
   auto m = LoadedModel::open(dir + "/m.gguf", 16, 16);
   ASSERT_NE(m, nullptr);
   auto dev = DeviceForward::create(*m->weights, 16, 16);
   ASSERT_TRUE(dev.ok()) << dev.status().message();
   StepInput st;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 6; ++i) {
     SeqInput q;
     q.request = std::uint64_t(i + 1);
     q.tokens = {72 + i, 101, 108, 108, 111};
@@ -275,19 +277,22 @@ TEST(DeviceForwardEmuSampling, RowsAreFinishedOnTheDeviceAsTheHostWould) {
   st.seqs[2].sampling.logprobs = 2;
   st.seqs[3].sampling.prompt_logprobs = 1;  // scores its prompt: 2 rows, then a greedy row
   st.seqs[3].score_ids = {101, 108};
-  st.seqs[4].sampling.temperature = 1.0;
-  st.seqs[4].sampling.typical_p = 0.9;
+  st.seqs[4].sampling.temperature = 0.3;  // a typical set within the device's 4,096 candidates
+  st.seqs[4].sampling.typical_p = 0.5;
+  st.seqs[4].sampling.seed = 3;
+  st.seqs[5].sampling.temperature = 1.0;
+  st.seqs[5].sampling.top_k = 5000;
   const int V = m->config.vocab;
   std::vector<float> all, some;
   std::vector<DeviceRow> done;
   ASSERT_TRUE((*dev)->forward(st, &all).ok());
   ASSERT_TRUE((*dev)->forward_sampled(st, &some, &done).ok());
-  // Rows: seqs 0, 1, 2, seq 3's two score rows and its sampling row, seq 4.
-  ASSERT_EQ(done.size(), 7u);
-  ASSERT_EQ(all.size(), 7u * V);
+  // Rows: seqs 0, 1, 2, seq 3's two score rows and its sampling row, seqs 4 and 5.
+  ASSERT_EQ(done.size(), 8u);
+  ASSERT_EQ(all.size(), 8u * V);
   std::vector<bool> finished;
   for (const DeviceRow& d : done) finished.push_back(d.done);
-  EXPECT_EQ(finished, (std::vector<bool>{true, true, true, true, true, true, false}));
+  EXPECT_EQ(finished, (std::vector<bool>{true, true, true, true, true, true, true, false}));
   SampleScratch scratch;
   auto host = [&](int r, int seq, TokenLogprobs* lp) {
     std::vector<float> row(all.begin() + std::ptrdiff_t(r) * V,
@@ -304,7 +309,8 @@ TEST(DeviceForwardEmuSampling, RowsAreFinishedOnTheDeviceAsTheHostWould) {
   EXPECT_EQ(done[2].logprobs.top[0].first, lp.top[0].first);
   EXPECT_EQ(done[2].logprobs.top[1].first, lp.top[1].first);
   EXPECT_EQ(done[5].token, host(5, 3, nullptr));
-  for (int r : {3, 4}) {  // scored: the log-probability of 101, then of 108
+  EXPECT_EQ(done[6].token, host(6, 4, nullptr));  // typical sampling
+  for (int r : {3, 4}) {                          // scored: the log-probability of 101, then of 108
     const float* row = all.data() + std::ptrdiff_t(r) * V;
     const double lse = log_sum_exp(row, V);
     EXPECT_NEAR(done[std::size_t(r)].logprobs.logprob, row[r == 3 ? 101 : 108] - lse, 1e-5);
@@ -312,8 +318,8 @@ TEST(DeviceForwardEmuSampling, RowsAreFinishedOnTheDeviceAsTheHostWould) {
     EXPECT_EQ(done[std::size_t(r)].logprobs.top[0].first,
               int(std::max_element(row, row + V) - row));
   }
-  EXPECT_TRUE(std::equal(all.begin() + 6 * std::ptrdiff_t(V), all.end(),
-                         some.begin() + 6 * std::ptrdiff_t(V)));
+  EXPECT_TRUE(std::equal(all.begin() + 7 * std::ptrdiff_t(V), all.end(),
+                         some.begin() + 7 * std::ptrdiff_t(V)));
   cudaDeviceReset();
 }
 
