@@ -54,7 +54,8 @@ server::LinkCounters link_counters(const real::RealBackend& b) {
 server::ModelInfo model_info(const ServeOptions& o, const real::RealCluster& cl,
                              const server::TextCodec* codec) {
   server::ModelInfo model;
-  model.name = std::filesystem::path(o.model_path).stem().string();
+  model.name = o.synthetic.empty() ? std::filesystem::path(o.model_path).stem().string()
+                                   : synthetic_model_name(o.synthetic);
   apply_served_names(o, &model);
   model.max_model_len = cl.max_model_len;
   model.created = std::chrono::duration_cast<std::chrono::seconds>(

@@ -39,6 +39,13 @@ Status check_model_source(const std::string& model_path, const std::string& synt
   return real::parse_synthetic(synthetic).status();
 }
 
+std::string synthetic_model_name(const std::string& synthetic) {
+  Result<real::SyntheticSpec> spec = real::parse_synthetic(synthetic);
+  if (!spec.ok()) return "";
+  const std::string file = real::synthetic_file_name(*spec);  // written: no "-device"
+  return file.substr(0, file.size() - std::string(".gguf").size());
+}
+
 std::optional<int> resolve_synthetic(const char* command, const std::string& synthetic,
                                      bool on_device, std::string* model_path) {
   if (synthetic.empty()) return std::nullopt;

@@ -30,4 +30,8 @@ Status check_model_source(const std::string& model_path, const std::string& synt
 std::optional<int> resolve_synthetic(const char* command, const std::string& synthetic,
                                      bool on_device, std::string* model_path);
 
+// The name a server gives a synthetic model ("tiny-q4_1-s1"): its written file's stem, the same
+// whether the weights are written or made on the device ("" when `synthetic` does not parse).
+std::string synthetic_model_name(const std::string& synthetic);
+
 }  // namespace prima::cli
