@@ -317,6 +317,45 @@ __device__ int draw_in_id_order(const float* row, std::int64_t V, double tempera
   return s.last_nonzero > 0 ? s.last_nonzero : 0;  // rounding left u at the very end
 }
 
+// The row the draw reads: `raw`, or its copy in w with logit_bias, the penalties, typical
+// sampling's cut and min-p applied as the host's sample_row applies them. *typical_done is false
+// when the typical set needs more candidates than fit (the host then samples the row).
+__device__ const float* process_row(const SampleRow& r, const float* raw, std::int64_t V,
+                                    const SampleBias* biases, const SampleEdit* edits, float* w,
+                                    Shared& s, bool* typical_done) {
+  const int t = threadIdx.x;
+  const bool min_p = r.min_p > 0 && r.temperature > 0 && V > 1;
+  const bool typical = r.typical_p < 1.0 && r.temperature > 0 && V > 1;
+  if (!(r.bias_count > 0 || r.edit_count > 0 || min_p || typical)) return raw;
+  for (std::int64_t i = t; i < V; i += kThreads) w[i] = raw[i];
+  __syncthreads();
+  if (t == 0)  // in the request's order: an id named twice adds twice, as on the host
+    for (int j = 0; j < r.bias_count; ++j) {
+      const SampleBias b = biases[r.bias_begin + j];
+      if (b.id >= 0 && b.id < V) w[b.id] += b.bias;
+    }
+  __syncthreads();
+  for (int j = t; j < r.edit_count; j += kThreads) {  // one entry per id: no two threads meet
+    const SampleEdit e = edits[r.edit_begin + j];
+    if (e.id < 0 || e.id >= V) continue;
+    float l = w[e.id];
+    if (e.repeat) l = l > 0 ? l / r.repetition : l * r.repetition;
+    w[e.id] = l - e.subtract;
+  }
+  __syncthreads();
+  if (typical) *typical_done = apply_typical(w, V, r.temperature, r.typical_p, s);
+  if (min_p && *typical_done) {
+    const float mx = row_max(w, V, s);
+    if (finite(mx)) {
+      const double cut = double(mx) + r.temperature * log(r.min_p);
+      for (std::int64_t i = t; i < V; i += kThreads)
+        if (double(w[i]) < cut) w[i] = -INFINITY;
+    }
+    __syncthreads();
+  }
+  return w;
+}
+
 __global__ void sample_kernel(const float* logits, std::int64_t V, const SampleRow* rows,
                               const SampleBias* biases, const SampleEdit* edits, float* work,
                               double* scratch, SampleOut* outs) {
@@ -360,40 +399,9 @@ __global__ void sample_kernel(const float* logits, std::int64_t V, const SampleR
   }
 
   // logit_bias, the penalties, typical sampling's cut and min-p into this row's copy.
-  const float* row = raw;
-  const bool min_p = r.min_p > 0 && r.temperature > 0 && V > 1;
-  const bool typical = r.typical_p < 1.0 && r.temperature > 0 && V > 1;
   bool typical_done = true;
-  if (r.bias_count > 0 || r.edit_count > 0 || min_p || typical) {
-    float* w = work + std::int64_t(blockIdx.x) * V;
-    for (std::int64_t i = t; i < V; i += kThreads) w[i] = raw[i];
-    __syncthreads();
-    if (t == 0)  // in the request's order: an id named twice adds twice, as on the host
-      for (int j = 0; j < r.bias_count; ++j) {
-        const SampleBias b = biases[r.bias_begin + j];
-        if (b.id >= 0 && b.id < V) w[b.id] += b.bias;
-      }
-    __syncthreads();
-    for (int j = t; j < r.edit_count; j += kThreads) {  // one entry per id: no two threads meet
-      const SampleEdit e = edits[r.edit_begin + j];
-      if (e.id < 0 || e.id >= V) continue;
-      float l = w[e.id];
-      if (e.repeat) l = l > 0 ? l / r.repetition : l * r.repetition;
-      w[e.id] = l - e.subtract;
-    }
-    __syncthreads();
-    if (typical) typical_done = apply_typical(w, V, r.temperature, r.typical_p, s);
-    if (min_p && typical_done) {
-      const float mx = row_max(w, V, s);
-      if (finite(mx)) {
-        const double cut = double(mx) + r.temperature * log(r.min_p);
-        for (std::int64_t i = t; i < V; i += kThreads)
-          if (double(w[i]) < cut) w[i] = -INFINITY;
-      }
-      __syncthreads();
-    }
-    row = w;
-  }
+  const float* row =
+      process_row(r, raw, V, biases, edits, work + std::int64_t(blockIdx.x) * V, s, &typical_done);
 
   // The draw.
   int token = 0, done = 1;

@@ -375,9 +375,9 @@ TEST(DeviceForwardEmuGraphs, DecodeGraphsGiveTheEagerIds) {
 }
 
 // A layer of a decode graph is 17 launches (the fusions: the residual add inside the next norm,
-// RoPE of Q and K together, the activations quantized once for Q/K/V and once for gate/up; 23
-// without them), counted as the graph's nodes of a 3-layer model less a 2-layer one's, for
-// quantized (Q8_0) and BF16 (the GEMM) weights.
+// RoPE of Q and K together, the activations quantized once for Q/K/V and once for gate/up; the
+// unfused calls were 23 by count), counted as the graph's nodes of a 3-layer model less a
+// 2-layer one's, for quantized (Q8_0) and BF16 (the GEMM) weights.
 TEST(DeviceForwardEmuGraphs, ADecodeLayerIs17Launches) {
   const std::string dir = prima::testing::temp_dir("dev_graph_nodes");
   for (const char* type : {"tiny:q8_0", "tiny:bf16"}) {
