@@ -53,8 +53,8 @@ Result<perf::EngineProfile> start_engine(const CalibrateOptions& o,
   return *perf::builtin_engine(points.front()->engine);
 }
 
-calib::EngineFitSpace fit_space(const CalibrateOptions& o) {
-  if (!o.fit || *o.fit == "default") return calib::default_engine_space();
+calib::EngineFitSpace fit_space(const CalibrateOptions& o, const std::string& engine) {
+  if (!o.fit || *o.fit == "default") return calib::default_engine_space(engine);
   calib::EngineFitSpace s;
   const FitSpace f = o.fit_space();
   for (std::size_t i = 0; i < f.fields.size(); ++i) s.params.push_back({f.fields[i], f.bounds[i]});
@@ -150,7 +150,7 @@ int run_engine_calibration(const CalibrateOptions& o) {
   if (!points.ok()) return bad(points.status().message());
   auto start = start_engine(o, *points);
   if (!start.ok()) return bad(start.status().message());
-  const calib::EngineFitSpace space = fit_space(o);
+  const calib::EngineFitSpace space = fit_space(o, start->name);
   perf::EngineProfile engine = *start;
   if (o.fit) {
     std::fprintf(stderr, "fitting %zu terms of %s to %zu points...\n", space.params.size(),

@@ -4,8 +4,8 @@
 # fixed, and records each engine's error per GPU: out of sample (leave one source out: every
 # source predicted by a fit to the others, each fit from the middle of the space) and in sample.
 # The terms: step_overhead_s, seq_overhead_s, rank_overhead_s, graph_layer_overhead_s within
-# physical bounds (engine_fit.cpp, default_engine_space). Deterministic. About 5 min (vllm),
-# 2 min (sglang) and 28 min (trtllm) on 2 cores.
+# physical bounds, for sglang also layer_launch_s (engine_fit.cpp, default_engine_space).
+# Deterministic. About 5 min (vllm), 9 min (sglang) and 28 min (trtllm) on 2 cores.
 #   bench/fidelity/fit_engines.sh [PRIMA_BINARY] [ENGINE...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -193,7 +193,7 @@ Evaluation evaluate(const std::vector<const BenchPoint*>& points, const perf::En
   return run(prepare(points), engine, pfor);
 }
 
-EngineFitSpace default_engine_space() {
+EngineFitSpace default_engine_space(const std::string& engine) {
   EngineFitSpace s;
   auto add = [&](const char* name, double lo, double hi) {
     s.params.push_back({perf::find_efficiency_field(name), {lo, hi}});
@@ -205,6 +205,8 @@ EngineFitSpace default_engine_space() {
   add("seq_overhead_s", 0, 2e-5);
   add("rank_overhead_s", 0, 0.002);
   add("graph_layer_overhead_s", 0, 1e-5);
+  // An eager layer's host launch time: up to 1 ms (a Python forward of a layer's kernels).
+  if (engine == "sglang") add("layer_launch_s", 0, 1e-3);
   return s;
 }
 
@@ -259,7 +261,7 @@ Result<perf::EngineProfile> fit_engine(const std::vector<const BenchPoint*>& all
 Result<CrossValidation> cross_validate(const std::vector<const BenchPoint*>& points,
                                        const perf::EngineProfile& start,
                                        const EngineFitSpace& space, const std::string& gpu,
-                                       const ParallelFor& pfor) {
+                                       const ParallelFor& pfor, const std::set<std::string>* only) {
   CrossValidation cv;
   std::set<std::string> sources;
   for (const BenchPoint* p : points) sources.insert(p->source);
@@ -277,6 +279,7 @@ Result<CrossValidation> cross_validate(const std::vector<const BenchPoint*>& poi
   std::vector<double> all;
   std::map<std::string, std::vector<double>> by;
   for (const std::string& s : cv.sources) {
+    if (only && !only->count(s)) continue;
     std::vector<const BenchPoint*> train, test;
     for (const BenchPoint* p : points) (p->source == s ? test : train).push_back(p);
     PRIMA_ASSIGN_OR_RETURN(perf::EngineProfile fitted, fit_engine(train, middle, space, gpu, pfor));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,9 +49,10 @@ struct EngineFitSpace {
   std::vector<std::pair<const perf::EfficiencyField*, perf::FitBound>> params;
   int max_evaluations = 100;
 };
-// The default space: the host's per-step, per-sequence and per-rank costs and the kernel gaps
-// (graphed and eager).
-EngineFitSpace default_engine_space();
+// The default space of `engine`: the host's per-step, per-sequence and per-rank costs and the
+// kernel gaps inside CUDA graphs; for sglang also the host's launch floor per layer
+// (layer_launch_s), which SGLang's eager prefill batches expose (its graphs cover decode only).
+EngineFitSpace default_engine_space(const std::string& engine = "");
 
 // Fits `space` of `start`'s terms on `gpu` ("" : the shared terms) to the points (each source
 // weighs the same: a point counts 1 / its source's points) and returns the profile with them.
@@ -61,7 +63,8 @@ Result<perf::EngineProfile> fit_engine(const std::vector<const BenchPoint*>& poi
 
 // Leave one source out over the points' sources (at least two): each source's points are
 // predicted by a fit to the others', each fit starting from the middle of the space (so the
-// figure depends on the data and the space only). The out-of-sample error of the fit.
+// figure depends on the data and the space only). The out-of-sample error of the fit. With
+// `only`, just those sources are held out (each fold is the same as in the full run).
 struct CrossValidation {
   Evaluation held_out;
   std::vector<std::string> sources;
@@ -69,7 +72,8 @@ struct CrossValidation {
 Result<CrossValidation> cross_validate(const std::vector<const BenchPoint*>& points,
                                        const perf::EngineProfile& start,
                                        const EngineFitSpace& space, const std::string& gpu,
-                                       const ParallelFor& pfor = serial_for());
+                                       const ParallelFor& pfor = serial_for(),
+                                       const std::set<std::string>* only = nullptr);
 
 // The calibrated range of a set of points (engine_profile.h, EngineFidelity).
 void note_range(const std::vector<const BenchPoint*>& points, perf::EngineFidelity* f);
