@@ -9,6 +9,7 @@
 
 #include "engine/config/embedded.h"
 #include "engine/config/json_parse.h"
+#include "engine/plan/topology.h"
 
 namespace prima::perf {
 namespace {
@@ -80,12 +81,35 @@ Efficiency parse_terms(const JsonReader& r, Efficiency e) {
   return e;
 }
 
-void parse_scheduler(const JsonReader& r, EngineScheduler* s) {
+void parse_scheduler_fields(const JsonReader& r, EngineScheduler* s) {
   s->max_num_seqs = static_cast<int>(r.positive_integer("max_num_seqs", s->max_num_seqs));
   s->max_num_batched_tokens =
       static_cast<int>(r.positive_integer("max_num_batched_tokens", s->max_num_batched_tokens));
   s->chunked_prefill = r.boolean("chunked_prefill", s->chunked_prefill);
+}
+
+// "scheduler": the defaults, and "gpus": {GPU type: the fields that differ there}.
+void parse_scheduler(const JsonReader& r, EngineProfile* e) {
+  parse_scheduler_fields(r, &e->scheduler);
+  if (auto g = r.optional_object("gpus")) {
+    for (auto it = g->json().begin(); it != g->json().end(); ++it) {
+      if (!plan::gpu_by_name(it.key()).ok())
+        g->fail(it.key(), "unknown GPU type \"" + it.key() + "\" (topologies/gpus.json)");
+      const JsonReader one = g->object(it.key());
+      EngineScheduler s = e->scheduler_for(it.key());
+      parse_scheduler_fields(one, &s);
+      one.finish();
+      e->scheduler_per_gpu[it.key()] = s;
+    }
+    g->finish();
+  }
   r.finish();
+}
+
+Json scheduler_json(const EngineScheduler& s) {
+  return {{"max_num_seqs", s.max_num_seqs},
+          {"max_num_batched_tokens", s.max_num_batched_tokens},
+          {"chunked_prefill", s.chunked_prefill}};
 }
 
 void parse_kv(const JsonReader& r, KvSizing* k) {
@@ -222,6 +246,11 @@ Json trust_json(const Resolved& r, const std::string& gpu, const RunFacts* facts
   return j;
 }
 
+const EngineScheduler& EngineProfile::scheduler_for(const std::string& gpu) const {
+  auto it = scheduler_per_gpu.find(gpu);
+  return it == scheduler_per_gpu.end() ? scheduler : it->second;
+}
+
 const Efficiency& EngineProfile::terms_for(const std::string& gpu) const {
   auto it = per_gpu.find(gpu);
   return it == per_gpu.end() ? terms : it->second;
@@ -258,7 +287,7 @@ EngineProfile parse_engine_profile(const JsonReader& r) {
       e.per_gpu[it.key()] = parse_terms(g->object(it.key()), e.terms_for(it.key()));
     g->finish();
   }
-  if (auto s = r.optional_object("scheduler")) parse_scheduler(*s, &e.scheduler);
+  if (auto s = r.optional_object("scheduler")) parse_scheduler(*s, &e);
   if (auto k = r.optional_object("kv_cache")) parse_kv(*k, &e.kv);
   if (auto f = r.optional_object("fidelity")) {
     for (auto it = f->json().begin(); it != f->json().end(); ++it)
@@ -301,14 +330,16 @@ Json engine_profile_to_json(const EngineProfile& e) {
             {"description", e.description},
             {"source", e.source},
             {"terms", terms_json(e.terms)},
-            {"scheduler",
-             {{"max_num_seqs", e.scheduler.max_num_seqs},
-              {"max_num_batched_tokens", e.scheduler.max_num_batched_tokens},
-              {"chunked_prefill", e.scheduler.chunked_prefill}}},
+            {"scheduler", scheduler_json(e.scheduler)},
             {"kv_cache",
              {{"memory_utilization", e.kv.memory_utilization},
               {"of", e.kv.of_free ? "free" : "total"},
               {"reserved", e.kv.reserved_bytes}}}};
+  if (!e.scheduler_per_gpu.empty()) {
+    Json g = Json::object();
+    for (const auto& [gpu, x] : e.scheduler_per_gpu) g[gpu] = scheduler_json(x);
+    j["scheduler"]["gpus"] = g;
+  }
   if (!e.per_gpu.empty()) {
     Json g = Json::object();
     for (const auto& [gpu, t] : e.per_gpu) g[gpu] = terms_json(t);

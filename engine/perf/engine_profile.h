@@ -66,11 +66,15 @@ struct EngineProfile {
   Efficiency terms;                           // its engine-axis fields (others unused)
   std::map<std::string, Efficiency> per_gpu;  // terms fitted for one GPU type, by GpuSpec::name
   EngineScheduler scheduler;
+  // Defaults the engine picks by GPU type (vLLM's batch limits by device), by GpuSpec::name.
+  std::map<std::string, EngineScheduler> scheduler_per_gpu;
   KvSizing kv;
   std::map<std::string, EngineFidelity> fidelity;  // by GpuSpec::name
 
   // The engine's terms on `gpu` (its own fit when it has one).
   const Efficiency& terms_for(const std::string& gpu) const;
+  // The engine's scheduler defaults on `gpu`.
+  const EngineScheduler& scheduler_for(const std::string& gpu) const;
 };
 
 // `hardware` with the engine-axis fields of `engine` on `gpu`.

@@ -91,9 +91,10 @@ static void parse_calibration_and_engine(const JsonReader& r, const std::string&
     s->calibration.engine = std::shared_ptr<const perf::EngineProfile>(e, [](auto*) {});
   }
   const perf::EngineProfile& eng = *s->calibration.engine;
-  s->scheduler.max_num_seqs = eng.scheduler.max_num_seqs;
-  s->scheduler.max_num_batched_tokens = eng.scheduler.max_num_batched_tokens;
-  s->scheduler.chunked_prefill = eng.scheduler.chunked_prefill;
+  const perf::EngineScheduler& defaults = eng.scheduler_for(s->topology.gpu.name);
+  s->scheduler.max_num_seqs = defaults.max_num_seqs;
+  s->scheduler.max_num_batched_tokens = defaults.max_num_batched_tokens;
+  s->scheduler.chunked_prefill = defaults.chunked_prefill;
   s->memory.gpu_memory_utilization = eng.kv.memory_utilization;
   s->memory.kv_of_free = eng.kv.of_free;
   s->memory.reserved_bytes = eng.kv.reserved_bytes;

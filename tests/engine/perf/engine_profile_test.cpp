@@ -129,6 +129,46 @@ TEST(EngineProfiles, ScenariosTakeTheEnginesDefaultsAndTerms) {
   EXPECT_NE(bad.status().message().find("trtllm"), std::string::npos);
 }
 
+// vLLM's API server picks its batch limits by device: 1,024 sequences and 8,192 tokens a step
+// on 80 GB GPUs other than A100, 256 and 2,048 on A100; a scenario's GPU picks them, and its own
+// "scheduler" still wins.
+TEST(EngineProfiles, SchedulerDefaultsFollowTheScenariosGpu) {
+  auto on = [](const std::string& topology, const std::string& extra) {
+    Json j = Json::parse(R"({"model": "llama-3-8b",
+        "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 100,
+                     "output_tokens": 50}})");
+    j["topology"] = Json::parse(topology);
+    if (!extra.empty()) j.update(Json::parse(extra));
+    auto sc = scenario::parse_scenario(j, "s.json", ".");
+    EXPECT_TRUE(sc.ok()) << sc.status().message();
+    return sc.ok()
+               ? std::make_pair(sc->scheduler.max_num_seqs, sc->scheduler.max_num_batched_tokens)
+               : std::make_pair(0, 0);
+  };
+  EXPECT_EQ(on(R"({"base": "h200_node", "gpu": "H100-SXM5-80GB"})", ""),
+            std::make_pair(1024, 8192));
+  EXPECT_EQ(on(R"("h200_node")", ""), std::make_pair(1024, 8192));
+  EXPECT_EQ(on(R"("dgx_a100")", ""), std::make_pair(256, 2048));
+  EXPECT_EQ(on(R"("dgx_a100")", R"({"scheduler": {"max_num_seqs": 64}})"),
+            std::make_pair(64, 2048));
+  // Another engine keeps one set.
+  EXPECT_EQ(on(R"("dgx_a100")", R"({"engine": "trtllm"})"),
+            std::make_pair(builtin_engine("trtllm")->scheduler.max_num_seqs,
+                           builtin_engine("trtllm")->scheduler.max_num_batched_tokens));
+  // Per-GPU defaults round-trip through the profile's JSON; an unknown GPU type is an error.
+  const EngineProfile* v = builtin_engine("vllm");
+  const EngineProfile back =
+      parse_engine_profile(config::JsonReader(engine_profile_to_json(*v), "v.json"));
+  EXPECT_EQ(back.scheduler_for("H200-SXM-141GB").max_num_seqs, 1024);
+  EXPECT_EQ(back.scheduler_for("A100-SXM4-80GB").max_num_batched_tokens, 2048);
+  const Json bad =
+      Json::parse(R"({"engine": "mine", "scheduler": {"gpus": {"H900": {"max_num_seqs": 8}}}})");
+  Status st = config::to_status([&] { parse_engine_profile(config::JsonReader(bad, "m.json")); });
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("m.json: /scheduler/gpus/H900: unknown GPU type"), std::string::npos)
+      << st.message();
+}
+
 TEST(EngineProfiles, TrustStatesTheOutOfSampleErrorAndTheRange) {
   const scenario::Scenario sc = scenario_with("");
   const Resolved r = resolve(sc.calibration, "H100-SXM5-80GB");
