@@ -47,12 +47,16 @@ struct Prepared {
   std::string failure;
 };
 
-std::vector<Prepared> prepare(const std::vector<const BenchPoint*>& points) {
+// `engine`'s scheduler defaults and KV sizing go into each point's scenario (a profile read
+// from a file may set its own); the terms are swapped in per prediction (run).
+std::vector<Prepared> prepare(const std::vector<const BenchPoint*>& points,
+                              const perf::EngineProfile& engine) {
+  const Json inline_engine = perf::engine_profile_to_json(engine);
   std::vector<Prepared> out;
   for (const BenchPoint* p : points) {
     Prepared x;
     x.point = p;
-    auto sc = scenario::parse_scenario(point_scenario(*p, p->engine), p->id, ".");
+    auto sc = scenario::parse_scenario(point_scenario(*p, inline_engine), p->id, ".");
     if (sc.ok())
       x.sc = std::make_unique<scenario::Scenario>(std::move(*sc));
     else
@@ -148,7 +152,7 @@ double longest_tokens(const Json& t) {
 }
 }  // namespace
 
-Json point_scenario(const BenchPoint& p, const std::string& engine) {
+Json point_scenario(const BenchPoint& p, const Json& engine) {
   // A server run is predicted from its first kServerRequests requests: its percentiles have
   // settled well before, and a fit runs it many times.
   constexpr int kServerRequests = 1000;
@@ -190,7 +194,7 @@ Json point_scenario(const BenchPoint& p, const std::string& engine) {
 
 Evaluation evaluate(const std::vector<const BenchPoint*>& points, const perf::EngineProfile& engine,
                     const ParallelFor& pfor) {
-  return run(prepare(points), engine, pfor);
+  return run(prepare(points, engine), engine, pfor);
 }
 
 EngineFitSpace default_engine_space(const std::string& engine) {
@@ -225,7 +229,7 @@ Result<perf::EngineProfile> fit_engine(const std::vector<const BenchPoint*>& all
     if (p->requests * out <= kFitTokens) points.push_back(p);
   }
   if (points.empty()) points = all;
-  const std::vector<Prepared> prepared = prepare(points);
+  const std::vector<Prepared> prepared = prepare(points, start);
   perf::EngineProfile base = start;
   perf::Efficiency& terms = gpu.empty() ? base.terms : base.per_gpu[gpu];
   if (!gpu.empty() && !start.per_gpu.count(gpu)) terms = start.terms;
@@ -300,7 +304,7 @@ Result<CrossValidation> cross_validate(const std::vector<const BenchPoint*>& poi
 void note_range(const std::vector<const BenchPoint*>& points, perf::EngineFidelity* f) {
   bool first = true;
   for (const BenchPoint* p : points) {
-    auto sc = scenario::parse_scenario(point_scenario(*p, p->engine), p->id, ".");
+    auto sc = scenario::parse_scenario(point_scenario(*p, Json(p->engine)), p->id, ".");
     if (!sc.ok()) continue;
     const double params_b = sc->model.total_params() / 1e9;
     auto longest = [](const workload::LengthSpec& l) {

@@ -21,9 +21,10 @@
 namespace prima::calib {
 
 // The scenario a point describes: its model, quantization and TP on one node of its GPU
-// (DGX-A100 or an HGX H100/H200-class node), its workload, the engine, and the settings the
+// (DGX-A100 or an HGX H100/H200-class node), its workload, the engine (a built-in name, or a
+// whole profile inline: its scheduler defaults and KV sizing apply), and the settings the
 // source states. A user reproducing the benchmark writes the same.
-config::Json point_scenario(const BenchPoint& p, const std::string& engine);
+config::Json point_scenario(const BenchPoint& p, const config::Json& engine);
 
 struct PointPrediction {
   const BenchPoint* point = nullptr;

@@ -850,7 +850,7 @@ def test_launch_real(prima):
                 check(get(port, "/v2/health/ready")[0] == 200, "launch.sh: ready")
                 req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", method="POST",
                                              data=json.dumps({"model": MODEL.stem, "prompt": "The capital of France is",
-                                                                  "max_tokens": 4}).encode(),
+                                                                  "max_tokens": 4, "ignore_eos": True}).encode(),
                                              headers={"Content-Type": "application/json"})
                 with urllib.request.urlopen(req, timeout=60) as r:
                     body = json.loads(r.read())

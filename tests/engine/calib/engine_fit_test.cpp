@@ -57,9 +57,9 @@ TEST(EngineFit, TrtllmPointsRunWithTheDatasetsLongestSequence) {
             {"points", {trt, point("v", "A", 8, 1000, 1000, "tpot", "mean")}}};
   auto s = parse_bench_points(j, "pts.json");
   ASSERT_TRUE(s.ok()) << s.status().message();
-  const Json t = point_scenario(s->points[0], "trtllm");
+  const Json t = point_scenario(s->points[0], Json("trtllm"));
   EXPECT_EQ(t["scheduler"]["max_model_len"], 2000) << t.dump();
-  const Json v = point_scenario(s->points[1], "vllm");
+  const Json v = point_scenario(s->points[1], Json("vllm"));
   EXPECT_FALSE(v.contains("scheduler") && v["scheduler"].contains("max_model_len")) << v.dump();
 }
 
@@ -161,6 +161,24 @@ TEST(EngineFit, ShippedProfilesStateTheirOwnFitAndMeetTheirBounds) {
       EXPECT_LE(f.out_of_sample.median_abs_error, max_median) << name << " " << gpu;
     }
   }
+}
+
+// A profile read from a file predicts with its own scheduler defaults, not its base engine's:
+// one sequence at a time makes an offline run of 64 requests several times slower.
+TEST(EngineFit, AProfilesOwnSchedulerDefaultsApply) {
+  Json j = {{"sources", sources()},
+            {"points", {point("p", "A", 64, 128, 128, "output_throughput", "value")}}};
+  auto set = parse_bench_points(j, "pts.json");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  const std::vector<const BenchPoint*> ps = {&set->points[0]};
+  perf::EngineProfile one = *perf::builtin_engine("vllm");
+  one.scheduler_per_gpu.clear();
+  one.scheduler.max_num_seqs = 1;
+  const Evaluation a = evaluate(ps, *perf::builtin_engine("vllm"));
+  const Evaluation b = evaluate(ps, one);
+  ASSERT_EQ(a.points[0].failure, "");
+  ASSERT_EQ(b.points[0].failure, "");
+  EXPECT_LT(b.points[0].predicted * 4, a.points[0].predicted);
 }
 
 // The held-out sources no fit uses are predicted by the shipped profiles with the medians
