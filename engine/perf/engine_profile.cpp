@@ -88,9 +88,11 @@ void parse_scheduler_fields(const JsonReader& r, EngineScheduler* s) {
   s->chunked_prefill = r.boolean("chunked_prefill", s->chunked_prefill);
 }
 
-// "scheduler": the defaults, and "gpus": {GPU type: the fields that differ there}.
+// "scheduler": the defaults, and "gpus": {GPU type: the fields that differ there}. A field set
+// here also replaces a base profile's value for each of its GPU types.
 void parse_scheduler(const JsonReader& r, EngineProfile* e) {
   parse_scheduler_fields(r, &e->scheduler);
+  for (auto& [gpu, s] : e->scheduler_per_gpu) parse_scheduler_fields(r, &s);
   if (auto g = r.optional_object("gpus")) {
     for (auto it = g->json().begin(); it != g->json().end(); ++it) {
       if (!plan::gpu_by_name(it.key()).ok())

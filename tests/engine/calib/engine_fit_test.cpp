@@ -110,8 +110,8 @@ TEST(EngineFit, RecoversKnownTermsFromRunsSimulatedWithThem) {
 // shipped data, recomputed here from scratch.
 TEST(EngineFit, ShippedCrossValidationIsReproducible) {
   // The H200 figure, recomputed from its sources' folds (each fold as in the full run: a fit to
-  // every other source from the middle of the space); the other GPUs' folds are the same
-  // computation over other sources (about four times the time).
+  // every other source from the middle of the space); the other GPUs' folds, the same
+  // computation over other sources, are left out to keep the test short.
   const std::string gpu = "H200-SXM-141GB";
   auto set =
       load_bench_points(std::string(PRIMA_SOURCE_DIR "/data/calibration/engines/sglang.json"));

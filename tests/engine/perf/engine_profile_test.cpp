@@ -151,6 +151,10 @@ TEST(EngineProfiles, SchedulerDefaultsFollowTheScenariosGpu) {
   EXPECT_EQ(on(R"("dgx_a100")", ""), std::make_pair(256, 2048));
   EXPECT_EQ(on(R"("dgx_a100")", R"({"scheduler": {"max_num_seqs": 64}})"),
             std::make_pair(64, 2048));
+  // A profile based on vllm that sets a default sets it on every GPU type.
+  EXPECT_EQ(
+      on(R"("h200_node")", R"({"engine": {"base": "vllm", "scheduler": {"max_num_seqs": 64}}})"),
+      std::make_pair(64, 8192));
   // Another engine keeps one set.
   EXPECT_EQ(on(R"("dgx_a100")", R"({"engine": "trtllm"})"),
             std::make_pair(builtin_engine("trtllm")->scheduler.max_num_seqs,
