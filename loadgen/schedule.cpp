@@ -34,6 +34,8 @@ std::string length_text(const workload::LengthSpec& s) {
       return fmt::format("normal(mean {}, stddev {})", s.mean, s.stddev);
     case K::kEmpirical:
       return fmt::format("empirical ({} values)", s.values.size());
+    case K::kSequence:
+      return fmt::format("sequence ({} values)", s.values.size());
   }
   return "?";
 }

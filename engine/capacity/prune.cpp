@@ -43,7 +43,7 @@ double mean_output_tokens(const workload::WorkloadSpec& w) {
   std::mt19937_64 g(12345);
   constexpr int kDraws = 20000;
   double sum = 0;
-  for (int i = 0; i < kDraws; ++i) sum += s.draw(g);
+  for (int i = 0; i < kDraws; ++i) sum += s.draw(g, static_cast<std::uint64_t>(i));
   return sum / kDraws;
 }
 

@@ -86,6 +86,8 @@ void parse_scheduler_fields(const JsonReader& r, EngineScheduler* s) {
   s->max_num_batched_tokens =
       static_cast<int>(r.positive_integer("max_num_batched_tokens", s->max_num_batched_tokens));
   s->chunked_prefill = r.boolean("chunked_prefill", s->chunked_prefill);
+  s->mixed_batches = r.boolean("mixed_batches", s->mixed_batches);
+  s->overlap_schedule = r.boolean("overlap_schedule", s->overlap_schedule);
 }
 
 // "scheduler": the defaults, and "gpus": {GPU type: the fields that differ there}. A field set
@@ -109,9 +111,13 @@ void parse_scheduler(const JsonReader& r, EngineProfile* e) {
 }
 
 Json scheduler_json(const EngineScheduler& s) {
-  return {{"max_num_seqs", s.max_num_seqs},
-          {"max_num_batched_tokens", s.max_num_batched_tokens},
-          {"chunked_prefill", s.chunked_prefill}};
+  Json j = {{"max_num_seqs", s.max_num_seqs},
+            {"max_num_batched_tokens", s.max_num_batched_tokens},
+            {"chunked_prefill", s.chunked_prefill}};
+  // Written where they are not the default.
+  if (!s.mixed_batches) j["mixed_batches"] = false;
+  if (s.overlap_schedule) j["overlap_schedule"] = true;
+  return j;
 }
 
 void parse_kv(const JsonReader& r, KvSizing* k) {

@@ -25,6 +25,8 @@ struct EngineScheduler {
   int max_num_seqs = 256;
   int max_num_batched_tokens = 8192;
   bool chunked_prefill = true;
+  bool mixed_batches = true;      // prefills and decodes share a step (false: SGLang's default)
+  bool overlap_schedule = false;  // the next step formed while one runs (SGLang's default)
 };
 
 // How the engine sizes its KV cache on each GPU: it takes memory_utilization of the GPU's

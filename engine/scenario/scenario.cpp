@@ -95,6 +95,8 @@ static void parse_calibration_and_engine(const JsonReader& r, const std::string&
   s->scheduler.max_num_seqs = defaults.max_num_seqs;
   s->scheduler.max_num_batched_tokens = defaults.max_num_batched_tokens;
   s->scheduler.chunked_prefill = defaults.chunked_prefill;
+  s->scheduler.mixed_batches = defaults.mixed_batches;
+  s->scheduler.overlap_schedule = defaults.overlap_schedule;
   s->memory.gpu_memory_utilization = eng.kv.memory_utilization;
   s->memory.kv_of_free = eng.kv.of_free;
   s->memory.reserved_bytes = eng.kv.reserved_bytes;

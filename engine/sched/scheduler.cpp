@@ -16,7 +16,9 @@ struct Scheduler::Budget {
   int long_tokens = 0;  // tokens long prompts may still take this step
   // With a decode cap: decodes whose last token is older than this go first (fairness).
   Time decode_cutoff = Scheduler::kNever;
-  int cutoff_ties = 0;  // decodes at exactly the cutoff still allowed
+  int cutoff_ties = 0;                    // decodes at exactly the cutoff still allowed
+  bool no_decode = false;                 // a prefill-only step (mixed_batches false)
+  Time admit_before = Scheduler::kNever;  // admits requests that arrived by then (overlap)
 };
 
 Scheduler::Scheduler(SchedulerOptions opts, kv::BlockManager* kv) : opts_(opts), kv_(kv) {
@@ -218,6 +220,7 @@ void Scheduler::run_running(Budget& b, int pass, ScheduledStep* step, Time now) 
                                 s->req.max_output_tokens - s->num_generated - 1, b.tokens - 1}));
       n = 1 + draft;
     }
+    if (decode && b.no_decode) continue;
     if (decode) {
       // Without a decode cap (max_decode_seqs_per_step), b.decode cannot run out and there
       // is no cutoff: the sequence's timestamps are not even loaded.
@@ -337,6 +340,7 @@ void Scheduler::admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, Sc
                             Time now) {
   while (!q.empty() && b.tokens > 0 && static_cast<int>(step->seqs.size()) < b.seq_cap) {
     Sequence* s = q.front();
+    if (s->req.arrival_s > b.admit_before) break;  // arrived after the running step was formed
     const Admit a = try_admit(s, b, long_q ? b.long_tokens : INT_MAX, step, now);
     if (a == Admit::kOk) {
       q.pop_front();
@@ -472,6 +476,11 @@ void Scheduler::schedule(Time now, ScheduledStep* out) {
   } else {
     if (opts_.priority_scheduling) make_room_for_high(&step);
     const int priority_preempted = step.preempted;
+    // Overlap: this step was formed when the previous one started.
+    if (opts_.overlap_schedule && !running_.empty()) b.admit_before = last_formed_s_;
+    // Unmixed steps: prefill work first; the decodes run in a step of their own when none can.
+    const Budget full = b;
+    b.no_decode = !opts_.mixed_batches;
     // 1. Running sequences, oldest first (long prefills last, within their share).
     run_running(b, 0, &step, now);
     if (opts_.long_prompt_queue) run_running(b, 1, &step, now);
@@ -482,9 +491,21 @@ void Scheduler::schedule(Time now, ScheduledStep* out) {
       if (waiting_.empty() && !long_waiting_.empty())
         admit_queue(long_waiting_, b, true, &step, now);
     }
+    if (b.no_decode && step.seqs.empty()) {
+      b = full;  // no prefill could run: a decode step
+      run_running(b, 0, &step, now);
+    }
+    if (step.seqs.empty() && full.admit_before != kNever && step.preempted == priority_preempted) {
+      b = full;  // nothing else to run: the overlap hides no arrival from an idle replica
+      b.admit_before = kNever;
+      admit_queue(waiting_, b, false, &step, now);
+      if (waiting_.empty() && !long_waiting_.empty())
+        admit_queue(long_waiting_, b, true, &step, now);
+    }
   }
 
   if (!step.empty()) {
+    last_formed_s_ = now;
     step.batch.step_id = next_step_++;
   }
 }

@@ -177,6 +177,7 @@ class Scheduler {
   int running_high_ = 0;  // running sequences of the high class
   std::int64_t batches_formed_ = 0;
   std::int64_t finished_ = 0;
+  Time last_formed_s_ = -kNever;  // when the last non-empty step was formed (overlap_schedule)
   std::vector<Sequence*> batch_scratch_;
   std::vector<Time> decode_scratch_;
   std::vector<Sequence*> ready_scratch_;

@@ -88,6 +88,8 @@ void parse_scheduler_options(const config::JsonReader& r, SchedulerOptions* o) {
   o->max_num_batched_tokens =
       to_int(r.positive_integer("max_num_batched_tokens", o->max_num_batched_tokens));
   o->chunked_prefill = r.boolean("chunked_prefill", o->chunked_prefill);
+  o->mixed_batches = r.boolean("mixed_batches", o->mixed_batches);
+  o->overlap_schedule = r.boolean("overlap_schedule", o->overlap_schedule);
   o->block_size = to_int(r.positive_integer("block_size", o->block_size));
   o->watermark = r.fraction("watermark", o->watermark);
   if (o->watermark >= 1) r.fail("watermark", "expected a number in [0, 1)");

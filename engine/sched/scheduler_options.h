@@ -25,6 +25,12 @@ struct SchedulerOptions {
   int block_size = 16;                // tokens per KV block
   double watermark = 0.01;            // share of KV blocks kept free at admission
   int max_step_retries = 3;           // a sequence whose steps fail this often fails
+  // Prefills and decodes in one step (vLLM V1, TensorRT-LLM). false: a step runs prefill
+  // work only, when any can run, else decodes only (SGLang without --enable-mixed-chunk).
+  bool mixed_batches = true;
+  // The next step is formed while the current one runs (SGLang's overlap scheduler): a request
+  // that arrives after a step started joins the step after the next. Off when nothing runs.
+  bool overlap_schedule = false;
 
   // Priorities and SLA: waiting queue ordered by class, then deadline (arrival + sla_s).
   bool priority_scheduling = false;

@@ -72,8 +72,8 @@ class OpenLoopDriver : public DriverBase {
 
   void fire() {
     timer_ = kNoTimer;
-    RequestSpec r = factory_.make(next_s_, has_record_ ? &record_ : nullptr, prompt_g_, output_g_,
-                                  prio_g_, prefix_g_);
+    RequestSpec r = factory_.make(next_s_, has_record_ ? &record_ : nullptr, submitted_, prompt_g_,
+                                  output_g_, prio_g_, prefix_g_);
     ++submitted_;
     // Schedule first, so done() is already right while submit_ runs.
     schedule_next();
@@ -181,8 +181,8 @@ class ClosedLoopDriver : public DriverBase {
     User& u = users_[i];
     u.timer = kNoTimer;
     if (stopped_) return;
-    RequestSpec r =
-        factory_.make(rt_->now(), nullptr, u.prompt_g, u.output_g, u.prio_g, u.prefix_g);
+    RequestSpec r = factory_.make(rt_->now(), nullptr, submitted_, u.prompt_g, u.output_g, u.prio_g,
+                                  u.prefix_g);
     r.user = i + 1;
     if (sessions_.enabled) continue_conversation(u, i, &r);
     u.outstanding = true;
@@ -197,7 +197,7 @@ class ClosedLoopDriver : public DriverBase {
   void continue_conversation(User& u, std::size_t i, RequestSpec* r) {
     if (u.turns_left <= 0 || u.context + r->prompt_tokens > sessions_.max_context) {
       u.conversation = (std::uint64_t{1} << 62) | (std::uint64_t(i + 1) << 32) | ++u.conversations;
-      u.turns_left = std::max(1, turns_.draw(u.prefix_g));
+      u.turns_left = std::max(1, turns_.draw(u.prefix_g, u.conversations - 1));
       u.context = 0;
     }
     r->prompt_tokens += u.context;

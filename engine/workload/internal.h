@@ -46,18 +46,19 @@ class RequestFactory {
         sla_s_(spec.sla_s),
         prefix_(spec.prefix) {}
 
-  // Fills a request; `rec` (a trace row) supplies lengths and, when given, priority and SLA.
+  // Fills the `index`-th request (0, 1, ... in the order made); `rec` (a trace row) supplies
+  // lengths and, when given, priority and SLA.
   template <typename G>
-  RequestSpec make(Time arrival_s, const TraceRecord* rec, G& prompt_g, G& output_g, G& prio_g,
-                   G& prefix_g) const {
+  RequestSpec make(Time arrival_s, const TraceRecord* rec, std::uint64_t index, G& prompt_g,
+                   G& output_g, G& prio_g, G& prefix_g) const {
     RequestSpec r;
     r.arrival_s = arrival_s;
     if (rec) {
       r.prompt_tokens = rec->prompt_tokens;
       r.output_tokens = rec->output_tokens;
     } else {
-      r.prompt_tokens = prompt_.draw(prompt_g);
-      r.output_tokens = output_.draw(output_g);
+      r.prompt_tokens = prompt_.draw(prompt_g, index);
+      r.output_tokens = output_.draw(output_g, index);
     }
     r.priority = rec && rec->priority >= 0
                      ? static_cast<Priority>(rec->priority)

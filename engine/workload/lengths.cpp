@@ -67,6 +67,9 @@ Status LengthSpec::validate(const std::string& what) const {
       if (!weights.empty() && !(total > 0)) return bad("empirical weights must not all be 0");
       break;
     }
+    case Kind::kSequence:
+      if (values.empty()) return bad("sequence needs at least one value");
+      break;
   }
   return ok_status();
 }
@@ -97,6 +100,11 @@ double LengthSampler::mean() const {
       }
       return m;
     }
+    case LengthSpec::Kind::kSequence: {
+      double m = 0;
+      for (int v : spec_.values) m += v;
+      return m / static_cast<double>(spec_.values.size());
+    }
   }
   return 0;
 }
@@ -116,11 +124,12 @@ LengthSpec parse_length(const config::JsonReader& parent, const std::string& key
   if (!v.is_object())
     parent.fail(key,
                 "expected a token count or an object {\"type\": \"fixed\" | \"uniform\" | "
-                "\"lognormal\" | \"normal\" | \"empirical\", ...}, got " +
+                "\"lognormal\" | \"normal\" | \"empirical\" | \"sequence\", ...}, got " +
                     config::describe(v));
   config::JsonReader r = parent.object(key);
   LengthSpec s;
-  std::string type = r.one_of("type", {"fixed", "uniform", "lognormal", "normal", "empirical"});
+  std::string type =
+      r.one_of("type", {"fixed", "uniform", "lognormal", "normal", "empirical", "sequence"});
   auto tokens = [&](const std::string& k) { return as_tokens(r, k, r.number(k)); };
   // Clamps; uniform requires both, as its range.
   if (type == "uniform") {
@@ -153,8 +162,8 @@ LengthSpec parse_length(const config::JsonReader& parent, const std::string& key
     s.mean = r.number("mean");
     s.stddev = r.non_negative_number("stddev", 0);
     if (!r.has("stddev")) r.fail("stddev", "missing required field (expected a number >= 0)");
-  } else if (type == "empirical") {
-    s.kind = LengthSpec::Kind::kEmpirical;
+  } else if (type == "empirical" || type == "sequence") {
+    s.kind = type == "empirical" ? LengthSpec::Kind::kEmpirical : LengthSpec::Kind::kSequence;
     std::vector<double> vals = r.numbers("values");
     if (vals.empty()) r.fail("values", "expected a non-empty array of token counts");
     for (std::size_t i = 0; i < vals.size(); ++i) {
@@ -164,7 +173,11 @@ LengthSpec parse_length(const config::JsonReader& parent, const std::string& key
                    config::describe(r.json()["values"][i]));
       s.values.push_back(static_cast<int>(vals[i]));
     }
-    if (r.has("weights")) {
+    if (type == "sequence") {
+      if (r.has("weights"))
+        r.fail("weights", "a sequence takes its values in order; weights apply to \"empirical\"");
+      r.consume("weights");
+    } else if (r.has("weights")) {
       s.weights = r.numbers("weights");
       if (s.weights.size() != s.values.size())
         r.fail("weights", "expected " + std::to_string(s.values.size()) +

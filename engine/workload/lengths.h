@@ -1,5 +1,5 @@
 // Token-length distributions: parsing the "prompt_tokens"/"output_tokens" JSON values and
-// drawing from a LengthSpec (fixed, uniform, lognormal, normal, empirical; clamped).
+// drawing from a LengthSpec (fixed, uniform, lognormal, normal, empirical, sequence; clamped).
 //
 // A LengthSampler is an immutable value built from a validated LengthSpec; draw() takes the
 // caller's generator, so one sampler may serve many streams. Not thread-safe per generator.
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,10 @@ class LengthSampler {
  public:
   explicit LengthSampler(const LengthSpec& spec);
 
+  // `index` is the ordinal of the request being made (0, 1, ...): a sequence takes its
+  // value from it; the other kinds ignore it.
   template <typename G>
-  int draw(G& g) const {
+  int draw(G& g, std::uint64_t index = 0) const {
     double x = 0;
     switch (spec_.kind) {
       case LengthSpec::Kind::kFixed:
@@ -41,6 +44,9 @@ class LengthSampler {
         break;
       case LengthSpec::Kind::kEmpirical:
         x = spec_.values[spec_.values.size() == 1 ? 0 : weighted_choice(g, cdf_)];
+        break;
+      case LengthSpec::Kind::kSequence:
+        x = spec_.values[index % spec_.values.size()];
         break;
     }
     return clamp(x);

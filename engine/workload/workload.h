@@ -58,13 +58,13 @@ Request to_request(const RequestSpec& spec, Time now, RequestId id);
 
 // A token-length distribution. Draws are rounded to integers and clamped to [min, max].
 struct LengthSpec {
-  enum class Kind { kFixed, kUniform, kLognormal, kNormal, kEmpirical };
+  enum class Kind { kFixed, kUniform, kLognormal, kNormal, kEmpirical, kSequence };
   Kind kind = Kind::kFixed;
   double value = 0;  // fixed
   // uniform draws integers in [min, max] (the clamps double as the range).
   double mu = 0, sigma = 0;     // lognormal: log-space mean and stddev
   double mean = 0, stddev = 0;  // normal
-  std::vector<int> values;      // empirical
+  std::vector<int> values;      // empirical; sequence (the k-th request takes values[k mod n])
   std::vector<double> weights;  // empirical (same length as values; empty = equal)
   int min = 1;                  // clamps
   int max = std::numeric_limits<int>::max();

@@ -173,6 +173,38 @@ TEST(EngineProfiles, SchedulerDefaultsFollowTheScenariosGpu) {
       << st.message();
 }
 
+// An engine whose steps do not mix prefills with decodes says so in its scheduler defaults; the
+// scenario starts from it, may override it, and the profile's JSON keeps it.
+TEST(EngineProfiles, UnmixedBatchesAreASchedulerDefault) {
+  auto mixed = [](const std::string& extra) {
+    Json j = Json::parse(R"({"model": "llama-3-8b", "topology": "dgx_a100",
+        "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 100,
+                     "output_tokens": 50}})");
+    j.update(Json::parse(extra));
+    auto sc = scenario::parse_scenario(j, "s.json", ".");
+    EXPECT_TRUE(sc.ok()) << sc.status().message();
+    return sc.ok() && sc->scheduler.mixed_batches;
+  };
+  const std::string unmixed =
+      R"({"engine": {"base": "vllm", "scheduler": {"mixed_batches": false}}})";
+  EXPECT_TRUE(mixed(R"({"engine": "vllm"})"));
+  EXPECT_FALSE(mixed(unmixed));
+  EXPECT_TRUE(mixed(R"({"engine": {"base": "vllm", "scheduler": {"mixed_batches": false}},
+                        "scheduler": {"mixed_batches": true}})"));
+  EngineProfile e = *builtin_engine("vllm");
+  e.scheduler.mixed_batches = false;
+  e.scheduler.overlap_schedule = true;
+  const Json j = engine_profile_to_json(e);
+  EXPECT_EQ(j["scheduler"]["mixed_batches"], false);
+  EXPECT_EQ(j["scheduler"]["overlap_schedule"], true);
+  const EngineProfile back = parse_engine_profile(config::JsonReader(j, "e.json"));
+  EXPECT_FALSE(back.scheduler.mixed_batches);
+  EXPECT_TRUE(back.scheduler.overlap_schedule);
+  const Json plain = engine_profile_to_json(*builtin_engine("vllm"))["scheduler"];
+  EXPECT_FALSE(plain.contains("mixed_batches"));  // written only where not the default
+  EXPECT_FALSE(plain.contains("overlap_schedule"));
+}
+
 TEST(EngineProfiles, TrustStatesTheOutOfSampleErrorAndTheRange) {
   const scenario::Scenario sc = scenario_with("");
   const Resolved r = resolve(sc.calibration, "H100-SXM5-80GB");

@@ -33,8 +33,9 @@ TEST(SchedulerOptionsParse, DefaultsAreTodaysBehaviour) {
 TEST(SchedulerOptionsParse, ReadsEveryKey) {
   SchedulerOptions o;
   Status st = parse(R"({"scheduler": {"type": "continuous", "max_num_seqs": 64,
-      "max_num_batched_tokens": 2048, "chunked_prefill": false, "block_size": 32,
-      "watermark": 0.05, "max_step_retries": 1, "priority_scheduling": true,
+      "max_num_batched_tokens": 2048, "chunked_prefill": false, "mixed_batches": false,
+      "overlap_schedule": true, "block_size": 32, "watermark": 0.05, "max_step_retries": 1,
+      "priority_scheduling": true,
       "reserved_high_share": 0.2, "preemption_mode": "swap", "swap_space_blocks": 1000,
       "long_prompt_queue": true, "long_prompt_threshold": 1024, "long_prompt_budget_share": 0.3,
       "max_prefill_tokens_per_step": 512, "max_decode_seqs_per_step": 32,
@@ -43,6 +44,8 @@ TEST(SchedulerOptionsParse, ReadsEveryKey) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(o.max_num_seqs, 64);
   EXPECT_FALSE(o.chunked_prefill);
+  EXPECT_FALSE(o.mixed_batches);
+  EXPECT_TRUE(o.overlap_schedule);
   EXPECT_EQ(o.block_size, 32);
   EXPECT_TRUE(o.priority_scheduling);
   EXPECT_DOUBLE_EQ(o.reserved_high_share, 0.2);

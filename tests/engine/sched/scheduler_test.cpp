@@ -220,6 +220,63 @@ TEST(Scheduler, DecodesGoFirstAndBudgetIsShared) {
   EXPECT_EQ(s2.batch.shape.prefill_tokens, 9);
 }
 
+// mixed_batches false (SGLang's default): prefill work gets a step of its own, first; the
+// decodes run when no prefill can.
+TEST(Scheduler, UnmixedStepsRunPrefillsAloneThenDecodes) {
+  kv::BlockManager kv(1000, 16, 0.0);
+  SchedulerOptions o;
+  o.max_num_batched_tokens = 10;
+  o.mixed_batches = false;
+  Scheduler sch(o, &kv);
+  auto a = make_seq(1, 5, 10), b = make_seq(2, 15, 10);
+  sch.add(a.get());
+  sch.complete(sch.schedule(0), ok_result(), 1);  // a decoding now
+  sch.add(b.get());
+  auto s2 = sch.schedule(1);  // b's first chunk, a waits
+  ASSERT_EQ(s2.seqs.size(), 1u);
+  EXPECT_EQ(s2.seqs[0], b.get());
+  EXPECT_EQ(s2.batch.shape.prefill_tokens, 10);
+  EXPECT_EQ(s2.batch.shape.decode_tokens, 0);
+  sch.complete(s2, ok_result(), 2);
+  auto s3 = sch.schedule(2);  // b's last chunk: a running prefill also goes first
+  ASSERT_EQ(s3.seqs.size(), 1u);
+  EXPECT_EQ(s3.batch.shape.prefill_tokens, 5);
+  sch.complete(s3, ok_result(), 3);
+  auto s4 = sch.schedule(3);  // no prefill left: both decode
+  ASSERT_EQ(s4.seqs.size(), 2u);
+  EXPECT_EQ(s4.batch.shape.decode_tokens, 2);
+  EXPECT_EQ(s4.batch.shape.prefill_tokens, 0);
+  EXPECT_EQ(a->num_generated, 1);  // a decoded no token while b prefilled
+}
+
+// overlap_schedule (SGLang's overlap scheduler): the step that starts when one ends was formed
+// when that one started, so a request arriving meanwhile waits one more step; an idle replica
+// takes it at once.
+TEST(Scheduler, OverlapAdmitsAnArrivalOneStepLater) {
+  for (bool overlap : {false, true}) {
+    kv::BlockManager kv(1000, 16, 0.0);
+    SchedulerOptions o;
+    o.overlap_schedule = overlap;
+    Scheduler sch(o, &kv);
+    auto a = make_seq(1, 5, 10), b = make_seq(2, 5, 10);
+    b->req.arrival_s = 1.5;
+    sch.add(a.get());  // idle: a is admitted at once either way
+    auto s0 = sch.schedule(0);
+    ASSERT_EQ(s0.seqs.size(), 1u);
+    sch.complete(s0, ok_result(), 1);
+    auto s1 = sch.schedule(1);  // a's decode, formed at 1
+    sch.add(b.get());           // b arrives at 1.5, while that step runs
+    sch.complete(s1, ok_result(), 2);
+    auto s2 = sch.schedule(2);
+    EXPECT_EQ(s2.seqs.size(), overlap ? 1u : 2u) << overlap;
+    sch.complete(s2, ok_result(), 3);
+    if (overlap) {
+      auto s3 = sch.schedule(3);
+      EXPECT_EQ(s3.seqs.size(), 2u);  // formed after b's arrival: b joins
+    }
+  }
+}
+
 TEST(Scheduler, MaxNumSeqsLimitsAdmission) {
   kv::BlockManager kv(1000, 16, 0.0);
   SchedulerOptions o;

@@ -73,6 +73,22 @@ TEST(WorkloadClosedLoop, UsersNeverExceedNAndFixedThinkRespected) {
   }
 }
 
+// A sequence gives the k-th request sent its k-th values, whichever user sends it: the lengths
+// of a benchmark run (bench_serving's list, sent in order as concurrency frees) replay as run.
+TEST(WorkloadClosedLoop, SequenceLengthsFollowTheSendingOrder) {
+  auto spec = spec_from(R"({"arrival": {"type": "closed_loop", "users": 3},
+    "prompt_tokens": {"type": "sequence", "values": [38, 236, 909, 73]},
+    "output_tokens": {"type": "sequence", "values": [145, 130, 973, 584]},
+    "max_requests": 6})");
+  auto run = run_closed(spec, 1, kInf, 0.5);
+  ASSERT_EQ(run.sent.size(), 6u);
+  const std::vector<int> in = {38, 236, 909, 73, 38, 236}, out = {145, 130, 973, 584, 145, 130};
+  for (std::size_t k = 0; k < run.sent.size(); ++k) {
+    EXPECT_EQ(run.sent[k].prompt_tokens, in[k]) << k;
+    EXPECT_EQ(run.sent[k].output_tokens, out[k]) << k;
+  }
+}
+
 TEST(WorkloadClosedLoop, ExponentialThinkMean) {
   auto spec = spec_from(R"({"arrival": {"type": "closed_loop", "users": 20,
     "think_time_s": 2}, "prompt_tokens": 10, "output_tokens": 10, "max_requests": 20000})");

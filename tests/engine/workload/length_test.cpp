@@ -72,6 +72,18 @@ TEST(LengthDist, EmpiricalWeights) {
               1e-12);
 }
 
+TEST(LengthDist, SequenceTakesItsValuesInRequestOrder) {
+  LengthSampler s(length_from(R"({"type": "sequence", "values": [145, 130, 973]})"));
+  Rng g(1);
+  std::vector<int> got;
+  for (std::uint64_t i = 0; i < 7; ++i) got.push_back(s.draw(g, i));
+  EXPECT_EQ(got, (std::vector<int>{145, 130, 973, 145, 130, 973, 145}));  // then it repeats
+  EXPECT_NEAR(s.mean(), (145 + 130 + 973) / 3.0, 1e-12);
+  // The clamps apply as to every kind.
+  LengthSampler c(length_from(R"({"type": "sequence", "values": [5, 50], "max": 20})"));
+  EXPECT_EQ(c.draw(g, 1), 20);
+}
+
 TEST(LengthDist, BadSpecsNameThePath) {
   const std::string head = R"({"arrival": {"type": "poisson", "rate_rps": 1}, "output_tokens": 1,
     "prompt_tokens": )";
@@ -90,6 +102,15 @@ TEST(LengthDist, BadSpecsNameThePath) {
             std::string::npos);
   EXPECT_NE(parse_error(head + R"({"type": "empirical", "values": [1, 2], "weights": [1]}})")
                 .find("/weights: expected 2 weights"),
+            std::string::npos);
+  EXPECT_NE(parse_error(head + R"({"type": "sequence", "values": []}})")
+                .find("/workload/prompt_tokens/values: expected a non-empty array"),
+            std::string::npos);
+  EXPECT_NE(parse_error(head + R"({"type": "sequence", "values": [1, 2.5]}})")
+                .find("/workload/prompt_tokens/values/1: expected a token count"),
+            std::string::npos);
+  EXPECT_NE(parse_error(head + R"({"type": "sequence", "values": [1, 2], "weights": [1, 1]}})")
+                .find("/workload/prompt_tokens/weights: a sequence takes its values in order"),
             std::string::npos);
   EXPECT_NE(parse_error(head + R"({"type": "fixed", "value": 3, "mean": 3}})")
                 .find("/workload/prompt_tokens/mean: unknown field"),
