@@ -486,21 +486,21 @@ void Scheduler::schedule(Time now, ScheduledStep* out) {
     if (opts_.long_prompt_queue) run_running(b, 1, &step, now);
     // 2. Waiting sequences in queue order; none when this step had to preempt. Short
     // prompts first; long ones only when every short one was admitted.
-    if (step.preempted == priority_preempted) {
+    auto admit_waiting = [&] {
+      if (step.preempted != priority_preempted) return;
       admit_queue(waiting_, b, false, &step, now);
       if (waiting_.empty() && !long_waiting_.empty())
         admit_queue(long_waiting_, b, true, &step, now);
-    }
+    };
+    admit_waiting();
     if (b.no_decode && step.seqs.empty()) {
       b = full;  // no prefill could run: a decode step
       run_running(b, 0, &step, now);
     }
-    if (step.seqs.empty() && full.admit_before != kNever && step.preempted == priority_preempted) {
+    if (step.seqs.empty() && full.admit_before != kNever) {
       b = full;  // nothing else to run: the overlap hides no arrival from an idle replica
       b.admit_before = kNever;
-      admit_queue(waiting_, b, false, &step, now);
-      if (waiting_.empty() && !long_waiting_.empty())
-        admit_queue(long_waiting_, b, true, &step, now);
+      admit_waiting();
     }
   }
 
