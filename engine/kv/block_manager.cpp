@@ -93,20 +93,29 @@ double BlockManager::internal_fragmentation(std::int64_t tokens_stored) const {
 
 int BlockManager::cacheable_blocks(const Sequence& seq) const {
   const Request& r = seq.req;
-  const int tokens = r.prompt_ids.empty() ? std::min(r.prefix_tokens, r.prompt_tokens)
-                                          : static_cast<int>(r.prompt_ids.size());
+  // Every full block of the prompt, as the engines hash them (vLLM, SGLang's radix tree,
+  // TensorRT-LLM's block reuse): the shared prefix's for other requests, the rest for the
+  // request's own recompute after a preemption, while those blocks are still cached.
+  const int tokens = r.prompt_ids.empty() ? r.prompt_tokens : static_cast<int>(r.prompt_ids.size());
   return std::max(0, tokens) / block_size_;
 }
 
 std::uint64_t BlockManager::block_hash(const Sequence& seq, int i, std::uint64_t parent) const {
   const Request& r = seq.req;
-  if (r.prefix_hashes && r.prefix_hash_tokens > 0) {
+  const int last = (i + 1) * block_size_ - 1;  // the block's last token
+  if (r.prefix_hashes && r.prefix_hash_tokens > 0 && last < r.prefix_tokens) {
     // A traced block id covers the block's last token (earlier ones are in the chain).
-    const std::size_t j = static_cast<std::size_t>((i + 1) * block_size_ - 1) /
-                          static_cast<std::size_t>(r.prefix_hash_tokens);
-    return mix(mix(mix(parent, 0x6d6f6f6eull), (*r.prefix_hashes)[j]), std::uint64_t(i));
+    const std::size_t j =
+        static_cast<std::size_t>(last) / static_cast<std::size_t>(r.prefix_hash_tokens);
+    if (j < r.prefix_hashes->size())
+      return mix(mix(mix(parent, 0x6d6f6f6eull), (*r.prefix_hashes)[j]), std::uint64_t(i));
   }
-  if (r.prompt_ids.empty()) return mix(mix(parent, r.prefix_group), std::uint64_t(i));
+  if (r.prompt_ids.empty()) {
+    // Simulated prompts: a block inside the shared prefix is (prefix_group, i); past it the
+    // tokens are the request's own, which only its own recompute (after a preemption) reuses.
+    if (last < r.prefix_tokens) return mix(mix(parent, r.prefix_group), std::uint64_t(i));
+    return mix(mix(mix(parent, 0x6f776eull), std::uint64_t(r.id)), std::uint64_t(i));
+  }
   std::uint64_t h = mix(parent, 0x7265616cull);  // real token ids: a separate hash space
   for (int t = i * block_size_; t < (i + 1) * block_size_; ++t)
     h = mix(h, static_cast<std::uint32_t>(r.prompt_ids[t]));

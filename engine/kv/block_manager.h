@@ -10,7 +10,8 @@
 // Prefix cache (off by default; set_prefix_caching): a full block whose tokens are all
 // prompt tokens gets a chained hash (hash of the parent block's hash and the block's content
 // identity). Identity: in simulation (no token ids) block i of a request inside its shared
-// prefix is (prefix_group, i); with real token ids (Request::prompt_ids) it is the hash of
+// prefix is (prefix_group, i), and past it (request id, i): only the request's own recompute
+// after a preemption finds those; with real token ids (Request::prompt_ids) it is the hash of
 // the block's ids. Blocks are reference counted: sequences with the same prefix share them.
 // A cached block whose last user released it stays in the cache (evictable, LRU order)
 // until a block is needed and the free list is empty. Evictable blocks count as free.

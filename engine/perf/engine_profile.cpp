@@ -88,6 +88,7 @@ void parse_scheduler_fields(const JsonReader& r, EngineScheduler* s) {
   s->chunked_prefill = r.boolean("chunked_prefill", s->chunked_prefill);
   s->mixed_batches = r.boolean("mixed_batches", s->mixed_batches);
   s->overlap_schedule = r.boolean("overlap_schedule", s->overlap_schedule);
+  s->prefix_caching = r.boolean("enable_prefix_caching", s->prefix_caching);
 }
 
 // "scheduler": the defaults, and "gpus": {GPU type: the fields that differ there}. A field set
@@ -117,6 +118,7 @@ Json scheduler_json(const EngineScheduler& s) {
   // Written where they are not the default.
   if (!s.mixed_batches) j["mixed_batches"] = false;
   if (s.overlap_schedule) j["overlap_schedule"] = true;
+  if (s.prefix_caching) j["enable_prefix_caching"] = true;
   return j;
 }
 

@@ -27,6 +27,9 @@ struct EngineScheduler {
   bool chunked_prefill = true;
   bool mixed_batches = true;      // prefills and decodes share a step (false: SGLang's default)
   bool overlap_schedule = false;  // the next step formed while one runs (SGLang's default)
+  // Full prompt blocks stay cached after their request leaves (vLLM V1's prefix caching,
+  // SGLang's radix cache): shared prefixes, and a preempted request's own recompute, reuse them.
+  bool prefix_caching = false;
 };
 
 // How the engine sizes its KV cache on each GPU: it takes memory_utilization of the GPU's

@@ -97,6 +97,7 @@ static void parse_calibration_and_engine(const JsonReader& r, const std::string&
   s->scheduler.chunked_prefill = defaults.chunked_prefill;
   s->scheduler.mixed_batches = defaults.mixed_batches;
   s->scheduler.overlap_schedule = defaults.overlap_schedule;
+  s->scheduler.enable_prefix_caching = defaults.prefix_caching;
   s->memory.gpu_memory_utilization = eng.kv.memory_utilization;
   s->memory.kv_of_free = eng.kv.of_free;
   s->memory.reserved_bytes = eng.kv.reserved_bytes;

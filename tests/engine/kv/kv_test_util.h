@@ -8,8 +8,11 @@
 
 namespace prima::kv::testing {
 
+// Each call is a new request (its own id, as the engine gives every request).
 inline Sequence seq(int prompt, std::uint64_t group, int prefix) {
+  static RequestId next_id = 1;
   Sequence s;
+  s.req.id = next_id++;
   s.req.prompt_tokens = prompt;
   s.req.max_output_tokens = 4;
   s.req.prefix_group = group;

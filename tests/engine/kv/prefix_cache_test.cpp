@@ -32,7 +32,8 @@ TEST(PrefixCache, SharesFullPrefixBlocksWithRefCounts) {
   const int b0 = b.blocks[0];
   kv.release(b);
   EXPECT_EQ(kv.ref_count(b0), 0);
-  EXPECT_EQ(kv.cached_blocks(), 2);  // still cached, evictable
+  // Still cached, evictable: the two prefix blocks and a's own full block past the prefix.
+  EXPECT_EQ(kv.cached_blocks(), 3);
   EXPECT_EQ(kv.free_blocks(), 20);
 }
 
@@ -93,6 +94,33 @@ TEST(PrefixCache, TracedBlockIdsShareTheCommonLeadingBlocks) {
   EXPECT_EQ(kv.match_prefix(d), 0);  // the same second id after another first: not a prefix
   Sequence e = traced(520, {1});
   EXPECT_EQ(kv.match_prefix(e), 512);
+}
+
+// Past the shared prefix a prompt's full blocks are the request's own: no other request hits
+// them, but the request itself does when it is admitted again after a preemption (recompute),
+// as long as they were not evicted.
+TEST(PrefixCache, APreemptedRequestFindsItsOwnPromptBlocks) {
+  BlockManager kv(20, 4, 0.0);
+  kv.set_prefix_caching(true);
+  Sequence a = seq(14, 0, 0);  // nothing shared: 3 full blocks of its own
+  compute(kv, a);
+  Sequence other = seq(14, 0, 0);
+  EXPECT_EQ(kv.match_prefix(other), 0);
+  kv.release(a);  // preempted: its blocks stay cached
+  a.num_computed = 0;
+  EXPECT_EQ(kv.cached_blocks(), 3);
+  EXPECT_EQ(kv.match_prefix(a), 12);
+  kv.release(a);
+  // Evicted (tail first) by another request's blocks: only the head is left.
+  Sequence big = seq(4 * 19, 0, 0);
+  ASSERT_TRUE(kv.grow(big, big.known_tokens()));
+  EXPECT_EQ(kv.match_prefix(a), 4);
+  // Off: nothing stays cached.
+  BlockManager off(20, 4, 0.0);
+  Sequence c = seq(14, 0, 0);
+  compute(off, c);
+  off.release(c);
+  EXPECT_EQ(off.match_prefix(c), 0);
 }
 
 TEST(PrefixCache, EvictsLeastRecentlyReleasedWhenFreeListIsEmpty) {

@@ -97,6 +97,18 @@ scenario::Scenario scenario_with(const std::string& engine_json) {
   return *sc;
 }
 
+// The scheduler a small scenario on `topology` ends with, `extra` merged into the scenario.
+sched::SchedulerOptions scheduler_of(const char* topology, const std::string& extra) {
+  Json j = Json::parse(R"({"model": "llama-3-8b",
+      "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 100,
+                   "output_tokens": 50}})");
+  j["topology"] = topology;
+  j.update(Json::parse(extra));
+  auto sc = scenario::parse_scenario(j, "s.json", ".");
+  EXPECT_TRUE(sc.ok()) << sc.status().message();
+  return sc.ok() ? sc->scheduler : sched::SchedulerOptions{};
+}
+
 TEST(EngineProfiles, ScenariosTakeTheEnginesDefaultsAndTerms) {
   const scenario::Scenario vllm = scenario_with("");  // the default
   EXPECT_EQ(vllm.calibration.engine->name, "vllm");
@@ -177,13 +189,7 @@ TEST(EngineProfiles, SchedulerDefaultsFollowTheScenariosGpu) {
 // scenario starts from it, may override it, and the profile's JSON keeps it.
 TEST(EngineProfiles, UnmixedBatchesAreASchedulerDefault) {
   auto mixed = [](const std::string& extra) {
-    Json j = Json::parse(R"({"model": "llama-3-8b", "topology": "dgx_a100",
-        "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 100,
-                     "output_tokens": 50}})");
-    j.update(Json::parse(extra));
-    auto sc = scenario::parse_scenario(j, "s.json", ".");
-    EXPECT_TRUE(sc.ok()) << sc.status().message();
-    return sc.ok() && sc->scheduler.mixed_batches;
+    return scheduler_of("dgx_a100", extra).mixed_batches;
   };
   const std::string unmixed =
       R"({"engine": {"base": "vllm", "scheduler": {"mixed_batches": false}}})";
@@ -203,6 +209,27 @@ TEST(EngineProfiles, UnmixedBatchesAreASchedulerDefault) {
   const Json plain = engine_profile_to_json(*builtin_engine("vllm"))["scheduler"];
   EXPECT_FALSE(plain.contains("mixed_batches"));  // written only where not the default
   EXPECT_FALSE(plain.contains("overlap_schedule"));
+}
+
+// vLLM V1 and SGLang keep full prompt blocks cached by default (prefix caching, the radix
+// cache); TensorRT-LLM's profile does not state it. A scenario's "scheduler" still wins, and
+// the profile's JSON keeps the default.
+TEST(EngineProfiles, PrefixCachingIsASchedulerDefault) {
+  auto caching = [](const std::string& extra) {
+    return scheduler_of("h200_node", extra).enable_prefix_caching;
+  };
+  EXPECT_TRUE(caching("{}"));  // the default engine, vllm
+  EXPECT_TRUE(caching(R"({"engine": "sglang"})"));
+  EXPECT_FALSE(caching(R"({"engine": "trtllm"})"));
+  EXPECT_FALSE(caching(R"({"engine": "splitwise-2023"})"));
+  EXPECT_FALSE(caching(R"({"scheduler": {"enable_prefix_caching": false}})"));
+  EXPECT_FALSE(
+      caching(R"({"engine": {"base": "vllm", "scheduler": {"enable_prefix_caching": false}}})"));
+  const Json j = engine_profile_to_json(*builtin_engine("vllm"));
+  EXPECT_EQ(j["scheduler"]["enable_prefix_caching"], true);
+  EXPECT_TRUE(parse_engine_profile(config::JsonReader(j, "e.json")).scheduler.prefix_caching);
+  EXPECT_FALSE(engine_profile_to_json(*builtin_engine("trtllm"))["scheduler"].contains(
+      "enable_prefix_caching"));  // written only where on
 }
 
 TEST(EngineProfiles, TrustStatesTheOutOfSampleErrorAndTheRange) {
