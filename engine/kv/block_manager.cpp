@@ -91,12 +91,13 @@ double BlockManager::internal_fragmentation(std::int64_t tokens_stored) const {
   return slots > 0 ? 1.0 - double(tokens_stored) / slots : 0.0;
 }
 
-int BlockManager::cacheable_blocks(const Sequence& seq) const {
+int BlockManager::cacheable_blocks(const Sequence& seq, bool own) const {
   const Request& r = seq.req;
-  // Every full block of the prompt, as the engines hash them (vLLM, SGLang's radix tree,
-  // TensorRT-LLM's block reuse): the shared prefix's for other requests, the rest for the
-  // request's own recompute after a preemption, while those blocks are still cached.
-  const int tokens = r.prompt_ids.empty() ? r.prompt_tokens : static_cast<int>(r.prompt_ids.size());
+  // Real token ids: every full prompt block. Simulated prompts: the shared prefix's, and with
+  // `own` (a preemption) the rest too, which only the request's own recompute finds.
+  const int tokens = !r.prompt_ids.empty() ? static_cast<int>(r.prompt_ids.size())
+                     : own                 ? r.prompt_tokens
+                                           : std::min(r.prefix_tokens, r.prompt_tokens);
   return std::max(0, tokens) / block_size_;
 }
 
@@ -125,7 +126,8 @@ std::uint64_t BlockManager::block_hash(const Sequence& seq, int i, std::uint64_t
 int BlockManager::match_prefix(Sequence& seq) {
   if (!prefix_caching_ || !seq.blocks.empty()) return 0;
   // Never the whole prompt: the last known token is always computed (it samples).
-  const int max_blocks = std::min(cacheable_blocks(seq), (seq.known_tokens() - 1) / block_size_);
+  const int max_blocks =
+      std::min(cacheable_blocks(seq, true), (seq.known_tokens() - 1) / block_size_);
   std::uint64_t h = 0;
   for (int i = 0; i < max_blocks; ++i) {
     h = block_hash(seq, i, h);
@@ -158,9 +160,17 @@ int BlockManager::match_prefix(Sequence& seq) {
 }
 
 void BlockManager::commit(Sequence& seq, int computed) {
+  register_blocks(seq, computed, false);
+}
+
+void BlockManager::keep_for_recompute(Sequence& seq) {
+  register_blocks(seq, seq.num_computed, true);
+}
+
+void BlockManager::register_blocks(Sequence& seq, int computed, bool own) {
   if (!prefix_caching_) return;
   const int full = std::min(
-      {cacheable_blocks(seq), computed / block_size_, static_cast<int>(seq.blocks.size())});
+      {cacheable_blocks(seq, own), computed / block_size_, static_cast<int>(seq.blocks.size())});
   if (seq.kv_cached_blocks >= full) return;
   std::uint64_t h = 0;
   for (int i = 0; i < seq.kv_cached_blocks; ++i) h = block_hash(seq, i, h);

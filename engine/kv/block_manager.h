@@ -10,11 +10,12 @@
 // Prefix cache (off by default; set_prefix_caching): a full block whose tokens are all
 // prompt tokens gets a chained hash (hash of the parent block's hash and the block's content
 // identity). Identity: in simulation (no token ids) block i of a request inside its shared
-// prefix is (prefix_group, i), and past it (request id, i): only the request's own recompute
-// after a preemption finds those; with real token ids (Request::prompt_ids) it is the hash of
-// the block's ids. Blocks are reference counted: sequences with the same prefix share them.
-// A cached block whose last user released it stays in the cache (evictable, LRU order)
-// until a block is needed and the free list is empty. Evictable blocks count as free.
+// prefix is (prefix_group, i), and past it (request id, i), registered only when the request
+// is preempted (keep_for_recompute): its own recompute finds those; with real token ids
+// (Request::prompt_ids) it is the hash of the block's ids. Blocks are reference counted: sequences
+// with the same prefix share them. A cached block whose last user released it stays in the cache
+// (evictable, LRU order) until a block is needed and the free list is empty. Evictable blocks count
+// as free.
 //
 // Memory: paged blocks have no external fragmentation (any free block serves any sequence),
 // so compact() cannot defragment anything; it only drops the evictable prefix-cache blocks
@@ -98,8 +99,15 @@ class BlockManager {
   // tiers, a block missing on the GPU but held by a tier is read back into a free block
   // (while one is free) and the chain goes on.
   int match_prefix(Sequence& seq);
-  // Registers seq's full prompt blocks computed so far (up to `computed` tokens).
+  // Registers seq's full prompt blocks computed so far (up to `computed` tokens): in
+  // simulation those of its shared prefix.
   void commit(Sequence& seq, int computed);
+  // Before a preemption by recompute: registers the rest of seq's computed full prompt blocks
+  // too (in simulation its own, past the shared prefix), so that its recompute finds them
+  // while they are cached, as vLLM's prefix cache and SGLang's radix cache do. Registering
+  // them only here costs nothing to the requests that are never preempted (no other request
+  // can hit a simulated request's own blocks).
+  void keep_for_recompute(Sequence& seq);
   // Statistics of admissions: a lookup of `prompt_tokens`, `hit_tokens` of them cached.
   void note_lookup(int prompt_tokens, int hit_tokens);
   std::int64_t prefix_lookups() const { return lookups_; }
@@ -128,7 +136,8 @@ class BlockManager {
   int take_block();  // from the free list, else evicts the least recently used cached block
   void grow_block_state(int block);  // sizes the per-block vectors to hold `block`
   std::uint64_t block_hash(const Sequence& seq, int i, std::uint64_t parent) const;
-  int cacheable_blocks(const Sequence& seq) const;
+  int cacheable_blocks(const Sequence& seq, bool own) const;
+  void register_blocks(Sequence& seq, int computed, bool own);
 
   int num_blocks_;
   int block_size_;

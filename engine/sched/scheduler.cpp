@@ -94,6 +94,7 @@ void Scheduler::preempt(Sequence* victim, ScheduledStep* step) {
   const bool swap =
       opts_.preemption_mode == PreemptionMode::kSwap && victim->num_computed > 0 &&
       (opts_.swap_space_blocks == 0 || swapped_blocks_ + nblocks <= opts_.swap_space_blocks);
+  if (!swap) kv_->keep_for_recompute(*victim);
   kv_->release(*victim);
   if (swap) {
     // Its K/V go to host memory; it resumes where it was.

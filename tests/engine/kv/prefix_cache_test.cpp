@@ -32,8 +32,7 @@ TEST(PrefixCache, SharesFullPrefixBlocksWithRefCounts) {
   const int b0 = b.blocks[0];
   kv.release(b);
   EXPECT_EQ(kv.ref_count(b0), 0);
-  // Still cached, evictable: the two prefix blocks and a's own full block past the prefix.
-  EXPECT_EQ(kv.cached_blocks(), 3);
+  EXPECT_EQ(kv.cached_blocks(), 2);  // still cached, evictable
   EXPECT_EQ(kv.free_blocks(), 20);
 }
 
@@ -106,7 +105,8 @@ TEST(PrefixCache, APreemptedRequestFindsItsOwnPromptBlocks) {
   compute(kv, a);
   Sequence other = seq(14, 0, 0);
   EXPECT_EQ(kv.match_prefix(other), 0);
-  kv.release(a);  // preempted: its blocks stay cached
+  kv.keep_for_recompute(a);  // preempted: its blocks stay cached
+  kv.release(a);
   a.num_computed = 0;
   EXPECT_EQ(kv.cached_blocks(), 3);
   EXPECT_EQ(kv.match_prefix(a), 12);
@@ -115,11 +115,20 @@ TEST(PrefixCache, APreemptedRequestFindsItsOwnPromptBlocks) {
   Sequence big = seq(4 * 19, 0, 0);
   ASSERT_TRUE(kv.grow(big, big.known_tokens()));
   EXPECT_EQ(kv.match_prefix(a), 4);
+  kv.release(a);
+  kv.release(big);
+  // A request that finishes leaves its own blocks free, not cached: nobody else can use them.
+  Sequence d = seq(14, 0, 0);
+  compute(kv, d);
+  kv.release(d);
+  EXPECT_EQ(kv.match_prefix(d), 0);
   // Off: nothing stays cached.
   BlockManager off(20, 4, 0.0);
   Sequence c = seq(14, 0, 0);
   compute(off, c);
+  off.keep_for_recompute(c);
   off.release(c);
+  c.num_computed = 0;
   EXPECT_EQ(off.match_prefix(c), 0);
 }
 
