@@ -106,10 +106,10 @@ std::uint64_t BlockManager::block_hash(const Sequence& seq, int i, std::uint64_t
   const int last = (i + 1) * block_size_ - 1;  // the block's last token
   if (r.prefix_hashes && r.prefix_hash_tokens > 0 && last < r.prefix_tokens) {
     // A traced block id covers the block's last token (earlier ones are in the chain).
+    // (prefix_tokens is at most the traced ids' tokens: j is one of them.)
     const std::size_t j =
         static_cast<std::size_t>(last) / static_cast<std::size_t>(r.prefix_hash_tokens);
-    if (j < r.prefix_hashes->size())
-      return mix(mix(mix(parent, 0x6d6f6f6eull), (*r.prefix_hashes)[j]), std::uint64_t(i));
+    return mix(mix(mix(parent, 0x6d6f6f6eull), (*r.prefix_hashes)[j]), std::uint64_t(i));
   }
   if (r.prompt_ids.empty()) {
     // Simulated prompts: a block inside the shared prefix is (prefix_group, i); past it the
