@@ -89,6 +89,10 @@ void parse_scheduler_fields(const JsonReader& r, EngineScheduler* s) {
   s->mixed_batches = r.boolean("mixed_batches", s->mixed_batches);
   s->overlap_schedule = r.boolean("overlap_schedule", s->overlap_schedule);
   s->prefix_caching = r.boolean("enable_prefix_caching", s->prefix_caching);
+  s->guaranteed_no_evict =
+      r.one_of("capacity_policy", {"max_utilization", "guaranteed_no_evict"},
+               s->guaranteed_no_evict ? "guaranteed_no_evict" : "max_utilization") ==
+      "guaranteed_no_evict";
 }
 
 // "scheduler": the defaults, and "gpus": {GPU type: the fields that differ there}. A field set
@@ -119,6 +123,7 @@ Json scheduler_json(const EngineScheduler& s) {
   if (!s.mixed_batches) j["mixed_batches"] = false;
   if (s.overlap_schedule) j["overlap_schedule"] = true;
   if (s.prefix_caching) j["enable_prefix_caching"] = true;
+  if (s.guaranteed_no_evict) j["capacity_policy"] = "guaranteed_no_evict";
   return j;
 }
 

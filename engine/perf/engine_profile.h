@@ -30,6 +30,9 @@ struct EngineScheduler {
   // Full prompt blocks stay cached after their request leaves (vLLM V1's prefix caching,
   // SGLang's radix cache): shared prefixes, and a preempted request's own recompute, reuse them.
   bool prefix_caching = false;
+  // Admission reserves each request's whole footprint, prompt and max_output_tokens, and never
+  // preempts (TensorRT-LLM's GUARANTEED_NO_EVICT); false: vLLM's admit-then-preempt.
+  bool guaranteed_no_evict = false;
 };
 
 // How the engine sizes its KV cache on each GPU: it takes memory_utilization of the GPU's

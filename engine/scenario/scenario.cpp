@@ -98,6 +98,9 @@ static void parse_calibration_and_engine(const JsonReader& r, const std::string&
   s->scheduler.mixed_batches = defaults.mixed_batches;
   s->scheduler.overlap_schedule = defaults.overlap_schedule;
   s->scheduler.enable_prefix_caching = defaults.prefix_caching;
+  s->scheduler.capacity_policy = defaults.guaranteed_no_evict
+                                     ? sched::CapacityPolicy::kGuaranteedNoEvict
+                                     : sched::CapacityPolicy::kMaxUtilization;
   s->memory.gpu_memory_utilization = eng.kv.memory_utilization;
   s->memory.kv_of_free = eng.kv.of_free;
   s->memory.reserved_bytes = eng.kv.reserved_bytes;

@@ -19,6 +19,9 @@ struct Scheduler::Budget {
   int cutoff_ties = 0;                    // decodes at exactly the cutoff still allowed
   bool no_decode = false;                 // a prefill-only step (mixed_batches false)
   Time admit_before = Scheduler::kNever;  // admits requests that arrived by then (overlap)
+  // guaranteed_no_evict: blocks the running sequences still need to reach their
+  // max_output_tokens (-1: not counted yet this step).
+  int reserve_blocks = -1;
 };
 
 Scheduler::Scheduler(SchedulerOptions opts, kv::BlockManager* kv) : opts_(opts), kv_(kv) {
@@ -323,7 +326,12 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
   if (!opts_.chunked_prefill && n < s->remaining()) return undo(), Admit::kNoBudget;
   if (!kv_->can_admit(kv_->extra_blocks(*s, s->num_computed + n), reserved_blocks))
     return undo(), Admit::kNoBlocks;
+  const bool no_evict = opts_.capacity_policy == CapacityPolicy::kGuaranteedNoEvict;
+  if (no_evict &&
+      !kv_->can_admit(kv_->extra_blocks(*s, s->max_tokens()), reserved_blocks + b.reserve_blocks))
+    return undo(), Admit::kNoBlocks;
   kv_->grow(*s, s->num_computed + n);
+  if (no_evict) b.reserve_blocks += std::max(0, kv_->blocks_for(s->max_tokens()) - s->num_blocks);
   if (lookup) kv_->note_lookup(s->req.prompt_tokens, hit);
   step->batch.shape.kv_load_s += kv_->take_load_s();
   if (s->swapped_blocks > 0) {
@@ -339,6 +347,12 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
 
 void Scheduler::admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, ScheduledStep* step,
                             Time now) {
+  if (opts_.capacity_policy == CapacityPolicy::kGuaranteedNoEvict && b.reserve_blocks < 0 &&
+      !q.empty()) {
+    b.reserve_blocks = 0;
+    for (const Sequence* s : running_)
+      b.reserve_blocks += std::max(0, kv_->blocks_for(s->max_tokens()) - s->num_blocks);
+  }
   while (!q.empty() && b.tokens > 0 && static_cast<int>(step->seqs.size()) < b.seq_cap) {
     Sequence* s = q.front();
     if (s->req.arrival_s > b.admit_before) break;  // arrived after the running step was formed

@@ -26,6 +26,9 @@
 //    preferred size) requests wait or the oldest waited batch_timeout_s, and runs to
 //    completion: nothing is admitted until every sequence of the batch finished. schedule()
 //    is empty while the batch fills; next_wakeup() says when the timeout expires.
+//  - capacity_policy guaranteed_no_evict: a request is admitted only when its whole footprint
+//    (prompt and max_output_tokens) fits beside what the running sequences still need to
+//    finish; running sequences then never preempt (TensorRT-LLM's default capacity scheduler).
 //  - enable_prefix_caching: admission shares cached prefix blocks (BlockManager).
 //  - compact_every_requests: BlockManager::compact() after every N finished requests.
 // A deterministic state machine: same calls, same decisions.

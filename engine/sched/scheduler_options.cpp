@@ -10,6 +10,10 @@ const char* preemption_mode_name(PreemptionMode m) {
   return m == PreemptionMode::kSwap ? "swap" : "recompute";
 }
 
+const char* capacity_policy_name(CapacityPolicy p) {
+  return p == CapacityPolicy::kGuaranteedNoEvict ? "guaranteed_no_evict" : "max_utilization";
+}
+
 Status SchedulerOptions::validate() const {
   if (max_num_seqs <= 0) return invalid_argument("max_num_seqs must be > 0");
   if (max_num_batched_tokens <= 0) return invalid_argument("max_num_batched_tokens must be > 0");
@@ -101,6 +105,11 @@ void parse_scheduler_options(const config::JsonReader& r, SchedulerOptions* o) {
   const std::string mode =
       r.one_of("preemption_mode", {"recompute", "swap"}, preemption_mode_name(o->preemption_mode));
   o->preemption_mode = mode == "swap" ? PreemptionMode::kSwap : PreemptionMode::kRecompute;
+  const std::string capacity =
+      r.one_of("capacity_policy", {"max_utilization", "guaranteed_no_evict"},
+               capacity_policy_name(o->capacity_policy));
+  o->capacity_policy = capacity == "guaranteed_no_evict" ? CapacityPolicy::kGuaranteedNoEvict
+                                                         : CapacityPolicy::kMaxUtilization;
   o->swap_space_blocks = to_int(r.non_negative_integer("swap_space_blocks", o->swap_space_blocks));
 
   o->long_prompt_queue = r.boolean("long_prompt_queue", o->long_prompt_queue);

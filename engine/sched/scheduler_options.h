@@ -15,6 +15,8 @@ namespace prima::sched {
 enum class SchedulerType { kContinuous, kDynamicBatching };
 enum class PreemptionMode { kRecompute, kSwap };
 enum class BatchStrategy { kFillFifo, kSizeAware };
+// How admission counts KV blocks (TensorRT-LLM's CapacitySchedulerPolicy names).
+enum class CapacityPolicy { kMaxUtilization, kGuaranteedNoEvict };
 
 struct SchedulerOptions {
   SchedulerType type = SchedulerType::kContinuous;
@@ -36,6 +38,12 @@ struct SchedulerOptions {
   bool priority_scheduling = false;
   double reserved_high_share = 0.1;  // of max_num_seqs and KV blocks, high class only
   PreemptionMode preemption_mode = PreemptionMode::kRecompute;
+  // max_utilization (vLLM, SGLang): a request is admitted when the blocks of its next chunk are
+  // free; a running sequence that cannot grow preempts the newest. guaranteed_no_evict
+  // (TensorRT-LLM's default): a request is admitted only when the blocks of its whole prompt
+  // and max_output_tokens fit beside the blocks every running sequence still needs to reach
+  // its own, so a started request is never preempted.
+  CapacityPolicy capacity_policy = CapacityPolicy::kMaxUtilization;
   int swap_space_blocks = 0;      // host blocks for swapped-out KV (0 = unlimited)
   double kv_bytes_per_token = 0;  // KV bytes per token per GPU (set by the wiring; 0 = free)
 
@@ -71,6 +79,7 @@ struct SchedulerOptions {
 };
 
 const char* preemption_mode_name(PreemptionMode m);
+const char* capacity_policy_name(CapacityPolicy p);
 
 // Reads a scenario's "scheduler" object into *o (keys absent keep o's values). Reads every
 // key the object may hold except max_model_len (consumed, read by the scenario loader), then

@@ -184,7 +184,7 @@ TEST(EngineFit, AProfilesOwnSchedulerDefaultsApply) {
 // The held-out sources no fit uses are predicted by the shipped profiles with the medians
 // docs/fidelity.md ("Held-out checks") states, every point predicted.
 TEST(EngineFit, HeldOutChecksGiveTheMediansTheDocsState) {
-  const std::map<std::string, double> stated = {{"trtllm-gpustack", 0.115},
+  const std::map<std::string, double> stated = {{"trtllm-gpustack", 0.120},
                                                 {"vllm-gpustack", 0.376},
                                                 {"vllm-0.5", 0.445},
                                                 {"sglang-0.3", 0.116}};

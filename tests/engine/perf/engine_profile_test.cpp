@@ -232,6 +232,33 @@ TEST(EngineProfiles, PrefixCachingIsASchedulerDefault) {
       "enable_prefix_caching"));  // written only where on
 }
 
+TEST(EngineProfiles, TrtllmAdmitsAsGuaranteedNoEvict) {
+  auto no_evict = [](const std::string& extra) {
+    return scheduler_of("h200_node", extra).capacity_policy ==
+           sched::CapacityPolicy::kGuaranteedNoEvict;
+  };
+  EXPECT_FALSE(no_evict("{}"));  // vllm admits, then preempts
+  EXPECT_FALSE(no_evict(R"({"engine": "sglang"})"));
+  EXPECT_TRUE(no_evict(R"({"engine": "trtllm"})"));
+  EXPECT_FALSE(
+      no_evict(R"({"engine": "trtllm", "scheduler": {"capacity_policy": "max_utilization"}})"));
+  EXPECT_TRUE(no_evict(
+      R"({"engine": {"base": "vllm", "scheduler": {"capacity_policy": "guaranteed_no_evict"}}})"));
+  const Json j = engine_profile_to_json(*builtin_engine("trtllm"));
+  EXPECT_EQ(j["scheduler"]["capacity_policy"], "guaranteed_no_evict");
+  EXPECT_TRUE(parse_engine_profile(config::JsonReader(j, "e.json")).scheduler.guaranteed_no_evict);
+  EXPECT_FALSE(engine_profile_to_json(*builtin_engine("vllm"))["scheduler"].contains(
+      "capacity_policy"));  // written only where not the default
+  auto bad = scenario::parse_scenario(Json::parse(R"({"model": "llama-3-8b",
+      "topology": "h200_node", "scheduler": {"capacity_policy": "greedy"},
+      "workload": {"arrival": {"type": "poisson", "rate_rps": 1}, "prompt_tokens": 10,
+                   "output_tokens": 10}})"),
+                                      "s.json", ".");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("s.json: /scheduler/capacity_policy"), std::string::npos)
+      << bad.status().message();
+}
+
 TEST(EngineProfiles, TrustStatesTheOutOfSampleErrorAndTheRange) {
   const scenario::Scenario sc = scenario_with("");
   const Resolved r = resolve(sc.calibration, "H100-SXM5-80GB");

@@ -185,6 +185,65 @@ TEST(DynamicBatching, SizeAwareGroupsSimilarLengthsAroundTheOldest) {
   EXPECT_TRUE(contains(f, seqs[1].get()));  // arrival order: 100, 1000, 110
 }
 
+TEST(CapacityPolicy, NoEvictAdmitsOnlyWhatCanFinishAndNeverPreempts) {
+  // 12 blocks of 4 tokens; each request needs 2 blocks for its prompt and 5 to finish
+  // (8 prompt + 12 output tokens).
+  auto run = [](CapacityPolicy policy, int* admitted_first, int* preemptions) {
+    kv::BlockManager kv(12, 4, 0.0);
+    SchedulerOptions o;
+    o.capacity_policy = policy;
+    Scheduler sch(o, &kv);
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    for (int i = 0; i < 5; ++i) {
+      seqs.push_back(make_seq(i + 1, 8, 12));
+      sch.add(seqs.back().get());
+    }
+    int finished = 0;
+    for (int t = 0; t < 200 && finished < 5; ++t) {
+      const ScheduledStep st = sch.schedule(t);
+      if (t == 0) *admitted_first = static_cast<int>(st.seqs.size());
+      if (st.empty()) continue;
+      finished += static_cast<int>(sch.complete(st, StepResult{}, t).finished.size());
+    }
+    EXPECT_EQ(finished, 5);
+    EXPECT_EQ(kv.free_blocks(), 12);
+    *preemptions = static_cast<int>(sch.total_preemptions());
+  };
+  int first = 0, preempted = 0;
+  run(CapacityPolicy::kMaxUtilization, &first, &preempted);
+  EXPECT_EQ(first, 5);  // every prompt's 2 blocks fit (10 of 12)
+  EXPECT_GT(preempted, 0);
+  run(CapacityPolicy::kGuaranteedNoEvict, &first, &preempted);
+  EXPECT_EQ(first, 2);  // 2 x 5 blocks reserved; a third would need 15
+  EXPECT_EQ(preempted, 0);
+}
+
+TEST(CapacityPolicy, NoEvictCountsWhatRunningSequencesStillNeed) {
+  // 10 blocks of 4 tokens. a (4 prompt + 12 output tokens: 4 blocks to finish) runs; b (4 + 20:
+  // 6 blocks) fits beside a's whole footprint, c (4 + 4: 2 blocks) then does not, until a
+  // finishes. Admission stops at c: it is first-come, first-served.
+  kv::BlockManager kv(10, 4, 0.0);
+  SchedulerOptions o;
+  o.capacity_policy = CapacityPolicy::kGuaranteedNoEvict;
+  Scheduler sch(o, &kv);
+  auto a = make_seq(1, 4, 12), b = make_seq(2, 4, 20), c = make_seq(3, 4, 4);
+  sch.add(a.get());
+  ScheduledStep st = run_step(sch, 0);
+  ASSERT_TRUE(contains(st, a.get()));
+  EXPECT_EQ(kv.free_blocks(), 9);  // a holds 1 block now, 3 more reserved
+  sch.add(b.get());
+  sch.add(c.get());
+  st = run_step(sch, 1);
+  EXPECT_TRUE(contains(st, b.get()));
+  EXPECT_FALSE(contains(st, c.get()));
+  int t = 2;
+  while (a->finish_reason.empty() && t < 100) run_step(sch, t++);
+  ASSERT_EQ(a->finish_reason, "length");
+  st = run_step(sch, t);
+  EXPECT_TRUE(contains(st, c.get()));
+  EXPECT_EQ(sch.total_preemptions(), 0);
+}
+
 TEST(PrefixCache, HitsSkipComputationAndShareBlocks) {
   kv::BlockManager kv(100, 16, 0.0);
   SchedulerOptions o;

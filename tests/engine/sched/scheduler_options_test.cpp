@@ -97,6 +97,8 @@ TEST(SchedulerOptionsParse, BadOptionsNameTheJsonPath) {
   expect_error(R"({"scheduler": {"type": "fastest"}})", "/scheduler/type", "continuous");
   expect_error(R"({"scheduler": {"preemption_mode": "drop"}})", "/scheduler/preemption_mode",
                "swap");
+  expect_error(R"({"scheduler": {"capacity_policy": "greedy"}})", "/scheduler/capacity_policy",
+               "guaranteed_no_evict");
   expect_error(R"({"scheduler": {"reserved_high_share": 1}})", "/scheduler/reserved_high_share",
                "[0, 1)");
   expect_error(R"({"scheduler": {"reserved_high_share": -0.1}})", "/scheduler/reserved_high_share",
