@@ -293,6 +293,10 @@ void Scheduler::back_to_ready(std::vector<Sequence*>& back, bool in_rank_order) 
   ready_.swap(ready_scratch_);
 }
 
+int Scheduler::blocks_to_finish(const Sequence& s) const {
+  return std::max(0, kv_->blocks_for(s.max_tokens()) - s.num_blocks);
+}
+
 Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, ScheduledStep* step,
                                       Time now) {
   const bool reserve = opts_.priority_scheduling && s->req.priority != Priority::kHigh;
@@ -331,7 +335,7 @@ Scheduler::Admit Scheduler::try_admit(Sequence* s, Budget& b, int cap, Scheduled
       !kv_->can_admit(kv_->extra_blocks(*s, s->max_tokens()), reserved_blocks + b.reserve_blocks))
     return undo(), Admit::kNoBlocks;
   kv_->grow(*s, s->num_computed + n);
-  if (no_evict) b.reserve_blocks += std::max(0, kv_->blocks_for(s->max_tokens()) - s->num_blocks);
+  if (no_evict) b.reserve_blocks += blocks_to_finish(*s);
   if (lookup) kv_->note_lookup(s->req.prompt_tokens, hit);
   step->batch.shape.kv_load_s += kv_->take_load_s();
   if (s->swapped_blocks > 0) {
@@ -350,8 +354,7 @@ void Scheduler::admit_queue(std::deque<Sequence*>& q, Budget& b, bool long_q, Sc
   if (opts_.capacity_policy == CapacityPolicy::kGuaranteedNoEvict && b.reserve_blocks < 0 &&
       !q.empty()) {
     b.reserve_blocks = 0;
-    for (const Sequence* s : running_)
-      b.reserve_blocks += std::max(0, kv_->blocks_for(s->max_tokens()) - s->num_blocks);
+    for (const Sequence* s : running_) b.reserve_blocks += blocks_to_finish(*s);
   }
   while (!q.empty() && b.tokens > 0 && static_cast<int>(step->seqs.size()) < b.seq_cap) {
     Sequence* s = q.front();

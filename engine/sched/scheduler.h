@@ -140,6 +140,8 @@ class Scheduler {
   void enqueue(Sequence* s, bool front);  // waiting queue by policy
   bool is_long(const Sequence* s) const;
   bool before(const Sequence* a, const Sequence* b) const;  // priority order
+  // Blocks `s` still lacks to hold its prompt and max_output_tokens (guaranteed_no_evict).
+  int blocks_to_finish(const Sequence& s) const;
   Admit try_admit(Sequence* s, Budget& b, int cap, ScheduledStep* step, Time now);
   void run_running(Budget& b, int pass, ScheduledStep* step, Time now);
   // running_ and ready_ bookkeeping: admission (a new rank), leaving ready_ (preemption,
